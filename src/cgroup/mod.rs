@@ -1,0 +1,343 @@
+//! The cgroupfs layer: a thin, explicit handle over a cgroup directory for v1 and v2.
+//!
+//! Every operation takes or holds a path, and every error names that path and the operation, so a
+//! failure on a test machine says exactly which file refused what. Unit tests run these functions
+//! against a temporary directory laid out like cgroupfs.
+
+pub mod detect;
+pub mod stat;
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// cgroup version of a hierarchy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Version {
+    V1,
+    V2,
+}
+
+impl Version {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Version::V1 => "v1",
+            Version::V2 => "v2",
+        }
+    }
+}
+
+/// An error of the cgroup layer, always with the path and the operation.
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path}: line {line}: {what}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        what: String,
+    },
+    #[error("{op} {path}: {what}")]
+    Other {
+        op: &'static str,
+        path: PathBuf,
+        what: String,
+    },
+}
+
+impl CgroupError {
+    /// The errno of an I/O error, if it is one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            CgroupError::Io { source, .. } => source.raw_os_error(),
+            _ => None,
+        }
+    }
+}
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> CgroupError + 'a {
+    move |source| CgroupError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Reads a whole file, naming it on error.
+pub fn read_path(path: &Path) -> Result<String, CgroupError> {
+    let mut s = String::new();
+    fs::File::open(path)
+        .and_then(|mut f| f.read_to_string(&mut s))
+        .map_err(io_err("read", path))?;
+    Ok(s)
+}
+
+/// Writes a value with a single write(2), as cgroupfs expects, naming the file on error.
+pub fn write_path(path: &Path, value: &str) -> Result<(), CgroupError> {
+    // O_TRUNC like a shell's `echo v > file`: cgroupfs ignores it, a fixture file needs it.
+    fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(value.as_bytes()))
+        .map_err(io_err("write", path))
+}
+
+/// The file names that differ between versions.
+pub fn file_name(version: Version, what: &str) -> &'static str {
+    match (version, what) {
+        (Version::V1, "limit") => "memory.limit_in_bytes",
+        (Version::V2, "limit") => "memory.max",
+        (Version::V1, "usage") => "memory.usage_in_bytes",
+        (Version::V2, "usage") => "memory.current",
+        (Version::V1, "procs") => "cgroup.procs",
+        (Version::V2, "procs") => "cgroup.procs",
+        (_, "stat") => "memory.stat",
+        _ => unreachable!("unknown cgroup file kind {what}"),
+    }
+}
+
+/// A handle on one cgroup directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cgroup {
+    pub path: PathBuf,
+    pub version: Version,
+}
+
+impl Cgroup {
+    pub fn new(path: impl Into<PathBuf>, version: Version) -> Self {
+        Cgroup {
+            path: path.into(),
+            version,
+        }
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    pub fn read(&self, name: &str) -> Result<String, CgroupError> {
+        read_path(&self.file(name))
+    }
+
+    pub fn write(&self, name: &str, value: &str) -> Result<(), CgroupError> {
+        write_path(&self.file(name), value)
+    }
+
+    /// Creates a child cgroup. On v2 this first enables +memory in our own subtree_control (when it
+    /// is not already), so the child gets the memory controller.
+    pub fn create_child(&self, name: &str) -> Result<Cgroup, CgroupError> {
+        if self.version == Version::V2 {
+            self.enable_memory_for_children()?;
+        }
+        let path = self.path.join(name);
+        fs::create_dir(&path).map_err(io_err("mkdir", &path))?;
+        Ok(Cgroup::new(path, self.version))
+    }
+
+    /// v2: makes the memory controller available to children. Fails with EBUSY when this group has
+    /// processes of its own (the no-internal-processes rule).
+    pub fn enable_memory_for_children(&self) -> Result<(), CgroupError> {
+        let cur = self.read("cgroup.subtree_control")?;
+        if cur.split_whitespace().any(|c| c == "memory") {
+            return Ok(());
+        }
+        self.write("cgroup.subtree_control", "+memory")
+    }
+
+    /// Sets the memory limit in bytes (None: unlimited).
+    pub fn set_limit(&self, bytes: Option<u64>) -> Result<(), CgroupError> {
+        let v = match (bytes, self.version) {
+            (Some(b), _) => b.to_string(),
+            (None, Version::V1) => "-1".into(),
+            (None, Version::V2) => "max".into(),
+        };
+        self.write(file_name(self.version, "limit"), &v)
+    }
+
+    /// Current usage in bytes (memory.usage_in_bytes / memory.current).
+    pub fn usage(&self) -> Result<i64, CgroupError> {
+        let name = file_name(self.version, "usage");
+        let s = self.read(name)?;
+        stat::parse_value(s.trim()).ok_or_else(|| CgroupError::Parse {
+            path: self.file(name),
+            line: 1,
+            what: format!("not an integer: {:?}", s.trim()),
+        })
+    }
+
+    /// Parsed memory.stat.
+    pub fn stat(&self) -> Result<stat::Stat, CgroupError> {
+        let p = self.file("memory.stat");
+        stat::parse_stat(&read_path(&p)?, &p)
+    }
+
+    /// Moves a process into this cgroup.
+    pub fn attach(&self, pid: i32) -> Result<(), CgroupError> {
+        self.write(file_name(self.version, "procs"), &pid.to_string())
+    }
+
+    /// The processes in this cgroup (not its children).
+    pub fn procs(&self) -> Result<Vec<i32>, CgroupError> {
+        let p = self.file("cgroup.procs");
+        let text = read_path(&p)?;
+        text.lines()
+            .enumerate()
+            .map(|(i, l)| {
+                l.trim().parse().map_err(|_| CgroupError::Parse {
+                    path: p.clone(),
+                    line: i + 1,
+                    what: format!("not a pid: {l:?}"),
+                })
+            })
+            .collect()
+    }
+
+    /// Child cgroups (directories).
+    pub fn children(&self) -> Result<Vec<Cgroup>, CgroupError> {
+        let rd = fs::read_dir(&self.path).map_err(io_err("list", &self.path))?;
+        let mut out = Vec::new();
+        for e in rd {
+            let e = e.map_err(io_err("list", &self.path))?;
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                out.push(Cgroup::new(e.path(), self.version));
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    /// Kills every process in this cgroup and its descendants and waits (bounded) until they are
+    /// gone: cgroup.kill where the kernel has it, otherwise SIGKILL to each pid.
+    pub fn kill_all(&self, wait: Duration) -> Result<(), CgroupError> {
+        let deadline = Instant::now() + wait;
+        let kill_file = self.file("cgroup.kill");
+        loop {
+            let mut pids = Vec::new();
+            self.collect_pids(&mut pids)?;
+            if pids.is_empty() {
+                return Ok(());
+            }
+            if kill_file.exists() {
+                write_path(&kill_file, "1")?;
+            } else {
+                for pid in &pids {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(*pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(CgroupError::Other {
+                    op: "kill",
+                    path: self.path.clone(),
+                    what: format!("processes still present after {wait:?}: {pids:?}"),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn collect_pids(&self, out: &mut Vec<i32>) -> Result<(), CgroupError> {
+        out.extend(self.procs()?);
+        for c in self.children()? {
+            c.collect_pids(out)?;
+        }
+        Ok(())
+    }
+
+    /// Removes this cgroup and its descendants bottom-up, retrying rmdir while the kernel still
+    /// holds the group busy (EBUSY right after the last task exits), up to `wait`.
+    pub fn remove_tree(&self, wait: Duration) -> Result<(), CgroupError> {
+        for c in self.children()? {
+            c.remove_tree(wait)?;
+        }
+        let deadline = Instant::now() + wait;
+        loop {
+            match fs::remove_dir(&self.path) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) if Instant::now() < deadline && e.raw_os_error() == Some(libc::EBUSY) => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(io_err("rmdir", &self.path)(e)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A temp dir laid out like a cgroupfs directory.
+    fn fake_cgroup(version: Version) -> (tempfile::TempDir, Cgroup) {
+        let d = tempfile::tempdir().unwrap();
+        for f in ["cgroup.procs", "memory.stat", "cgroup.subtree_control"] {
+            fs::write(d.path().join(f), "").unwrap();
+        }
+        fs::write(d.path().join(file_name(version, "limit")), "").unwrap();
+        fs::write(d.path().join(file_name(version, "usage")), "4096\n").unwrap();
+        let cg = Cgroup::new(d.path(), version);
+        (d, cg)
+    }
+
+    #[test]
+    fn limit_files_per_version() {
+        let (_d, cg) = fake_cgroup(Version::V1);
+        cg.set_limit(Some(1 << 30)).unwrap();
+        assert_eq!(cg.read("memory.limit_in_bytes").unwrap(), "1073741824");
+        cg.set_limit(None).unwrap();
+        assert_eq!(cg.read("memory.limit_in_bytes").unwrap(), "-1");
+        let (_d2, cg2) = fake_cgroup(Version::V2);
+        cg2.set_limit(None).unwrap();
+        assert_eq!(cg2.read("memory.max").unwrap(), "max");
+        assert_eq!(cg2.usage().unwrap(), 4096);
+    }
+
+    #[test]
+    fn v2_child_enables_memory_first() {
+        let (_d, cg) = fake_cgroup(Version::V2);
+        let child = cg.create_child("c").unwrap();
+        assert_eq!(cg.read("cgroup.subtree_control").unwrap(), "+memory");
+        assert!(child.path.is_dir());
+    }
+
+    #[test]
+    fn errors_name_path_and_operation() {
+        let cg = Cgroup::new("/nonexistent/memcgtest", Version::V1);
+        let e = cg.read("memory.stat").unwrap_err().to_string();
+        assert!(e.starts_with("read /nonexistent/memcgtest/memory.stat:"), "{e}");
+        let e = cg.attach(1).unwrap_err().to_string();
+        assert!(e.starts_with("write /nonexistent/memcgtest/cgroup.procs:"), "{e}");
+    }
+
+    #[test]
+    fn procs_parse_and_reject_garbage() {
+        let (_d, cg) = fake_cgroup(Version::V1);
+        fs::write(cg.file("cgroup.procs"), "12\n34\n").unwrap();
+        assert_eq!(cg.procs().unwrap(), vec![12, 34]);
+        fs::write(cg.file("cgroup.procs"), "12\nx\n").unwrap();
+        assert!(cg.procs().unwrap_err().to_string().contains("line 2"));
+    }
+
+    #[test]
+    fn remove_tree_bottom_up() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Cgroup::new(d.path().join("r"), Version::V1);
+        fs::create_dir_all(root.path.join("a/b")).unwrap();
+        root.remove_tree(Duration::from_millis(10)).unwrap();
+        assert!(!root.path.exists());
+    }
+}

@@ -1,0 +1,172 @@
+//! memory.stat parsing and the one vocabulary of counters shared by v1 and v2.
+//!
+//! Values are parsed strictly into signed 64-bit numbers: a negative value is kept (old kernels print
+//! underflowed counters as negative numbers), a value above 2^63 printed as unsigned is the negative
+//! number it encodes, and a malformed line is an error naming the file and line.
+
+use std::path::Path;
+
+use super::{CgroupError, Version};
+
+/// One parsed memory.stat (or /proc/vmstat): (key, value) in file order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stat(pub Vec<(String, i64)>);
+
+impl Stat {
+    pub fn get(&self, key: &str) -> Option<i64> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+/// Parses one value: decimal, optionally negative; unsigned values above i64::MAX wrap to negative.
+pub fn parse_value(s: &str) -> Option<i64> {
+    if let Ok(v) = s.parse::<i64>() {
+        return Some(v);
+    }
+    s.parse::<u64>().ok().map(|u| u as i64)
+}
+
+/// Parses "key value" lines. `path` only names the file in errors.
+pub fn parse_stat(text: &str, path: &Path) -> Result<Stat, CgroupError> {
+    let mut out = Vec::new();
+    for (no, line) in text.lines().enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let mut it = line.split_ascii_whitespace();
+        let (Some(key), Some(val), None) = (it.next(), it.next(), it.next()) else {
+            return Err(CgroupError::Parse {
+                path: path.to_path_buf(),
+                line: no + 1,
+                what: format!("expected 'key value', got {line:?}"),
+            });
+        };
+        let v = parse_value(val).ok_or_else(|| CgroupError::Parse {
+            path: path.to_path_buf(),
+            line: no + 1,
+            what: format!("value of {key} is not an integer: {val:?}"),
+        })?;
+        out.push((key.to_string(), v));
+    }
+    Ok(Stat(out))
+}
+
+/// Looks up a few keys in stat text without allocating for the others (the sampler's hot path).
+/// Returns Err(line number) on a malformed line holding a wanted key.
+pub fn extract(text: &str, keys: &[&str], out: &mut [Option<i64>]) -> Result<(), usize> {
+    out.iter_mut().for_each(|o| *o = None);
+    for (no, line) in text.lines().enumerate() {
+        let Some((k, v)) = line.split_once(' ') else {
+            continue;
+        };
+        if let Some(i) = keys.iter().position(|w| *w == k) {
+            out[i] = Some(parse_value(v.trim()).ok_or(no + 1)?);
+        }
+    }
+    Ok(())
+}
+
+/// A counter in memcgtest's vocabulary, mapped to the file and key of each cgroup version.
+/// Hierarchical by default (v1 total_*, v2 memory.stat); `.local` asks for the group's own value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterName {
+    pub name: &'static str,
+    pub v1: &'static str,
+    pub v2: &'static str,
+}
+
+/// Counters read from memory.stat. Values are bytes in both versions.
+pub const COUNTERS: &[CounterName] = &[
+    CounterName { name: "dirty", v1: "dirty", v2: "file_dirty" },
+    CounterName { name: "writeback", v1: "writeback", v2: "file_writeback" },
+    CounterName { name: "file", v1: "cache", v2: "file" },
+    CounterName { name: "anon", v1: "rss", v2: "anon" },
+    CounterName { name: "mapped", v1: "mapped_file", v2: "file_mapped" },
+    CounterName { name: "shmem", v1: "shmem", v2: "shmem" },
+    CounterName { name: "swap", v1: "swap", v2: "swap" },
+];
+
+/// Counters read from a file of their own rather than memory.stat.
+pub const USAGE: &str = "usage";
+
+/// Where a counter comes from for a version: the memory.stat key, or None for `usage`.
+/// Errors name the unknown counter and list the known ones.
+pub fn stat_key(counter: &str, version: Version) -> Result<Option<String>, String> {
+    let (base, local) = match counter.strip_suffix(".local") {
+        Some(b) => (b, true),
+        None => (counter, false),
+    };
+    if base == USAGE && !local {
+        return Ok(None);
+    }
+    let c = COUNTERS.iter().find(|c| c.name == base).ok_or_else(|| {
+        let names: Vec<&str> = COUNTERS.iter().map(|c| c.name).collect();
+        format!(
+            "unknown counter {counter:?} (known: {}, {USAGE}; add .local for a group's own value)",
+            names.join(", ")
+        )
+    })?;
+    Ok(Some(match (version, local) {
+        (Version::V1, false) => format!("total_{}", c.v1),
+        (Version::V1, true) => c.v1.to_string(),
+        (Version::V2, false) => c.v2.to_string(),
+        // v2 memory.stat is hierarchical only; a group's own value is derived by the checks.
+        (Version::V2, true) => {
+            return Err(format!(
+                "{counter}: cgroup v2 has no per-group (non-hierarchical) memory.stat"
+            ))
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    const V1: &str = include_str!("../../tests/fixtures/memory.stat.v1");
+    const V2: &str = include_str!("../../tests/fixtures/memory.stat.v2");
+
+    #[test]
+    fn v1_stat_with_negative_dirty() {
+        let s = parse_stat(V1, Path::new("memory.stat")).unwrap();
+        assert_eq!(s.get("dirty"), Some(-33427456));
+        assert_eq!(s.get("total_dirty"), Some(-33427456));
+        assert_eq!(s.get("cache"), Some(1042386944));
+    }
+
+    #[test]
+    fn v2_stat_with_wrapped_unsigned_value() {
+        let s = parse_stat(V2, Path::new("memory.stat")).unwrap();
+        // 18446744073676124160 = 2^64 - 33427456: an underflow printed as unsigned.
+        assert_eq!(s.get("file_writeback"), Some(-33427456));
+        assert_eq!(s.get("file_dirty"), Some(4096));
+    }
+
+    #[test]
+    fn malformed_line_names_file_and_line() {
+        let e = parse_stat("cache 1\ndirty x\n", Path::new("/cg/memory.stat")).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("/cg/memory.stat") && msg.contains("line 2"), "{msg}");
+        assert!(parse_stat("a 1 2\n", &PathBuf::from("f")).is_err());
+        assert!(parse_stat("lonely\n", &PathBuf::from("f")).is_err());
+    }
+
+    #[test]
+    fn extract_reads_only_wanted_keys() {
+        let mut out = [None; 3];
+        extract(V1, &["total_dirty", "writeback", "nope"], &mut out).unwrap();
+        assert_eq!(out, [Some(-33427456), Some(0), None]);
+        assert_eq!(extract("dirty zz\n", &["dirty"], &mut out[..1]), Err(1));
+    }
+
+    #[test]
+    fn vocabulary_maps_per_version() {
+        assert_eq!(stat_key("dirty", Version::V1).unwrap().unwrap(), "total_dirty");
+        assert_eq!(stat_key("dirty.local", Version::V1).unwrap().unwrap(), "dirty");
+        assert_eq!(stat_key("dirty", Version::V2).unwrap().unwrap(), "file_dirty");
+        assert_eq!(stat_key("usage", Version::V2).unwrap(), None);
+        assert!(stat_key("dirty.local", Version::V2).is_err());
+        assert!(stat_key("bogus", Version::V1).unwrap_err().contains("known"));
+    }
+}

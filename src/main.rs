@@ -1,0 +1,4 @@
+mod cgroup;
+mod scenario;
+mod units;
+fn main() {}

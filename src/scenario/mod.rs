@@ -1,0 +1,755 @@
+//! Scenario files: declarative TOML describing cgroups, phases of workload steps, antagonists,
+//! sampled counters and checks. Parsing is strict: unknown keys and bad values are errors that name
+//! the file, line and column. The files in `scenarios/` are built into the binary.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::cgroup::{stat, Version};
+use crate::units::{parse_duration, parse_size};
+
+/// The scenario files shipped with memcgtest, built into the binary.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "dirty-migration.toml",
+        include_str!("../../scenarios/dirty-migration.toml"),
+    ),
+];
+
+/// A scenario file error: where, and what is wrong.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{file}:{line}:{col}: {msg}")]
+pub struct ScenarioError {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    pub msg: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file as written (serde, with spans for error messages).
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Spanned<String>,
+    summary: String,
+    #[serde(default)]
+    description: String,
+    timeout: Option<Spanned<String>>,
+    origin: Origin,
+    #[serde(default)]
+    requires: RawRequires,
+    #[serde(default)]
+    cgroup: Vec<Spanned<RawCgroup>>,
+    #[serde(default)]
+    sample: RawSample,
+    phase: Vec<Spanned<RawPhase>>,
+    #[serde(default)]
+    check: Vec<Spanned<RawCheck>>,
+}
+
+/// Where a scenario comes from: the kernel patch whose bug it reproduces.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Origin {
+    /// The patch subject, e.g. "memcg: fix dirty page migration".
+    pub subject: String,
+    /// Upstream commit id, where known.
+    pub commit: Option<String>,
+    /// Year or date of the patch.
+    pub date: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawRequires {
+    #[serde(default)]
+    cgroup: Vec<Spanned<String>>,
+    #[serde(default)]
+    writeback: bool,
+    #[serde(default)]
+    features: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCgroup {
+    name: Spanned<String>,
+    limit: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSample {
+    interval: Option<Spanned<String>>,
+    #[serde(default)]
+    counters: Vec<Spanned<String>>,
+    #[serde(default)]
+    vmstat: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhase {
+    name: Spanned<String>,
+    #[serde(default)]
+    steps: Vec<Spanned<RawStep>>,
+    #[serde(default)]
+    antagonists: Vec<Spanned<RawAntagonist>>,
+}
+
+/// One step as written: `action` picks the kind, the other keys are its parameters.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    action: Spanned<String>,
+    cgroup: Option<Spanned<String>>,
+    file: Option<Spanned<String>>,
+    size: Option<Spanned<String>>,
+    block_size: Option<Spanned<String>>,
+    fsync: Option<Spanned<bool>>,
+    duration: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAntagonist {
+    kind: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    kind: Spanned<String>,
+    cgroup: Option<Spanned<String>>,
+    counters: Option<Spanned<Vec<String>>>,
+    within: Option<Spanned<String>>,
+    bound: Option<Spanned<String>>,
+    phase: Option<Spanned<String>>,
+    baseline: Option<Spanned<String>>,
+    min_ratio: Option<Spanned<f64>>,
+    vmstat: Option<Spanned<String>>,
+    min: Option<Spanned<i64>>,
+    what: Option<Spanned<String>>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The resolved scenario the runner executes.
+
+/// A kernel feature a scenario needs; missing ones make it `skip`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Feature {
+    /// /proc/sys/vm/compact_memory (CONFIG_COMPACTION).
+    Compaction,
+    /// pgmigrate_* / compact_* in /proc/vmstat (CONFIG_VM_EVENT_COUNTERS).
+    VmEvents,
+}
+
+impl Feature {
+    const ALL: &'static [(&'static str, Feature)] = &[
+        ("compaction", Feature::Compaction),
+        ("vm-events", Feature::VmEvents),
+    ];
+    pub fn name(self) -> &'static str {
+        Feature::ALL.iter().find(|(_, f)| *f == self).unwrap().0
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Requires {
+    pub cgroup: Vec<Version>,
+    pub writeback: bool,
+    pub features: Vec<Feature>,
+}
+
+/// A cgroup the scenario creates, named by its path below the scenario's directory ("a" or "a/b").
+#[derive(Debug, Clone, Serialize)]
+pub struct CgroupSpec {
+    pub name: String,
+    pub limit: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Buffered writes like dd: unlink, create, write `size` bytes in `block_size` blocks.
+    Write {
+        cgroup: String,
+        file: String,
+        size: u64,
+        block_size: u64,
+        fsync: bool,
+    },
+    /// sync(2) of everything.
+    Sync,
+    /// fsync(2) of one file.
+    Fsync { cgroup: String, file: String },
+    /// Wait, sampling on.
+    Sleep(Duration),
+}
+
+impl Step {
+    pub fn describe(&self) -> String {
+        match self {
+            Step::Write { size, file, .. } => {
+                format!("write {} to {file}", crate::units::human_bytes(*size as i64))
+            }
+            Step::Sync => "sync".into(),
+            Step::Fsync { file, .. } => format!("fsync {file}"),
+            Step::Sleep(d) => format!("sleep {d:?}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Antagonist {
+    /// Writes 1 to /proc/sys/vm/compact_memory in a loop, forcing page migration.
+    Compaction,
+}
+
+#[derive(Debug, Clone)]
+pub struct Phase {
+    pub name: String,
+    pub steps: Vec<Step>,
+    pub antagonists: Vec<Antagonist>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Check {
+    /// No sampled value of these counters is ever negative (old kernels print underflow).
+    NoUnderflow { cgroup: String, counters: Vec<String> },
+    /// After each sync, the counters fall to at most `bound` (default: the per-CPU stat batch)
+    /// within `within`.
+    Settles {
+        cgroup: String,
+        counters: Vec<String>,
+        within: Duration,
+        bound: Option<u64>,
+    },
+    /// Write throughput of `phase` is at least `min_ratio` times that of `baseline`.
+    Throughput {
+        phase: String,
+        baseline: String,
+        min_ratio: f64,
+    },
+    /// /proc/vmstat `vmstat` rose by at least `min` during `phase`: the antagonist did its job.
+    /// Otherwise the scenario is `skip`, never `pass`.
+    Exercised {
+        phase: String,
+        vmstat: String,
+        min: i64,
+        what: String,
+    },
+}
+
+impl Check {
+    pub fn name(&self) -> String {
+        match self {
+            Check::NoUnderflow { cgroup, .. } => format!("no-underflow({cgroup})"),
+            Check::Settles { cgroup, .. } => format!("settles({cgroup})"),
+            Check::Throughput { phase, baseline, .. } => format!("throughput({phase}/{baseline})"),
+            Check::Exercised { phase, vmstat, .. } => format!("exercised({phase}: {vmstat})"),
+        }
+    }
+}
+
+/// What the sampler reads: counters of every scenario cgroup, and /proc/vmstat keys.
+#[derive(Debug, Clone)]
+pub struct SampleSpec {
+    pub interval: Duration,
+    pub counters: Vec<String>,
+    pub vmstat: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub summary: String,
+    pub description: String,
+    pub origin: Origin,
+    pub requires: Requires,
+    pub timeout: Duration,
+    pub cgroups: Vec<CgroupSpec>,
+    pub sample: SampleSpec,
+    pub phases: Vec<Phase>,
+    pub checks: Vec<Check>,
+    /// Where it was read from ("builtin:NAME.toml" or a path).
+    pub source: String,
+}
+
+impl Scenario {
+    /// Scales sizes and limits down for smoke runs on slow machines; checks stay as they are.
+    pub fn scale_down(&mut self, divisor: u64) {
+        for c in &mut self.cgroups {
+            c.limit = c.limit.map(|l| (l / divisor).max(16 << 20));
+        }
+        for p in &mut self.phases {
+            for s in &mut p.steps {
+                if let Step::Write { size, block_size, .. } = s {
+                    *size = (*size / divisor).max(*block_size);
+                }
+            }
+        }
+    }
+
+    pub fn phase_index(&self, name: &str) -> Option<usize> {
+        self.phases.iter().position(|p| p.name == name)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing and validation.
+
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, span: std::ops::Range<usize>, msg: impl Into<String>) -> ScenarioError {
+        let (line, col) = line_col(self.text, span.start);
+        ScenarioError {
+            file: self.file.to_string(),
+            line,
+            col,
+            msg: msg.into(),
+        }
+    }
+    fn size(&self, s: &Spanned<String>) -> Result<u64, ScenarioError> {
+        parse_size(s.get_ref()).map_err(|m| self.err(s.span(), m))
+    }
+    fn duration(&self, s: &Spanned<String>) -> Result<Duration, ScenarioError> {
+        parse_duration(s.get_ref()).map_err(|m| self.err(s.span(), m))
+    }
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, col)
+}
+
+/// Parses and validates one scenario file's text. `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    let cx = Ctx { file, text };
+    let raw: RawScenario = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        cx.err(span, e.message().trim().to_string())
+    })?;
+    resolve(&cx, raw)
+}
+
+fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
+    let name = raw.name.get_ref().clone();
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(cx.err(raw.name.span(), "name must be non-empty [A-Za-z0-9_-]"));
+    }
+
+    let mut cgroup_versions = Vec::new();
+    for v in &raw.requires.cgroup {
+        cgroup_versions.push(match v.get_ref().as_str() {
+            "v1" => Version::V1,
+            "v2" => Version::V2,
+            other => return Err(cx.err(v.span(), format!("unknown cgroup version {other:?} (v1, v2)"))),
+        });
+    }
+    if cgroup_versions.is_empty() {
+        cgroup_versions = vec![Version::V1, Version::V2];
+    }
+    let mut features = Vec::new();
+    for f in &raw.requires.features {
+        let feat = Feature::ALL
+            .iter()
+            .find(|(n, _)| n == f.get_ref())
+            .map(|(_, f)| *f)
+            .ok_or_else(|| {
+                let names: Vec<_> = Feature::ALL.iter().map(|(n, _)| *n).collect();
+                cx.err(f.span(), format!("unknown feature {:?} (known: {})", f.get_ref(), names.join(", ")))
+            })?;
+        features.push(feat);
+    }
+
+    let mut cgroups: Vec<CgroupSpec> = Vec::new();
+    for c in &raw.cgroup {
+        let n = &c.get_ref().name;
+        let nm = n.get_ref();
+        let valid_part = |p: &str| {
+            !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        };
+        if !nm.split('/').all(valid_part) {
+            return Err(cx.err(n.span(), "cgroup name must be [A-Za-z0-9_-] parts joined by '/'"));
+        }
+        if cgroups.iter().any(|x| &x.name == nm) {
+            return Err(cx.err(n.span(), format!("cgroup {nm:?} declared twice")));
+        }
+        if let Some((parent, _)) = nm.rsplit_once('/') {
+            if !cgroups.iter().any(|x| x.name == parent) {
+                return Err(cx.err(n.span(), format!("parent cgroup {parent:?} must be declared before {nm:?}")));
+            }
+        }
+        let limit = c.get_ref().limit.as_ref().map(|l| cx.size(l)).transpose()?;
+        cgroups.push(CgroupSpec { name: nm.clone(), limit });
+    }
+    let cgroup_ref = |s: &Option<Spanned<String>>, at: std::ops::Range<usize>| -> Result<String, ScenarioError> {
+        match s {
+            Some(s) if cgroups.iter().any(|c| &c.name == s.get_ref()) => Ok(s.get_ref().clone()),
+            Some(s) => Err(cx.err(s.span(), format!("no cgroup named {:?} is declared", s.get_ref()))),
+            None if cgroups.len() == 1 => Ok(cgroups[0].name.clone()),
+            None => Err(cx.err(at, "which cgroup? add cgroup = \"...\" (more than one is declared)")),
+        }
+    };
+
+    let mut phases = Vec::new();
+    for p in &raw.phase {
+        let rp = p.get_ref();
+        if phases.iter().any(|x: &Phase| &x.name == rp.name.get_ref()) {
+            return Err(cx.err(rp.name.span(), format!("phase {:?} declared twice", rp.name.get_ref())));
+        }
+        let mut steps = Vec::new();
+        for s in &rp.steps {
+            steps.push(resolve_step(cx, s, &cgroup_ref)?);
+        }
+        if steps.is_empty() {
+            return Err(cx.err(p.span(), "a phase needs at least one step"));
+        }
+        let mut antagonists = Vec::new();
+        for a in &rp.antagonists {
+            let k = &a.get_ref().kind;
+            antagonists.push(match k.get_ref().as_str() {
+                "compaction" => Antagonist::Compaction,
+                other => return Err(cx.err(k.span(), format!("unknown antagonist {other:?} (known: compaction)"))),
+            });
+        }
+        phases.push(Phase {
+            name: rp.name.get_ref().clone(),
+            steps,
+            antagonists,
+        });
+    }
+    if phases.is_empty() {
+        return Err(cx.err(0..0, "a scenario needs at least one [[phase]]"));
+    }
+
+    let mut counters: Vec<String> = Vec::new();
+    for c in &raw.sample.counters {
+        check_counter(cx, c.get_ref(), c.span(), &cgroup_versions)?;
+        if !counters.contains(c.get_ref()) {
+            counters.push(c.get_ref().clone());
+        }
+    }
+    let mut vmstat: Vec<String> = raw.sample.vmstat.clone();
+
+    let mut checks = Vec::new();
+    for c in &raw.check {
+        let chk = resolve_check(cx, c, &cgroup_ref, &phases, &cgroup_versions)?;
+        // Whatever a check looks at is sampled, without repeating it under [sample].
+        match &chk {
+            Check::NoUnderflow { counters: cs, .. } | Check::Settles { counters: cs, .. } => {
+                for x in cs {
+                    if !counters.contains(x) {
+                        counters.push(x.clone());
+                    }
+                }
+            }
+            Check::Exercised { vmstat: v, .. } => {
+                if !vmstat.contains(v) {
+                    vmstat.push(v.clone());
+                }
+            }
+            Check::Throughput { .. } => {}
+        }
+        checks.push(chk);
+    }
+
+    let interval = match &raw.sample.interval {
+        Some(i) => {
+            let d = cx.duration(i)?;
+            if d < Duration::from_millis(1) {
+                return Err(cx.err(i.span(), "sample interval must be at least 1ms"));
+            }
+            d
+        }
+        None => Duration::from_millis(10),
+    };
+    let timeout = match &raw.timeout {
+        Some(t) => cx.duration(t)?,
+        None => Duration::from_secs(300),
+    };
+    if phases.iter().flat_map(|p| &p.steps).any(|s| matches!(s, Step::Write { .. }))
+        && !raw.requires.writeback
+    {
+        return Err(cx.err(0..0, "a scenario with write steps must say requires.writeback = true"));
+    }
+
+    Ok(Scenario {
+        name,
+        summary: raw.summary,
+        description: raw.description,
+        origin: raw.origin,
+        requires: Requires {
+            cgroup: cgroup_versions,
+            writeback: raw.requires.writeback,
+            features,
+        },
+        timeout,
+        cgroups,
+        sample: SampleSpec { interval, counters, vmstat },
+        phases,
+        checks,
+        source: cx.file.to_string(),
+    })
+}
+
+fn check_counter(
+    cx: &Ctx,
+    name: &str,
+    span: std::ops::Range<usize>,
+    versions: &[Version],
+) -> Result<(), ScenarioError> {
+    for v in versions {
+        stat::stat_key(name, *v).map_err(|m| cx.err(span.clone(), m))?;
+    }
+    Ok(())
+}
+
+type CgroupRef<'a> = dyn Fn(&Option<Spanned<String>>, std::ops::Range<usize>) -> Result<String, ScenarioError> + 'a;
+
+fn resolve_step(cx: &Ctx, s: &Spanned<RawStep>, cgroup_ref: &CgroupRef) -> Result<Step, ScenarioError> {
+    let r = s.get_ref();
+    let action = r.action.get_ref().as_str();
+    // Which keys each action takes; anything else set is an error at that key.
+    let allowed: &[&str] = match action {
+        "write" => &["cgroup", "file", "size", "block_size", "fsync"],
+        "sync" => &[],
+        "fsync" => &["cgroup", "file"],
+        "sleep" => &["duration"],
+        other => {
+            return Err(cx.err(
+                r.action.span(),
+                format!("unknown action {other:?} (known: write, sync, fsync, sleep)"),
+            ))
+        }
+    };
+    let present: [(&str, Option<std::ops::Range<usize>>); 6] = [
+        ("cgroup", r.cgroup.as_ref().map(|x| x.span())),
+        ("file", r.file.as_ref().map(|x| x.span())),
+        ("size", r.size.as_ref().map(|x| x.span())),
+        ("block_size", r.block_size.as_ref().map(|x| x.span())),
+        ("fsync", r.fsync.as_ref().map(|x| x.span())),
+        ("duration", r.duration.as_ref().map(|x| x.span())),
+    ];
+    for (key, span) in present {
+        if let Some(span) = span {
+            if !allowed.contains(&key) {
+                return Err(cx.err(span, format!("action {action:?} takes no {key:?}")));
+            }
+        }
+    }
+    let need = |v: &Option<Spanned<String>>, key: &str| -> Result<Spanned<String>, ScenarioError> {
+        v.clone()
+            .ok_or_else(|| cx.err(s.span(), format!("action {action:?} needs {key:?}")))
+    };
+    let file_name = |f: &Option<Spanned<String>>| -> Result<String, ScenarioError> {
+        let f = f.clone().unwrap_or_else(|| Spanned::new(0..0, "data".to_string()));
+        let ok = !f.get_ref().is_empty()
+            && f.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && !f.get_ref().starts_with('.');
+        if ok {
+            Ok(f.get_ref().clone())
+        } else {
+            Err(cx.err(f.span(), "file must be a plain name inside the scratch directory"))
+        }
+    };
+    Ok(match action {
+        "write" => {
+            let size = cx.size(&need(&r.size, "size")?)?;
+            let block_size = match &r.block_size {
+                Some(b) => cx.size(b)?,
+                None => 1 << 20,
+            };
+            if block_size == 0 || block_size > 64 << 20 {
+                return Err(cx.err(r.block_size.as_ref().unwrap().span(), "block_size must be 1..64M"));
+            }
+            Step::Write {
+                cgroup: cgroup_ref(&r.cgroup, s.span())?,
+                file: file_name(&r.file)?,
+                size,
+                block_size,
+                fsync: r.fsync.as_ref().map(|f| *f.get_ref()).unwrap_or(false),
+            }
+        }
+        "sync" => Step::Sync,
+        "fsync" => Step::Fsync {
+            cgroup: cgroup_ref(&r.cgroup, s.span())?,
+            file: file_name(&r.file)?,
+        },
+        "sleep" => Step::Sleep(cx.duration(&need(&r.duration, "duration")?)?),
+        _ => unreachable!(),
+    })
+}
+
+fn resolve_check(
+    cx: &Ctx,
+    c: &Spanned<RawCheck>,
+    cgroup_ref: &CgroupRef,
+    phases: &[Phase],
+    versions: &[Version],
+) -> Result<Check, ScenarioError> {
+    let r = c.get_ref();
+    let kind = r.kind.get_ref().as_str();
+    let need = |present: bool, key: &str| -> Result<(), ScenarioError> {
+        if present {
+            Ok(())
+        } else {
+            Err(cx.err(c.span(), format!("check {kind:?} needs {key:?}")))
+        }
+    };
+    let phase_ref = |p: &Option<Spanned<String>>, key: &str| -> Result<String, ScenarioError> {
+        need(p.is_some(), key)?;
+        let p = p.as_ref().unwrap();
+        if phases.iter().any(|x| &x.name == p.get_ref()) {
+            Ok(p.get_ref().clone())
+        } else {
+            Err(cx.err(p.span(), format!("no phase named {:?}", p.get_ref())))
+        }
+    };
+    let counters = || -> Result<Vec<String>, ScenarioError> {
+        need(r.counters.is_some(), "counters")?;
+        let cs = r.counters.as_ref().unwrap();
+        if cs.get_ref().is_empty() {
+            return Err(cx.err(cs.span(), "counters must not be empty"));
+        }
+        for x in cs.get_ref() {
+            check_counter(cx, x, cs.span(), versions)?;
+        }
+        Ok(cs.get_ref().clone())
+    };
+    let allowed: &[&str] = match kind {
+        "no-underflow" => &["cgroup", "counters"],
+        "settles" => &["cgroup", "counters", "within", "bound"],
+        "throughput" => &["phase", "baseline", "min_ratio"],
+        "exercised" => &["phase", "vmstat", "min", "what"],
+        other => {
+            return Err(cx.err(
+                r.kind.span(),
+                format!("unknown check {other:?} (known: no-underflow, settles, throughput, exercised)"),
+            ))
+        }
+    };
+    let present = [
+        ("cgroup", r.cgroup.as_ref().map(|x| x.span())),
+        ("counters", r.counters.as_ref().map(|x| x.span())),
+        ("within", r.within.as_ref().map(|x| x.span())),
+        ("bound", r.bound.as_ref().map(|x| x.span())),
+        ("phase", r.phase.as_ref().map(|x| x.span())),
+        ("baseline", r.baseline.as_ref().map(|x| x.span())),
+        ("min_ratio", r.min_ratio.as_ref().map(|x| x.span())),
+        ("vmstat", r.vmstat.as_ref().map(|x| x.span())),
+        ("min", r.min.as_ref().map(|x| x.span())),
+        ("what", r.what.as_ref().map(|x| x.span())),
+    ];
+    for (key, span) in present {
+        if let Some(span) = span {
+            if !allowed.contains(&key) {
+                return Err(cx.err(span, format!("check {kind:?} takes no {key:?}")));
+            }
+        }
+    }
+    Ok(match kind {
+        "no-underflow" => Check::NoUnderflow {
+            cgroup: cgroup_ref(&r.cgroup, c.span())?,
+            counters: counters()?,
+        },
+        "settles" => Check::Settles {
+            cgroup: cgroup_ref(&r.cgroup, c.span())?,
+            counters: counters()?,
+            within: match &r.within {
+                Some(w) => cx.duration(w)?,
+                None => Duration::from_secs(10),
+            },
+            bound: r.bound.as_ref().map(|b| cx.size(b)).transpose()?,
+        },
+        "throughput" => {
+            let phase = phase_ref(&r.phase, "phase")?;
+            let baseline = phase_ref(&r.baseline, "baseline")?;
+            need(r.min_ratio.is_some(), "min_ratio")?;
+            let m = r.min_ratio.as_ref().unwrap();
+            if !(*m.get_ref() > 0.0 && m.get_ref().is_finite()) {
+                return Err(cx.err(m.span(), "min_ratio must be a positive number"));
+            }
+            for p in [&phase, &baseline] {
+                let ph = phases.iter().find(|x| &x.name == p).unwrap();
+                if !ph.steps.iter().any(|s| matches!(s, Step::Write { .. })) {
+                    return Err(cx.err(c.span(), format!("phase {p:?} has no write step to measure")));
+                }
+            }
+            Check::Throughput {
+                phase,
+                baseline,
+                min_ratio: *m.get_ref(),
+            }
+        }
+        "exercised" => {
+            need(r.vmstat.is_some(), "vmstat")?;
+            Check::Exercised {
+                phase: phase_ref(&r.phase, "phase")?,
+                vmstat: r.vmstat.as_ref().unwrap().get_ref().clone(),
+                min: r.min.as_ref().map(|m| *m.get_ref()).unwrap_or(1),
+                what: r
+                    .what
+                    .as_ref()
+                    .map(|w| w.get_ref().clone())
+                    .unwrap_or_else(|| "the antagonist".into()),
+            }
+        }
+        _ => unreachable!(),
+    })
+}
+
+/// Reads a scenario file from disk.
+pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: path.display().to_string(),
+        line: 0,
+        col: 0,
+        msg: format!("cannot read: {e}"),
+    })?;
+    parse(&path.display().to_string(), &text)
+}
+
+/// All scenarios: the built-in ones, then those of `dir` (which replace built-ins of the same name).
+pub fn load_all(dir: Option<&Path>) -> Result<Vec<Scenario>, ScenarioError> {
+    let mut out: Vec<Scenario> = Vec::new();
+    for (file, text) in BUILTIN {
+        out.push(parse(&format!("builtin:{file}"), text)?);
+    }
+    if let Some(dir) = dir {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| ScenarioError {
+                file: dir.display().to_string(),
+                line: 0,
+                col: 0,
+                msg: format!("cannot list scenario directory: {e}"),
+            })?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        paths.sort();
+        for p in paths {
+            let s = load_file(&p)?;
+            out.retain(|x| x.name != s.name);
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

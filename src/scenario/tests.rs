@@ -1,0 +1,134 @@
+use super::*;
+
+const GOOD: &str = r#"
+name = "t"
+summary = "s"
+[origin]
+subject = "x"
+[requires]
+writeback = true
+[[cgroup]]
+name = "a"
+limit = "64M"
+[[cgroup]]
+name = "a/b"
+[[phase]]
+name = "p1"
+steps = [{ action = "write", cgroup = "a/b", size = "8M" }, { action = "sync" }]
+[[phase]]
+name = "p2"
+antagonists = [{ kind = "compaction" }]
+steps = [{ action = "write", cgroup = "a", size = "8M", block_size = "4K", fsync = true }]
+[[check]]
+kind = "settles"
+cgroup = "a"
+counters = ["dirty"]
+[[check]]
+kind = "throughput"
+phase = "p2"
+baseline = "p1"
+min_ratio = 0.5
+[[check]]
+kind = "exercised"
+phase = "p2"
+vmstat = "pgmigrate_success"
+"#;
+
+fn err(text: &str) -> ScenarioError {
+    parse("f.toml", text).unwrap_err()
+}
+
+#[test]
+fn builtin_scenarios_parse() {
+    let all = load_all(None).unwrap();
+    assert!(all.iter().any(|s| s.name == "dirty-migration"));
+    for s in &all {
+        assert!(!s.checks.is_empty(), "{} has no checks", s.name);
+    }
+}
+
+#[test]
+fn good_file_resolves() {
+    let s = parse("f.toml", GOOD).unwrap();
+    assert_eq!(s.cgroups[0].limit, Some(64 << 20));
+    assert_eq!(s.cgroups[1].name, "a/b");
+    assert_eq!(
+        s.phases[1].steps[0],
+        Step::Write {
+            cgroup: "a".into(),
+            file: "data".into(),
+            size: 8 << 20,
+            block_size: 4096,
+            fsync: true
+        }
+    );
+    assert_eq!(s.phases[1].antagonists, vec![Antagonist::Compaction]);
+    // counters and vmstat keys used by checks are sampled without being listed.
+    assert_eq!(s.sample.counters, vec!["dirty"]);
+    assert_eq!(s.sample.vmstat, vec!["pgmigrate_success"]);
+    assert_eq!(s.sample.interval, Duration::from_millis(10));
+    assert_eq!(s.timeout, Duration::from_secs(300));
+}
+
+#[test]
+fn unknown_key_names_line_and_column() {
+    let e = err(&GOOD.replace("limit = \"64M\"", "limt = \"64M\""));
+    assert_eq!((e.file.as_str(), e.line), ("f.toml", 10), "{e}");
+    assert!(e.msg.contains("limt"), "{e}");
+    assert!(e.to_string().starts_with("f.toml:10:"), "{e}");
+}
+
+#[test]
+fn bad_values_point_at_the_value() {
+    let e = err(&GOOD.replace("\"64M\"", "\"64Q\""));
+    assert_eq!((e.line, e.col), (10, 9), "{e}");
+    let e = err(&GOOD.replace("action = \"sync\"", "action = \"synk\""));
+    assert!(e.msg.contains("unknown action \"synk\""), "{e}");
+    assert_eq!(e.line, 15);
+    let e = err(&GOOD.replace("kind = \"compaction\"", "kind = \"stress\""));
+    assert!(e.msg.contains("unknown antagonist"), "{e}");
+}
+
+#[test]
+fn references_must_exist() {
+    let e = err(&GOOD.replace("baseline = \"p1\"", "baseline = \"p9\""));
+    assert!(e.msg.contains("no phase named \"p9\""), "{e}");
+    let e = err(&GOOD.replace("cgroup = \"a/b\"", "cgroup = \"zz\""));
+    assert!(e.msg.contains("no cgroup named \"zz\""), "{e}");
+    let e = err(&GOOD.replace("name = \"a/b\"", "name = \"q/b\""));
+    assert!(e.msg.contains("parent cgroup \"q\""), "{e}");
+}
+
+#[test]
+fn step_and_check_keys_are_checked_per_kind() {
+    let e = err(&GOOD.replace("{ action = \"sync\" }", "{ action = \"sync\", size = \"1M\" }"));
+    assert!(e.msg.contains("takes no \"size\""), "{e}");
+    let e = err(&GOOD.replace("vmstat = \"pgmigrate_success\"", "vmstat = \"x\"\nwithin = \"1s\""));
+    assert!(e.msg.contains("takes no \"within\""), "{e}");
+    let e = err(&GOOD.replace("counters = [\"dirty\"]", "counters = [\"dirt\"]"));
+    assert!(e.msg.contains("unknown counter \"dirt\""), "{e}");
+    let e = err(&GOOD.replace("min_ratio = 0.5", "min_ratio = -1.0"));
+    assert!(e.msg.contains("positive"), "{e}");
+}
+
+#[test]
+fn write_needs_writeback_requirement() {
+    let e = err(&GOOD.replace("writeback = true", "writeback = false"));
+    assert!(e.msg.contains("requires.writeback"), "{e}");
+}
+
+#[test]
+fn syntax_error_has_position() {
+    let e = err("name = \"t\"\nsummary = \n");
+    assert_eq!(e.line, 2, "{e}");
+}
+
+#[test]
+fn quick_scaling_keeps_checks() {
+    let mut s = parse("f.toml", GOOD).unwrap();
+    let checks = s.checks.clone();
+    s.scale_down(8);
+    assert_eq!(s.cgroups[0].limit, Some(16 << 20));
+    assert!(matches!(s.phases[0].steps[0], Step::Write { size, .. } if size == 1 << 20));
+    assert_eq!(s.checks, checks);
+}

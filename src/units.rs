@@ -1,0 +1,90 @@
+//! Sizes ("1G", "512K", "4096") and durations ("10ms", "2s", "5m") as written in scenario files,
+//! and their human formatting.
+
+use std::time::Duration;
+
+/// Parses a size in bytes. Suffixes K, M, G, T are powers of 1024 (an optional trailing "iB"/"B" is
+/// accepted: "1GiB", "1GB" both mean 2^30, as dd does for "G").
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let (num, mult) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
+        Some('T' | 't') => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a size: {s:?} (examples: 4096, 512K, 1M, 1G)"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size too large: {s:?}"))
+}
+
+/// Parses a duration: a number followed by ms, s or m.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let err = || format!("not a duration: {s:?} (examples: 10ms, 2s, 1.5s, 5m)");
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        return Err(err());
+    };
+    let v: f64 = num.trim().parse().map_err(|_| err())?;
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(err());
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+/// Formats bytes for people: "1.0 GiB", "512.0 KiB", "-31.9 MiB".
+pub fn human_bytes(b: i64) -> String {
+    let a = b.unsigned_abs() as f64;
+    let sign = if b < 0 { "-" } else { "" };
+    for (unit, div) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if a >= div as f64 {
+            return format!("{sign}{:.1} {unit}", a / div as f64);
+        }
+    }
+    format!("{b} B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("1G").unwrap(), 1 << 30);
+        assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
+        assert_eq!(parse_size("2k").unwrap(), 2048);
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("-1M").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10ms").unwrap(), Duration::from_millis(10));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn human() {
+        assert_eq!(human_bytes(1 << 30), "1.0 GiB");
+        assert_eq!(human_bytes(-33427456), "-31.9 MiB");
+        assert_eq!(human_bytes(12), "12 B");
+    }
+}
