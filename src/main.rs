@@ -1,4 +1,367 @@
+//! memcgtest: a testsuite for the Linux memory cgroup controller. See README.md.
+
 mod cgroup;
+mod check;
+mod cleanup;
+mod env;
+mod record;
+mod report;
+mod runner;
+mod sample;
 mod scenario;
+mod sysctl;
 mod units;
-fn main() {}
+mod workload;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+
+use cgroup::detect::{self, Choice};
+
+/// Exit codes, chosen for CI gating and `git bisect run` (never 126..255, which abort a bisect).
+pub mod exit {
+    /// Every scenario that ran passed (skips allowed).
+    pub const OK: u8 = 0;
+    /// A check failed or a scenario errored (the kernel is bad, as far as bisect is concerned).
+    pub const FAIL: u8 = 1;
+    /// Usage or scenario-file error.
+    pub const USAGE: u8 = 2;
+    /// Nothing could be tested: not root, no memory controller, no writable cgroup, interrupted.
+    pub const UNTESTABLE: u8 = 125;
+}
+
+#[derive(Parser)]
+#[command(
+    name = "memcgtest",
+    version,
+    about = "Testsuite for the Linux memory cgroup controller"
+)]
+struct Cli {
+    /// Which cgroup version to test (auto: v2 when it carries the memory controller, else v1).
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    cgroup: Choice,
+    /// Create test cgroups below this cgroup directory instead of the one memcgtest runs in.
+    #[arg(long, global = true, value_name = "PATH")]
+    parent: Option<PathBuf>,
+    /// Directory for scratch files (must be on a filesystem with writeback, not tmpfs).
+    #[arg(long, global = true, value_name = "DIR", default_value = env::DEFAULT_SCRATCH)]
+    scratch: PathBuf,
+    /// Also load scenario files from this directory (they replace built-ins of the same name).
+    #[arg(long, global = true, value_name = "DIR")]
+    scenario_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Human,
+    Ktap,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Describe this machine: kernel, cgroup layout, capabilities, scratch filesystem.
+    Env {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the scenarios.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate scenario files.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Run scenarios (all when none is named).
+    Run {
+        names: Vec<String>,
+        #[arg(long, value_enum, default_value = "human")]
+        format: Format,
+        /// Write results.ktap, results.json and per-scenario CSV and SVG into DIR.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+        /// Scale sizes down 8x for smoke runs on slow machines; every check still runs.
+        #[arg(long)]
+        quick: bool,
+        /// Per-scenario timeout overriding the scenario's own (e.g. 120s, 10m).
+        #[arg(long, value_parser = units::parse_duration)]
+        timeout: Option<std::time::Duration>,
+    },
+    /// Remove what runs killed with SIGKILL left behind (cgroups, scratch files, sysctls).
+    Cleanup,
+    /// Internal: run one workload job (JSON) inside the cgroup it was placed in.
+    #[command(name = "__worker", hide = true)]
+    Worker { job: String },
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
+        }
+    };
+    // A panic still unwinds through the runner's guards (cleanup); then it is a tool failure.
+    match std::panic::catch_unwind(|| run(cli)) {
+        Ok(Ok(code)) => ExitCode::from(code),
+        Ok(Err(e)) => {
+            eprintln!("memcgtest: {e:#}");
+            ExitCode::from(exit::UNTESTABLE)
+        }
+        Err(_) => {
+            eprintln!("memcgtest: internal error (panic); test cgroups were cleaned up");
+            ExitCode::from(exit::UNTESTABLE)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<u8> {
+    match &cli.command {
+        Command::Worker { job } => {
+            workload::worker_main(job)?;
+            Ok(exit::OK)
+        }
+        Command::Env { json } => {
+            let e = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&e)?);
+            } else {
+                print!("{}", env::render(&e));
+            }
+            Ok(exit::OK)
+        }
+        Command::List { json } => {
+            let all = match scenario::load_all(cli.scenario_dir.as_deref()) {
+                Ok(a) => a,
+                Err(e) => return usage_error(&e.to_string()),
+            };
+            if *json {
+                let v: Vec<serde_json::Value> = all
+                    .iter()
+                    .map(|s| {
+                        serde_json::json!({
+                            "name": s.name, "summary": s.summary, "origin": s.origin,
+                            "requires": s.requires, "source": s.source,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                for s in &all {
+                    let cg: Vec<&str> = s.requires.cgroup.iter().map(|v| v.as_str()).collect();
+                    println!("{:<24} {}", s.name, s.summary);
+                    println!(
+                        "{:<24} origin: \"{}\"{}; needs cgroup {}{}{}",
+                        "",
+                        s.origin.subject,
+                        s.origin
+                            .commit
+                            .as_ref()
+                            .map(|c| format!(" ({c})"))
+                            .unwrap_or_default(),
+                        cg.join("/"),
+                        if s.requires.writeback {
+                            ", a writeback filesystem"
+                        } else {
+                            ""
+                        },
+                        s.requires
+                            .features
+                            .iter()
+                            .map(|f| format!(", {}", f.name()))
+                            .collect::<String>()
+                    );
+                }
+            }
+            Ok(exit::OK)
+        }
+        Command::Check { files } => {
+            let mut bad = false;
+            for f in files {
+                match scenario::load_file(f) {
+                    Ok(s) => println!(
+                        "{}: ok ({}: {} phases, {} checks)",
+                        f.display(),
+                        s.name,
+                        s.phases.len(),
+                        s.checks.len()
+                    ),
+                    Err(e) => {
+                        eprintln!("{e}");
+                        bad = true;
+                    }
+                }
+            }
+            Ok(if bad { exit::USAGE } else { exit::OK })
+        }
+        Command::Cleanup => {
+            let layout = detect::detect()?;
+            let mut parents = Vec::new();
+            for c in [Choice::V1, Choice::V2] {
+                if let Ok(p) = env::test_parent(&layout, c, cli.parent.as_deref()) {
+                    parents.push(p);
+                }
+            }
+            let (removed, failed) = cleanup::clean(&parents, &[cli.scratch.clone()]);
+            for r in &removed {
+                println!("removed {r}");
+            }
+            for f in &failed {
+                eprintln!("memcgtest: cleanup: {f}");
+            }
+            if removed.is_empty() && failed.is_empty() {
+                println!("nothing to clean up");
+            }
+            Ok(if failed.is_empty() {
+                exit::OK
+            } else {
+                exit::FAIL
+            })
+        }
+        Command::Run {
+            names,
+            format,
+            report,
+            quick,
+            timeout,
+        } => run_scenarios(&cli, names, *format, report.as_deref(), *quick, *timeout),
+    }
+}
+
+fn usage_error(msg: &str) -> Result<u8> {
+    eprintln!("memcgtest: {msg}");
+    Ok(exit::USAGE)
+}
+
+fn untestable(msg: &str) -> Result<u8> {
+    eprintln!("memcgtest: nothing can be tested: {msg}");
+    Ok(exit::UNTESTABLE)
+}
+
+fn run_scenarios(
+    cli: &Cli,
+    names: &[String],
+    format: Format,
+    report_dir: Option<&Path>,
+    quick: bool,
+    timeout: Option<std::time::Duration>,
+) -> Result<u8> {
+    let all = match scenario::load_all(cli.scenario_dir.as_deref()) {
+        Ok(a) => a,
+        Err(e) => return usage_error(&e.to_string()),
+    };
+    let mut selected = Vec::new();
+    for n in names {
+        match all.iter().find(|s| &s.name == n) {
+            Some(s) => selected.push(s.clone()),
+            None => {
+                let known: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+                return usage_error(&format!(
+                    "no scenario named {n:?} (known: {})",
+                    known.join(", ")
+                ));
+            }
+        }
+    }
+    if names.is_empty() {
+        selected = all;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        return untestable("memcgtest run needs root (it creates cgroups and writes /proc/sys/vm)");
+    }
+    let layout = detect::detect()?;
+    let parent = match env::test_parent(&layout, cli.cgroup, cli.parent.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return untestable(&e),
+    };
+    if !parent.path.is_dir()
+        || nix::unistd::access(&parent.path, nix::unistd::AccessFlags::W_OK).is_err()
+    {
+        return untestable(&format!(
+            "cannot create cgroups below {}",
+            parent.path.display()
+        ));
+    }
+    if parent.version == cgroup::Version::V2 {
+        if let Err(e) = parent.enable_memory_for_children() {
+            return untestable(&format!(
+                "cannot enable the memory controller below {} ({e}). cgroup v2 forbids it in a group \
+                 that has processes of its own. Delegate an empty subtree and pass it with --parent, e.g. \
+                 `mkdir /sys/fs/cgroup/memcgtest.slice && echo +memory > /sys/fs/cgroup/cgroup.subtree_control` \
+                 then --parent /sys/fs/cgroup/memcgtest.slice, or run under `systemd-run --scope -p Delegate=yes`",
+                parent.path.display()
+            ));
+        }
+    }
+    let fstype = env::fstype_of(&cli.scratch);
+    if selected.iter().any(|s| s.requires.writeback) && !env::supports_writeback(fstype.as_deref())
+    {
+        return usage_error(&format!(
+            "scratch directory {} is on {}, which has no writeback: pages there never become dirty in \
+             memory.stat. Pass --scratch DIR on ext4, xfs or btrfs",
+            cli.scratch.display(),
+            fstype.as_deref().unwrap_or("an unknown filesystem")
+        ));
+    }
+    cleanup::install_signal_handlers();
+    let environment = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
+    let ctx = runner::Context {
+        parent,
+        scratch: cli.scratch.clone(),
+        quick,
+        timeout,
+        machine: record::Machine::this(),
+        progress: runner::Progress::new(std::io::stderr().is_terminal()),
+    };
+    let mut results = Vec::new();
+    for (i, sc) in selected.iter().enumerate() {
+        if cleanup::interrupted() {
+            break;
+        }
+        ctx.progress.say(&format!(
+            "[{}/{}] {}: {}",
+            i + 1,
+            selected.len(),
+            sc.name,
+            sc.summary
+        ));
+        let r = runner::run_scenario(&ctx, sc);
+        ctx.progress
+            .say(&format!("{}: {}", sc.name, r.status.as_str()));
+        results.push(r);
+    }
+    let rep = report::RunReport::new(environment, quick, results);
+    match format {
+        Format::Human => print!("{}", report::human(&rep)),
+        Format::Ktap => print!("{}", report::ktap(&rep)),
+        Format::Json => print!("{}", report::json(&rep)),
+    }
+    if let Some(dir) = report_dir {
+        report::write_dir(&rep, dir)?;
+    }
+    let t = &rep.totals;
+    Ok(if cleanup::interrupted() {
+        exit::UNTESTABLE
+    } else if t.failed + t.errors > 0 {
+        exit::FAIL
+    } else if t.passed == 0 {
+        // Everything skipped: nothing was tested (git bisect: skip this commit).
+        exit::UNTESTABLE
+    } else {
+        exit::OK
+    })
+}

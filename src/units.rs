@@ -7,7 +7,10 @@ use std::time::Duration;
 /// accepted: "1GiB", "1GB" both mean 2^30, as dd does for "G").
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
     let (num, mult) = match t.chars().last() {
         Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
         Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),

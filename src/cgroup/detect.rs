@@ -52,11 +52,14 @@ pub fn parse_mountinfo(text: &str) -> Result<Vec<CgroupMount>, CgroupError> {
             continue;
         }
         let fields: Vec<&str> = line.split(' ').collect();
-        let sep = fields.iter().position(|f| *f == "-").ok_or_else(|| CgroupError::Parse {
-            path: PathBuf::from("/proc/self/mountinfo"),
-            line: no + 1,
-            what: "no ' - ' separator".into(),
-        })?;
+        let sep = fields
+            .iter()
+            .position(|f| *f == "-")
+            .ok_or_else(|| CgroupError::Parse {
+                path: PathBuf::from("/proc/self/mountinfo"),
+                line: no + 1,
+                what: "no ' - ' separator".into(),
+            })?;
         if fields.len() < sep + 4 || sep < 6 {
             return Err(CgroupError::Parse {
                 path: PathBuf::from("/proc/self/mountinfo"),
@@ -147,7 +150,9 @@ pub struct Layout {
 
 /// Joins a mount point, the mount's root and the process's cgroup path.
 fn own_dir(mount: &CgroupMount, proc_path: &str) -> PathBuf {
-    let rel = proc_path.strip_prefix(mount.root.as_str()).unwrap_or(proc_path);
+    let rel = proc_path
+        .strip_prefix(mount.root.as_str())
+        .unwrap_or(proc_path);
     let rel = rel.trim_start_matches('/');
     if rel.is_empty() {
         mount.mount_point.clone()
@@ -231,18 +236,21 @@ impl Layout {
                 .v1
                 .as_ref()
                 .ok_or_else(|| "no v1 memory controller is mounted".to_string()),
-            Choice::V2 => self.v2.as_ref().ok_or_else(|| match &self.v2_without_memory {
-                Some(p) => format!(
-                    "cgroup2 at {} does not offer the memory controller (it is bound to v1)",
-                    p.display()
-                ),
-                None => "no cgroup2 filesystem is mounted".to_string(),
-            }),
-            Choice::Auto => self
+            Choice::V2 => self
                 .v2
                 .as_ref()
-                .or(self.v1.as_ref())
-                .ok_or_else(|| "no memory controller is mounted (neither v1 nor v2)".to_string()),
+                .ok_or_else(|| match &self.v2_without_memory {
+                    Some(p) => format!(
+                        "cgroup2 at {} does not offer the memory controller (it is bound to v1)",
+                        p.display()
+                    ),
+                    None => "no cgroup2 filesystem is mounted".to_string(),
+                }),
+            Choice::Auto => {
+                self.v2.as_ref().or(self.v1.as_ref()).ok_or_else(|| {
+                    "no memory controller is mounted (neither v1 nor v2)".to_string()
+                })
+            }
         }
     }
 }
@@ -261,8 +269,14 @@ mod tests {
         let l = layout(HYBRID, cg, |_| Some("".into())).unwrap();
         assert_eq!(l.kind, LayoutKind::Hybrid);
         let v1 = l.v1.as_ref().unwrap();
-        assert_eq!(v1.own_cgroup, PathBuf::from("/sys/fs/cgroup/memory/process_api/abc"));
-        assert_eq!(l.v2_without_memory, Some(PathBuf::from("/sys/fs/cgroup/unified")));
+        assert_eq!(
+            v1.own_cgroup,
+            PathBuf::from("/sys/fs/cgroup/memory/process_api/abc")
+        );
+        assert_eq!(
+            l.v2_without_memory,
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
+        );
         assert_eq!(l.pick(Choice::Auto).unwrap().version, Version::V1);
         assert!(l.pick(Choice::V2).unwrap_err().contains("bound to v1"));
     }

@@ -318,9 +318,15 @@ mod tests {
     fn errors_name_path_and_operation() {
         let cg = Cgroup::new("/nonexistent/memcgtest", Version::V1);
         let e = cg.read("memory.stat").unwrap_err().to_string();
-        assert!(e.starts_with("read /nonexistent/memcgtest/memory.stat:"), "{e}");
+        assert!(
+            e.starts_with("read /nonexistent/memcgtest/memory.stat:"),
+            "{e}"
+        );
         let e = cg.attach(1).unwrap_err().to_string();
-        assert!(e.starts_with("write /nonexistent/memcgtest/cgroup.procs:"), "{e}");
+        assert!(
+            e.starts_with("write /nonexistent/memcgtest/cgroup.procs:"),
+            "{e}"
+        );
     }
 
     #[test]

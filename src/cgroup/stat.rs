@@ -77,13 +77,41 @@ pub struct CounterName {
 
 /// Counters read from memory.stat. Values are bytes in both versions.
 pub const COUNTERS: &[CounterName] = &[
-    CounterName { name: "dirty", v1: "dirty", v2: "file_dirty" },
-    CounterName { name: "writeback", v1: "writeback", v2: "file_writeback" },
-    CounterName { name: "file", v1: "cache", v2: "file" },
-    CounterName { name: "anon", v1: "rss", v2: "anon" },
-    CounterName { name: "mapped", v1: "mapped_file", v2: "file_mapped" },
-    CounterName { name: "shmem", v1: "shmem", v2: "shmem" },
-    CounterName { name: "swap", v1: "swap", v2: "swap" },
+    CounterName {
+        name: "dirty",
+        v1: "dirty",
+        v2: "file_dirty",
+    },
+    CounterName {
+        name: "writeback",
+        v1: "writeback",
+        v2: "file_writeback",
+    },
+    CounterName {
+        name: "file",
+        v1: "cache",
+        v2: "file",
+    },
+    CounterName {
+        name: "anon",
+        v1: "rss",
+        v2: "anon",
+    },
+    CounterName {
+        name: "mapped",
+        v1: "mapped_file",
+        v2: "file_mapped",
+    },
+    CounterName {
+        name: "shmem",
+        v1: "shmem",
+        v2: "shmem",
+    },
+    CounterName {
+        name: "swap",
+        v1: "swap",
+        v2: "swap",
+    },
 ];
 
 /// Counters read from a file of their own rather than memory.stat.
@@ -114,7 +142,7 @@ pub fn stat_key(counter: &str, version: Version) -> Result<Option<String>, Strin
         (Version::V2, true) => {
             return Err(format!(
                 "{counter}: cgroup v2 has no per-group (non-hierarchical) memory.stat"
-            ))
+            ));
         }
     }))
 }
@@ -147,7 +175,10 @@ mod tests {
     fn malformed_line_names_file_and_line() {
         let e = parse_stat("cache 1\ndirty x\n", Path::new("/cg/memory.stat")).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("/cg/memory.stat") && msg.contains("line 2"), "{msg}");
+        assert!(
+            msg.contains("/cg/memory.stat") && msg.contains("line 2"),
+            "{msg}"
+        );
         assert!(parse_stat("a 1 2\n", &PathBuf::from("f")).is_err());
         assert!(parse_stat("lonely\n", &PathBuf::from("f")).is_err());
     }
@@ -162,11 +193,24 @@ mod tests {
 
     #[test]
     fn vocabulary_maps_per_version() {
-        assert_eq!(stat_key("dirty", Version::V1).unwrap().unwrap(), "total_dirty");
-        assert_eq!(stat_key("dirty.local", Version::V1).unwrap().unwrap(), "dirty");
-        assert_eq!(stat_key("dirty", Version::V2).unwrap().unwrap(), "file_dirty");
+        assert_eq!(
+            stat_key("dirty", Version::V1).unwrap().unwrap(),
+            "total_dirty"
+        );
+        assert_eq!(
+            stat_key("dirty.local", Version::V1).unwrap().unwrap(),
+            "dirty"
+        );
+        assert_eq!(
+            stat_key("dirty", Version::V2).unwrap().unwrap(),
+            "file_dirty"
+        );
         assert_eq!(stat_key("usage", Version::V2).unwrap(), None);
         assert!(stat_key("dirty.local", Version::V2).is_err());
-        assert!(stat_key("bogus", Version::V1).unwrap_err().contains("known"));
+        assert!(
+            stat_key("bogus", Version::V1)
+                .unwrap_err()
+                .contains("known")
+        );
     }
 }

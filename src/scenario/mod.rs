@@ -8,16 +8,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::cgroup::{stat, Version};
+use crate::cgroup::{Version, stat};
 use crate::units::{parse_duration, parse_size};
 
 /// The scenario files shipped with memcgtest, built into the binary.
-pub const BUILTIN: &[(&str, &str)] = &[
-    (
-        "dirty-migration.toml",
-        include_str!("../../scenarios/dirty-migration.toml"),
-    ),
-];
+pub const BUILTIN: &[(&str, &str)] = &[(
+    "dirty-migration.toml",
+    include_str!("../../scenarios/dirty-migration.toml"),
+)];
 
 /// A scenario file error: where, and what is wrong.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -96,6 +94,7 @@ struct RawSample {
 #[serde(deny_unknown_fields)]
 struct RawPhase {
     name: Spanned<String>,
+    repeat: Option<Spanned<u32>>,
     #[serde(default)]
     steps: Vec<Spanned<RawStep>>,
     #[serde(default)]
@@ -196,7 +195,10 @@ impl Step {
     pub fn describe(&self) -> String {
         match self {
             Step::Write { size, file, .. } => {
-                format!("write {} to {file}", crate::units::human_bytes(*size as i64))
+                format!(
+                    "write {} to {file}",
+                    crate::units::human_bytes(*size as i64)
+                )
             }
             Step::Sync => "sync".into(),
             Step::Fsync { file, .. } => format!("fsync {file}"),
@@ -215,6 +217,8 @@ pub enum Antagonist {
 #[derive(Debug, Clone)]
 pub struct Phase {
     pub name: String,
+    /// How many times the steps run in a row; measurements keep one sample per repetition.
+    pub repeat: u32,
     pub steps: Vec<Step>,
     pub antagonists: Vec<Antagonist>,
 }
@@ -222,7 +226,10 @@ pub struct Phase {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Check {
     /// No sampled value of these counters is ever negative (old kernels print underflow).
-    NoUnderflow { cgroup: String, counters: Vec<String> },
+    NoUnderflow {
+        cgroup: String,
+        counters: Vec<String>,
+    },
     /// After each sync, the counters fall to at most `bound` (default: the per-CPU stat batch)
     /// within `within`.
     Settles {
@@ -252,7 +259,9 @@ impl Check {
         match self {
             Check::NoUnderflow { cgroup, .. } => format!("no-underflow({cgroup})"),
             Check::Settles { cgroup, .. } => format!("settles({cgroup})"),
-            Check::Throughput { phase, baseline, .. } => format!("throughput({phase}/{baseline})"),
+            Check::Throughput {
+                phase, baseline, ..
+            } => format!("throughput({phase}/{baseline})"),
             Check::Exercised { phase, vmstat, .. } => format!("exercised({phase}: {vmstat})"),
         }
     }
@@ -290,7 +299,10 @@ impl Scenario {
         }
         for p in &mut self.phases {
             for s in &mut p.steps {
-                if let Step::Write { size, block_size, .. } = s {
+                if let Step::Write {
+                    size, block_size, ..
+                } = s
+                {
                     *size = (*size / divisor).max(*block_size);
                 }
             }
@@ -348,7 +360,11 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
 
 fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
     let name = raw.name.get_ref().clone();
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
         return Err(cx.err(raw.name.span(), "name must be non-empty [A-Za-z0-9_-]"));
     }
 
@@ -357,7 +373,12 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
         cgroup_versions.push(match v.get_ref().as_str() {
             "v1" => Version::V1,
             "v2" => Version::V2,
-            other => return Err(cx.err(v.span(), format!("unknown cgroup version {other:?} (v1, v2)"))),
+            other => {
+                return Err(cx.err(
+                    v.span(),
+                    format!("unknown cgroup version {other:?} (v1, v2)"),
+                ));
+            }
         });
     }
     if cgroup_versions.is_empty() {
@@ -371,7 +392,14 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
             .map(|(_, f)| *f)
             .ok_or_else(|| {
                 let names: Vec<_> = Feature::ALL.iter().map(|(n, _)| *n).collect();
-                cx.err(f.span(), format!("unknown feature {:?} (known: {})", f.get_ref(), names.join(", ")))
+                cx.err(
+                    f.span(),
+                    format!(
+                        "unknown feature {:?} (known: {})",
+                        f.get_ref(),
+                        names.join(", ")
+                    ),
+                )
             })?;
         features.push(feat);
     }
@@ -381,28 +409,47 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
         let n = &c.get_ref().name;
         let nm = n.get_ref();
         let valid_part = |p: &str| {
-            !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         };
         if !nm.split('/').all(valid_part) {
-            return Err(cx.err(n.span(), "cgroup name must be [A-Za-z0-9_-] parts joined by '/'"));
+            return Err(cx.err(
+                n.span(),
+                "cgroup name must be [A-Za-z0-9_-] parts joined by '/'",
+            ));
         }
         if cgroups.iter().any(|x| &x.name == nm) {
             return Err(cx.err(n.span(), format!("cgroup {nm:?} declared twice")));
         }
         if let Some((parent, _)) = nm.rsplit_once('/') {
             if !cgroups.iter().any(|x| x.name == parent) {
-                return Err(cx.err(n.span(), format!("parent cgroup {parent:?} must be declared before {nm:?}")));
+                return Err(cx.err(
+                    n.span(),
+                    format!("parent cgroup {parent:?} must be declared before {nm:?}"),
+                ));
             }
         }
         let limit = c.get_ref().limit.as_ref().map(|l| cx.size(l)).transpose()?;
-        cgroups.push(CgroupSpec { name: nm.clone(), limit });
+        cgroups.push(CgroupSpec {
+            name: nm.clone(),
+            limit,
+        });
     }
-    let cgroup_ref = |s: &Option<Spanned<String>>, at: std::ops::Range<usize>| -> Result<String, ScenarioError> {
+    let cgroup_ref = |s: &Option<Spanned<String>>,
+                      at: std::ops::Range<usize>|
+     -> Result<String, ScenarioError> {
         match s {
             Some(s) if cgroups.iter().any(|c| &c.name == s.get_ref()) => Ok(s.get_ref().clone()),
-            Some(s) => Err(cx.err(s.span(), format!("no cgroup named {:?} is declared", s.get_ref()))),
+            Some(s) => Err(cx.err(
+                s.span(),
+                format!("no cgroup named {:?} is declared", s.get_ref()),
+            )),
             None if cgroups.len() == 1 => Ok(cgroups[0].name.clone()),
-            None => Err(cx.err(at, "which cgroup? add cgroup = \"...\" (more than one is declared)")),
+            None => Err(cx.err(
+                at,
+                "which cgroup? add cgroup = \"...\" (more than one is declared)",
+            )),
         }
     };
 
@@ -410,7 +457,10 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
     for p in &raw.phase {
         let rp = p.get_ref();
         if phases.iter().any(|x: &Phase| &x.name == rp.name.get_ref()) {
-            return Err(cx.err(rp.name.span(), format!("phase {:?} declared twice", rp.name.get_ref())));
+            return Err(cx.err(
+                rp.name.span(),
+                format!("phase {:?} declared twice", rp.name.get_ref()),
+            ));
         }
         let mut steps = Vec::new();
         for s in &rp.steps {
@@ -424,11 +474,24 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
             let k = &a.get_ref().kind;
             antagonists.push(match k.get_ref().as_str() {
                 "compaction" => Antagonist::Compaction,
-                other => return Err(cx.err(k.span(), format!("unknown antagonist {other:?} (known: compaction)"))),
+                other => {
+                    return Err(cx.err(
+                        k.span(),
+                        format!("unknown antagonist {other:?} (known: compaction)"),
+                    ));
+                }
             });
         }
+        let repeat = match &rp.repeat {
+            Some(r) if *r.get_ref() == 0 || *r.get_ref() > 100 => {
+                return Err(cx.err(r.span(), "repeat must be 1..100"));
+            }
+            Some(r) => *r.get_ref(),
+            None => 1,
+        };
         phases.push(Phase {
             name: rp.name.get_ref().clone(),
+            repeat,
             steps,
             antagonists,
         });
@@ -482,10 +545,16 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
         Some(t) => cx.duration(t)?,
         None => Duration::from_secs(300),
     };
-    if phases.iter().flat_map(|p| &p.steps).any(|s| matches!(s, Step::Write { .. }))
+    if phases
+        .iter()
+        .flat_map(|p| &p.steps)
+        .any(|s| matches!(s, Step::Write { .. }))
         && !raw.requires.writeback
     {
-        return Err(cx.err(0..0, "a scenario with write steps must say requires.writeback = true"));
+        return Err(cx.err(
+            0..0,
+            "a scenario with write steps must say requires.writeback = true",
+        ));
     }
 
     Ok(Scenario {
@@ -500,7 +569,11 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
         },
         timeout,
         cgroups,
-        sample: SampleSpec { interval, counters, vmstat },
+        sample: SampleSpec {
+            interval,
+            counters,
+            vmstat,
+        },
         phases,
         checks,
         source: cx.file.to_string(),
@@ -519,9 +592,14 @@ fn check_counter(
     Ok(())
 }
 
-type CgroupRef<'a> = dyn Fn(&Option<Spanned<String>>, std::ops::Range<usize>) -> Result<String, ScenarioError> + 'a;
+type CgroupRef<'a> =
+    dyn Fn(&Option<Spanned<String>>, std::ops::Range<usize>) -> Result<String, ScenarioError> + 'a;
 
-fn resolve_step(cx: &Ctx, s: &Spanned<RawStep>, cgroup_ref: &CgroupRef) -> Result<Step, ScenarioError> {
+fn resolve_step(
+    cx: &Ctx,
+    s: &Spanned<RawStep>,
+    cgroup_ref: &CgroupRef,
+) -> Result<Step, ScenarioError> {
     let r = s.get_ref();
     let action = r.action.get_ref().as_str();
     // Which keys each action takes; anything else set is an error at that key.
@@ -534,7 +612,7 @@ fn resolve_step(cx: &Ctx, s: &Spanned<RawStep>, cgroup_ref: &CgroupRef) -> Resul
             return Err(cx.err(
                 r.action.span(),
                 format!("unknown action {other:?} (known: write, sync, fsync, sleep)"),
-            ))
+            ));
         }
     };
     let present: [(&str, Option<std::ops::Range<usize>>); 6] = [
@@ -557,14 +635,21 @@ fn resolve_step(cx: &Ctx, s: &Spanned<RawStep>, cgroup_ref: &CgroupRef) -> Resul
             .ok_or_else(|| cx.err(s.span(), format!("action {action:?} needs {key:?}")))
     };
     let file_name = |f: &Option<Spanned<String>>| -> Result<String, ScenarioError> {
-        let f = f.clone().unwrap_or_else(|| Spanned::new(0..0, "data".to_string()));
+        let f = f
+            .clone()
+            .unwrap_or_else(|| Spanned::new(0..0, "data".to_string()));
         let ok = !f.get_ref().is_empty()
-            && f.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && f.get_ref()
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
             && !f.get_ref().starts_with('.');
         if ok {
             Ok(f.get_ref().clone())
         } else {
-            Err(cx.err(f.span(), "file must be a plain name inside the scratch directory"))
+            Err(cx.err(
+                f.span(),
+                "file must be a plain name inside the scratch directory",
+            ))
         }
     };
     Ok(match action {
@@ -575,7 +660,10 @@ fn resolve_step(cx: &Ctx, s: &Spanned<RawStep>, cgroup_ref: &CgroupRef) -> Resul
                 None => 1 << 20,
             };
             if block_size == 0 || block_size > 64 << 20 {
-                return Err(cx.err(r.block_size.as_ref().unwrap().span(), "block_size must be 1..64M"));
+                return Err(cx.err(
+                    r.block_size.as_ref().unwrap().span(),
+                    "block_size must be 1..64M",
+                ));
             }
             Step::Write {
                 cgroup: cgroup_ref(&r.cgroup, s.span())?,
@@ -631,18 +719,19 @@ fn resolve_check(
         }
         Ok(cs.get_ref().clone())
     };
-    let allowed: &[&str] = match kind {
-        "no-underflow" => &["cgroup", "counters"],
-        "settles" => &["cgroup", "counters", "within", "bound"],
-        "throughput" => &["phase", "baseline", "min_ratio"],
-        "exercised" => &["phase", "vmstat", "min", "what"],
-        other => {
-            return Err(cx.err(
+    let allowed: &[&str] =
+        match kind {
+            "no-underflow" => &["cgroup", "counters"],
+            "settles" => &["cgroup", "counters", "within", "bound"],
+            "throughput" => &["phase", "baseline", "min_ratio"],
+            "exercised" => &["phase", "vmstat", "min", "what"],
+            other => return Err(cx.err(
                 r.kind.span(),
-                format!("unknown check {other:?} (known: no-underflow, settles, throughput, exercised)"),
-            ))
-        }
-    };
+                format!(
+                    "unknown check {other:?} (known: no-underflow, settles, throughput, exercised)"
+                ),
+            )),
+        };
     let present = [
         ("cgroup", r.cgroup.as_ref().map(|x| x.span())),
         ("counters", r.counters.as_ref().map(|x| x.span())),
@@ -687,7 +776,10 @@ fn resolve_check(
             for p in [&phase, &baseline] {
                 let ph = phases.iter().find(|x| &x.name == p).unwrap();
                 if !ph.steps.iter().any(|s| matches!(s, Step::Write { .. })) {
-                    return Err(cx.err(c.span(), format!("phase {p:?} has no write step to measure")));
+                    return Err(cx.err(
+                        c.span(),
+                        format!("phase {p:?} has no write step to measure"),
+                    ));
                 }
             }
             Check::Throughput {

@@ -101,9 +101,15 @@ fn references_must_exist() {
 
 #[test]
 fn step_and_check_keys_are_checked_per_kind() {
-    let e = err(&GOOD.replace("{ action = \"sync\" }", "{ action = \"sync\", size = \"1M\" }"));
+    let e = err(&GOOD.replace(
+        "{ action = \"sync\" }",
+        "{ action = \"sync\", size = \"1M\" }",
+    ));
     assert!(e.msg.contains("takes no \"size\""), "{e}");
-    let e = err(&GOOD.replace("vmstat = \"pgmigrate_success\"", "vmstat = \"x\"\nwithin = \"1s\""));
+    let e = err(&GOOD.replace(
+        "vmstat = \"pgmigrate_success\"",
+        "vmstat = \"x\"\nwithin = \"1s\"",
+    ));
     assert!(e.msg.contains("takes no \"within\""), "{e}");
     let e = err(&GOOD.replace("counters = [\"dirty\"]", "counters = [\"dirt\"]"));
     assert!(e.msg.contains("unknown counter \"dirt\""), "{e}");

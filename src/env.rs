@@ -1,0 +1,325 @@
+//! The environment a run happens in: kernel, cgroup layout, where test cgroups go, kernel
+//! capabilities, scratch filesystem and the vm sysctls that shape writeback. Printed by
+//! `memcgtest env` and recorded with every result.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::cgroup::detect::{self, Choice, Layout};
+use crate::cgroup::{Cgroup, Version, read_path};
+use crate::record::Machine;
+
+/// Filesystems whose pages never become dirty in memory.stat.
+const NO_WRITEBACK_FS: &[&str] = &[
+    "tmpfs", "ramfs", "proc", "sysfs", "devtmpfs", "cgroup", "cgroup2",
+];
+
+/// The default scratch directory: on the root filesystem, not /tmp (often tmpfs).
+pub const DEFAULT_SCRATCH: &str = "/var/tmp";
+
+/// vm sysctls recorded with every result.
+pub const SYSCTLS: &[&str] = &[
+    "dirty_ratio",
+    "dirty_background_ratio",
+    "dirty_bytes",
+    "dirty_background_bytes",
+    "dirty_expire_centisecs",
+    "dirty_writeback_centisecs",
+    "compaction_proactiveness",
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EnvInfo {
+    pub kernel: String,
+    pub kernel_build: String,
+    pub arch: String,
+    pub cpus: u64,
+    pub page_size: u64,
+    pub memory_bytes: u64,
+    pub root: bool,
+    pub cgroup: CgroupInfo,
+    pub capabilities: Capabilities,
+    pub scratch: ScratchInfo,
+    pub sysctls: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CgroupInfo {
+    /// v1, v2, hybrid or none.
+    pub layout: &'static str,
+    pub v1_memory_mount: Option<PathBuf>,
+    pub v2_mount: Option<PathBuf>,
+    pub v2_has_memory: bool,
+    /// The version a run would use with the given --cgroup, or why none.
+    pub selected: Result<Version, String>,
+    /// Where test cgroups would be created.
+    pub test_parent: Option<PathBuf>,
+    pub test_parent_writable: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Capabilities {
+    /// v1 memory.move_charge_at_immigrate: "available", or why not.
+    pub charge_moving: String,
+    pub memory_reclaim: bool,
+    pub cgroup_kill: bool,
+    /// memory.stat keys about dirty and writeback pages.
+    pub dirty_stats: Vec<String>,
+    /// pgmigrate_success and compact_* in /proc/vmstat (CONFIG_VM_EVENT_COUNTERS).
+    pub vm_event_counters: bool,
+    /// /proc/sys/vm/compact_memory exists (CONFIG_COMPACTION).
+    pub compaction: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScratchInfo {
+    pub path: PathBuf,
+    pub fstype: Option<String>,
+    pub writeback: bool,
+}
+
+/// The filesystem type holding `path`, from /proc/self/mountinfo (longest matching mount point).
+pub fn fstype_of(path: &Path) -> Option<String> {
+    let mi = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let path = path.canonicalize().ok()?;
+    let mut best: Option<(usize, String)> = None;
+    for line in mi.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        let sep = f.iter().position(|x| *x == "-")?;
+        let mp = Path::new(f.get(4)?);
+        if path.starts_with(mp) {
+            let len = mp.as_os_str().len();
+            if best.as_ref().is_none_or(|(l, _)| len >= *l) {
+                best = Some((len, f.get(sep + 1)?.to_string()));
+            }
+        }
+    }
+    best.map(|(_, t)| t)
+}
+
+pub fn supports_writeback(fstype: Option<&str>) -> bool {
+    fstype.is_some_and(|t| !NO_WRITEBACK_FS.contains(&t))
+}
+
+pub fn vmstat_has(key: &str) -> bool {
+    std::fs::read_to_string("/proc/vmstat")
+        .map(|s| s.lines().any(|l| l.split(' ').next() == Some(key)))
+        .unwrap_or(false)
+}
+
+/// Where test cgroups go: --parent, or the cgroup this process runs in.
+pub fn test_parent(
+    layout: &Layout,
+    choice: Choice,
+    parent: Option<&Path>,
+) -> Result<Cgroup, String> {
+    let h = layout.pick(choice)?;
+    let path = match parent {
+        Some(p) => {
+            if !p.starts_with(&h.mount_point) {
+                return Err(format!(
+                    "--parent {} is not inside the {} memory hierarchy at {}",
+                    p.display(),
+                    h.version.as_str(),
+                    h.mount_point.display()
+                ));
+            }
+            p.to_path_buf()
+        }
+        None => h.own_cgroup.clone(),
+    };
+    Ok(Cgroup::new(path, h.version))
+}
+
+fn writable(p: &Path) -> bool {
+    nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).is_ok()
+}
+
+/// Probes v1 charge moving by creating a throw-away child (marked with our pid) and writing 1 to its
+/// memory.move_charge_at_immigrate. 6.13 removed the feature (EINVAL).
+pub fn probe_charge_moving(parent: &Cgroup) -> String {
+    if parent.version == Version::V2 {
+        return "not available: cgroup v2 never moves charges with a task".into();
+    }
+    if !parent.file("memory.move_charge_at_immigrate").exists() {
+        return "not available: no memory.move_charge_at_immigrate".into();
+    }
+    let name = format!("{}{}-probe", crate::cleanup::MARKER, std::process::id());
+    let cg = match parent.create_child(&name) {
+        Ok(c) => c,
+        Err(e) => return format!("unknown: {e}"),
+    };
+    let r = cg.write("memory.move_charge_at_immigrate", "1");
+    let _ = cg.remove_tree(std::time::Duration::from_secs(2));
+    match r {
+        Ok(()) => "available".into(),
+        Err(e) if e.errno() == Some(libc::EINVAL) => {
+            "not available: writing 1 to memory.move_charge_at_immigrate gives EINVAL (removed in 6.13)".into()
+        }
+        Err(e) => format!("not available: {e}"),
+    }
+}
+
+/// Gathers everything. `probe` allows creating a throw-away cgroup for the charge-moving probe.
+pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool) -> EnvInfo {
+    let uts = nix::sys::utsname::uname().ok();
+    let s = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
+        uts.as_ref()
+            .map(|u| f(u).to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let machine = Machine::this();
+    let memory_bytes = read_path(Path::new("/proc/meminfo"))
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .unwrap_or(0)
+        * 1024;
+    let layout = detect::detect().ok();
+    let selected = layout
+        .as_ref()
+        .ok_or_else(|| "cannot read the cgroup layout".to_string())
+        .and_then(|l| l.pick(choice).map(|h| h.version));
+    let tp = layout
+        .as_ref()
+        .and_then(|l| test_parent(l, choice, parent).ok());
+    let root = nix::unistd::geteuid().is_root();
+    let cgroup = CgroupInfo {
+        layout: layout.as_ref().map(|l| l.kind.as_str()).unwrap_or("none"),
+        v1_memory_mount: layout
+            .as_ref()
+            .and_then(|l| l.v1.as_ref().map(|h| h.mount_point.clone())),
+        v2_mount: layout.as_ref().and_then(|l| {
+            l.v2.as_ref()
+                .map(|h| h.mount_point.clone())
+                .or(l.v2_without_memory.clone())
+        }),
+        v2_has_memory: layout.as_ref().is_some_and(|l| l.v2.is_some()),
+        selected,
+        test_parent: tp.as_ref().map(|c| c.path.clone()),
+        test_parent_writable: tp.as_ref().is_some_and(|c| writable(&c.path)),
+    };
+    let dirty_stats = tp
+        .as_ref()
+        .and_then(|c| c.stat().ok())
+        .map(|s| {
+            s.0.into_iter()
+                .map(|(k, _)| k)
+                .filter(|k| k.contains("dirty") || k.contains("writeback"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let capabilities = Capabilities {
+        charge_moving: match &tp {
+            Some(c) if probe && root && writable(&c.path) => probe_charge_moving(c),
+            Some(c) if c.version == Version::V2 => probe_charge_moving(c),
+            _ => "unknown: probing needs root and a writable test parent".into(),
+        },
+        memory_reclaim: tp
+            .as_ref()
+            .is_some_and(|c| c.file("memory.reclaim").exists()),
+        cgroup_kill: tp.as_ref().is_some_and(|c| c.file("cgroup.kill").exists()),
+        dirty_stats,
+        vm_event_counters: vmstat_has("pgmigrate_success"),
+        compaction: Path::new("/proc/sys/vm/compact_memory").exists(),
+    };
+    let fstype = fstype_of(scratch);
+    EnvInfo {
+        kernel: s(|u| u.release()),
+        kernel_build: s(|u| u.version()),
+        arch: s(|u| u.machine()),
+        cpus: machine.cpus,
+        page_size: machine.page_size,
+        memory_bytes,
+        root,
+        cgroup,
+        capabilities,
+        scratch: ScratchInfo {
+            path: scratch.to_path_buf(),
+            writeback: supports_writeback(fstype.as_deref()),
+            fstype,
+        },
+        sysctls: SYSCTLS
+            .iter()
+            .map(|k| {
+                let v = read_path(&Path::new("/proc/sys/vm").join(k))
+                    .map(|v| v.trim().to_string())
+                    .unwrap_or_else(|_| "absent".into());
+                (format!("vm.{k}"), v)
+            })
+            .collect(),
+    }
+}
+
+/// The human form of `memcgtest env`.
+pub fn render(e: &EnvInfo) -> String {
+    let yn = |b: bool| if b { "yes" } else { "no" };
+    let p = |o: &Option<PathBuf>| {
+        o.as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or("-".into())
+    };
+    let mut s = String::new();
+    s += &format!("kernel:            {} ({})\n", e.kernel, e.arch);
+    s += &format!(
+        "cpus / memory:     {} / {}\n",
+        e.cpus,
+        crate::units::human_bytes(e.memory_bytes as i64)
+    );
+    s += &format!("running as root:   {}\n", yn(e.root));
+    s += &format!("cgroup layout:     {}\n", e.cgroup.layout);
+    s += &format!("  v1 memory mount: {}\n", p(&e.cgroup.v1_memory_mount));
+    s += &format!(
+        "  cgroup2 mount:   {}{}\n",
+        p(&e.cgroup.v2_mount),
+        if e.cgroup.v2_mount.is_some() && !e.cgroup.v2_has_memory {
+            " (without the memory controller)"
+        } else {
+            ""
+        }
+    );
+    s += &format!(
+        "  selected:        {}\n",
+        match &e.cgroup.selected {
+            Ok(v) => v.as_str().to_string(),
+            Err(w) => format!("none: {w}"),
+        }
+    );
+    s += &format!(
+        "  test cgroups go: {} (writable: {})\n",
+        p(&e.cgroup.test_parent),
+        yn(e.cgroup.test_parent_writable)
+    );
+    s += "capabilities:\n";
+    s += &format!("  charge moving:   {}\n", e.capabilities.charge_moving);
+    s += &format!("  memory.reclaim:  {}\n", yn(e.capabilities.memory_reclaim));
+    s += &format!("  cgroup.kill:     {}\n", yn(e.capabilities.cgroup_kill));
+    s += &format!(
+        "  dirty stats:     {}\n",
+        e.capabilities.dirty_stats.join(" ")
+    );
+    s += &format!(
+        "  vm event counters (pgmigrate_*): {}\n",
+        yn(e.capabilities.vm_event_counters)
+    );
+    s += &format!("  compaction:      {}\n", yn(e.capabilities.compaction));
+    s += &format!(
+        "scratch:           {} ({}, writeback: {})\n",
+        e.scratch.path.display(),
+        e.scratch.fstype.as_deref().unwrap_or("unknown fs"),
+        yn(e.scratch.writeback)
+    );
+    s += "sysctls:          ";
+    s += &e
+        .sysctls
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    s.push('\n');
+    s
+}

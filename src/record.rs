@@ -1,0 +1,160 @@
+//! What a scenario run leaves behind for the checks and reports: the sampled series, when each
+//! phase and step ran, what each step measured, and /proc/vmstat at phase boundaries.
+
+use serde::Serialize;
+
+use crate::cgroup::stat::Stat;
+use crate::sample::Series;
+
+/// One executed step.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRecord {
+    pub phase: usize,
+    /// Which repetition of the phase (0-based).
+    pub rep: u32,
+    /// "write", "sync", "fsync", "sleep".
+    pub kind: &'static str,
+    pub describe: String,
+    /// Seconds since the scenario started.
+    pub start: f64,
+    pub end: f64,
+    /// Bytes the step wrote, and the seconds its measured part took.
+    pub bytes: u64,
+    pub seconds: f64,
+}
+
+/// One executed phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseRecord {
+    pub name: String,
+    pub start: f64,
+    pub end: f64,
+    pub antagonists: Vec<String>,
+    #[serde(skip)]
+    pub vmstat_start: Stat,
+    #[serde(skip)]
+    pub vmstat_end: Stat,
+}
+
+/// Facts about the machine that tolerances are derived from.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Machine {
+    pub cpus: u64,
+    pub page_size: u64,
+}
+
+impl Machine {
+    pub fn this() -> Machine {
+        let cpus = nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
+            .ok()
+            .flatten()
+            .unwrap_or(1) as u64;
+        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .unwrap_or(4096) as u64;
+        Machine { cpus, page_size }
+    }
+
+    /// How far a memcg counter read from memory.stat may lag behind the truth: the kernel flushes
+    /// per-CPU memcg stat deltas once they exceed MEMCG_CHARGE_BATCH (64) pages per CPU.
+    pub fn stat_batch_bytes(&self) -> u64 {
+        64 * self.cpus * self.page_size
+    }
+
+    pub fn stat_batch_explained(&self) -> String {
+        format!(
+            "64 pages x {} CPUs x {} B = {} (memcg per-CPU stat batch, MEMCG_CHARGE_BATCH)",
+            self.cpus,
+            self.page_size,
+            crate::units::human_bytes(self.stat_batch_bytes() as i64)
+        )
+    }
+}
+
+/// Everything recorded about one scenario run.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub series: Series,
+    pub phases: Vec<PhaseRecord>,
+    pub steps: Vec<StepRecord>,
+    pub machine: Machine,
+}
+
+/// Bytes, seconds and MB/s of the write steps of one phase.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PhaseMeasure {
+    pub name: String,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// Decimal megabytes per second, as dd prints them: the median over the repetitions.
+    pub mb_per_s: Option<f64>,
+    /// MB/s of each repetition.
+    pub samples_mb_per_s: Vec<f64>,
+    /// Wall time of the whole phase.
+    pub wall_seconds: f64,
+}
+
+impl Record {
+    pub fn phase_measure(&self, phase: usize) -> PhaseMeasure {
+        let (mut bytes, mut seconds) = (0u64, 0.0f64);
+        // Per repetition: (bytes, seconds) of its write steps.
+        let mut reps: Vec<(u64, f64)> = Vec::new();
+        for s in self
+            .steps
+            .iter()
+            .filter(|s| s.phase == phase && s.kind == "write")
+        {
+            bytes += s.bytes;
+            seconds += s.seconds;
+            let i = s.rep as usize;
+            if reps.len() <= i {
+                reps.resize(i + 1, (0, 0.0));
+            }
+            reps[i].0 += s.bytes;
+            reps[i].1 += s.seconds;
+        }
+        let samples: Vec<f64> = reps
+            .iter()
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(b, s)| *b as f64 / s / 1e6)
+            .collect();
+        let p = &self.phases[phase];
+        PhaseMeasure {
+            name: p.name.clone(),
+            bytes,
+            seconds,
+            mb_per_s: median(&samples),
+            samples_mb_per_s: samples,
+            wall_seconds: p.end - p.start,
+        }
+    }
+
+    pub fn phase_by_name(&self, name: &str) -> Option<usize> {
+        self.phases.iter().position(|p| p.name == name)
+    }
+
+    /// The phase a time falls in, for messages.
+    pub fn phase_at(&self, t: f64) -> &str {
+        self.phases
+            .iter()
+            .find(|p| t >= p.start && t <= p.end)
+            .map(|p| p.name.as_str())
+            .unwrap_or("between phases")
+    }
+}
+
+/// The median of a sample set (mean of the middle two for an even count).
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}

@@ -1,0 +1,555 @@
+//! The runner: for each scenario, creates its cgroups below the test parent, starts the sampler,
+//! runs the phases (workers placed in their cgroups, antagonists alongside), evaluates the checks,
+//! and undoes everything on every exit path (a guard's Drop covers errors, timeouts and panics; the
+//! signal flag covers Ctrl-C, SIGTERM and SIGHUP).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, anyhow};
+use serde::Serialize;
+
+use crate::cgroup::stat::{self, Stat};
+use crate::cgroup::{Cgroup, Version, file_name};
+use crate::check::{self, CheckResult, Outcome};
+use crate::cleanup::{self, interrupted};
+use crate::record::{Machine, PhaseMeasure, PhaseRecord, Record, StepRecord};
+use crate::sample::{Sampler, Series, Source};
+use crate::scenario::{Antagonist, Feature, Scenario, Step};
+use crate::workload::{self, Job, WaitError, Worker};
+
+/// How a scenario ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+    Skip,
+    Error,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Skip => "skip",
+            Status::Error => "error",
+        }
+    }
+}
+
+/// Per-phase results for reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseResult {
+    #[serde(flatten)]
+    pub measure: PhaseMeasure,
+    pub antagonists: Vec<String>,
+    /// Changes of the sampled /proc/vmstat event counters during the phase.
+    pub vmstat_delta: Vec<(String, i64)>,
+}
+
+/// The result of one scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioResult {
+    pub name: String,
+    pub summary: String,
+    pub status: Status,
+    pub reason: String,
+    pub cgroup_version: Option<Version>,
+    pub seconds: f64,
+    pub samples: usize,
+    pub phases: Vec<PhaseResult>,
+    pub checks: Vec<CheckResult>,
+    /// Notes for people (tolerances, oddities seen, what was left out).
+    pub notes: Vec<String>,
+    #[serde(skip)]
+    pub record: Option<Record>,
+}
+
+impl ScenarioResult {
+    fn new(sc: &Scenario, status: Status, reason: String) -> Self {
+        ScenarioResult {
+            name: sc.name.clone(),
+            summary: sc.summary.clone(),
+            status,
+            reason,
+            cgroup_version: None,
+            seconds: 0.0,
+            samples: 0,
+            phases: Vec::new(),
+            checks: Vec::new(),
+            notes: Vec::new(),
+            record: None,
+        }
+    }
+}
+
+/// Where and how scenarios run.
+pub struct Context {
+    /// The cgroup test groups are created below (own cgroup or --parent).
+    pub parent: Cgroup,
+    pub scratch: PathBuf,
+    pub quick: bool,
+    pub timeout: Option<Duration>,
+    pub machine: Machine,
+    pub progress: Progress,
+}
+
+/// Progress lines on stderr when it is a terminal (machine-readable stdout stays clean).
+pub struct Progress {
+    pub enabled: bool,
+    start: Instant,
+}
+
+impl Progress {
+    pub fn new(enabled: bool) -> Self {
+        Progress {
+            enabled,
+            start: Instant::now(),
+        }
+    }
+    pub fn say(&self, msg: &str) {
+        if self.enabled {
+            eprintln!("[{:7.1}s] {msg}", self.start.elapsed().as_secs_f64());
+        }
+    }
+}
+
+/// Why a scenario could not go on.
+enum Stop {
+    Timeout(String),
+    Interrupted,
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Stop {
+    fn from(e: anyhow::Error) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+/// Everything a scenario created; undone on drop.
+struct Guard {
+    root: Option<Cgroup>,
+    scratch: Option<PathBuf>,
+    workers: Vec<Worker>,
+}
+
+impl Guard {
+    fn cleanup(&mut self) -> Result<()> {
+        let mut errs = Vec::new();
+        for w in &mut self.workers {
+            w.kill(Duration::from_secs(5));
+        }
+        self.workers.clear();
+        if let Some(root) = self.root.take() {
+            if let Err(e) = root
+                .kill_all(Duration::from_secs(10))
+                .and_then(|_| root.remove_tree(Duration::from_secs(10)))
+            {
+                errs.push(e.to_string());
+            }
+        }
+        if let Some(dir) = self.scratch.take() {
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                errs.push(format!("remove {}: {e}", dir.display()));
+            }
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(anyhow!("cleanup: {}", errs.join("; ")))
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Err(e) = self.cleanup() {
+            eprintln!("memcgtest: {e:#}");
+        }
+    }
+}
+
+/// Why a scenario cannot run here, if it cannot (it is then `skip`).
+pub fn unmet_requirement(sc: &Scenario, version: Version) -> Option<String> {
+    if !sc.requires.cgroup.contains(&version) {
+        let want: Vec<&str> = sc.requires.cgroup.iter().map(|v| v.as_str()).collect();
+        return Some(format!(
+            "needs cgroup {}; this run uses {}",
+            want.join(" or "),
+            version.as_str()
+        ));
+    }
+    for f in &sc.requires.features {
+        let ok = match f {
+            Feature::Compaction => std::path::Path::new("/proc/sys/vm/compact_memory").exists(),
+            Feature::VmEvents => crate::env::vmstat_has("pgmigrate_success"),
+        };
+        if !ok {
+            return Some(format!("kernel lacks {} (see `memcgtest env`)", f.name()));
+        }
+    }
+    None
+}
+
+fn read_vmstat() -> Result<Stat> {
+    let p = std::path::Path::new("/proc/vmstat");
+    Ok(stat::parse_stat(&crate::cgroup::read_path(p)?, p)?)
+}
+
+/// Runs one scenario and always cleans up after it.
+pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
+    let version = ctx.parent.version;
+    if let Some(why) = unmet_requirement(sc, version) {
+        let mut r = ScenarioResult::new(sc, Status::Skip, why);
+        r.cgroup_version = Some(version);
+        return r;
+    }
+    let mut sc = sc.clone();
+    if ctx.quick {
+        sc.scale_down(8);
+    }
+    let started = Instant::now();
+    let mut guard = Guard {
+        root: None,
+        scratch: None,
+        workers: Vec::new(),
+    };
+    let mut result = ScenarioResult::new(&sc, Status::Error, String::new());
+    result.cgroup_version = Some(version);
+    let outcome = execute(ctx, &sc, &mut guard, &mut result);
+    let cleanup = guard.cleanup();
+    result.seconds = started.elapsed().as_secs_f64();
+    match outcome {
+        Ok(()) => {}
+        Err(Stop::Timeout(msg)) => {
+            result.status = Status::Error;
+            result.reason = msg;
+        }
+        Err(Stop::Interrupted) => {
+            result.status = Status::Error;
+            result.reason = "interrupted by a signal; cleaned up".into();
+        }
+        Err(Stop::Failed(e)) => {
+            result.status = Status::Error;
+            result.reason = format!("{e:#}");
+        }
+    }
+    if let Err(e) = cleanup {
+        result.status = Status::Error;
+        result.reason = format!("{}{e:#}", if result.reason.is_empty() { "" } else { "; " });
+    }
+    result
+}
+
+/// Sets up the groups and the sampler, runs the phases, evaluates the checks.
+fn execute(
+    ctx: &Context,
+    sc: &Scenario,
+    guard: &mut Guard,
+    result: &mut ScenarioResult,
+) -> Result<(), Stop> {
+    let deadline = Instant::now() + ctx.timeout.unwrap_or(sc.timeout);
+    let timeout_s = ctx.timeout.unwrap_or(sc.timeout).as_secs_f64();
+
+    // Groups: <parent>/memcgtest-<pid>-<scenario>/{<declared groups>, aux}.
+    let root = ctx
+        .parent
+        .create_child(&cleanup::marked(&sc.name))
+        .map_err(anyhow::Error::from)?;
+    guard.root = Some(root.clone());
+    let mut groups: Vec<(String, Cgroup)> = Vec::new();
+    for spec in &sc.cgroups {
+        let (parent, leaf) = match spec.name.rsplit_once('/') {
+            Some((p, l)) => (groups.iter().find(|(n, _)| n == p).unwrap().1.clone(), l),
+            None => (root.clone(), spec.name.as_str()),
+        };
+        let cg = parent.create_child(leaf).map_err(anyhow::Error::from)?;
+        if spec.limit.is_some() {
+            cg.set_limit(spec.limit).map_err(anyhow::Error::from)?;
+        }
+        groups.push((spec.name.clone(), cg));
+    }
+    // Helpers (sync, antagonists) run in a group of their own, outside the measured ones.
+    let aux = root.create_child("aux").map_err(anyhow::Error::from)?;
+
+    let scratch = ctx.scratch.join(cleanup::marked(&sc.name));
+    std::fs::create_dir(&scratch).with_context(|| format!("mkdir {}", scratch.display()))?;
+    guard.scratch = Some(scratch.clone());
+
+    // Sampler columns: <group>.<counter> for every group, then vmstat.<key> present on this kernel.
+    let mut columns = Vec::new();
+    let mut sources = Vec::new();
+    for (name, cg) in &groups {
+        let mut keyed = Vec::new();
+        for c in &sc.sample.counters {
+            let col = columns.len();
+            columns.push(format!("{name}.{c}"));
+            match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
+                Some(key) => keyed.push((key, col)),
+                None => sources.push(Source::single(
+                    &cg.file(file_name(cg.version, "usage")),
+                    col,
+                )?),
+            }
+        }
+        sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
+    }
+    let vm_now = read_vmstat()?;
+    let mut vm_keys = Vec::new();
+    for k in &sc.sample.vmstat {
+        if vm_now.get(k).is_some() {
+            vm_keys.push((k.clone(), columns.len()));
+            columns.push(format!("vmstat.{k}"));
+        } else {
+            result.notes.push(format!(
+                "/proc/vmstat has no {k} on this kernel; not sampled"
+            ));
+        }
+    }
+    if !vm_keys.is_empty() {
+        sources.push(Source::keyed(
+            std::path::Path::new("/proc/vmstat"),
+            vm_keys,
+        )?);
+    }
+
+    let t0 = Instant::now();
+    let sampler = Sampler::start(columns, sources, sc.sample.interval, t0)?;
+    let mut phases = Vec::new();
+    let mut steps = Vec::new();
+    let ran = run_phases(
+        ctx,
+        sc,
+        guard,
+        &sampler,
+        t0,
+        deadline,
+        &aux,
+        &groups,
+        &scratch,
+        &mut phases,
+        &mut steps,
+    );
+    let timeout_msg = |what: &str| {
+        format!(
+            "timeout after {timeout_s:.0} s in {what}; the kernel may be throttling writers forever; last sample: {}",
+            sampler.last_row()
+        )
+    };
+    if let Err(e) = ran {
+        return Err(match e {
+            Stop::Timeout(what) => Stop::Timeout(timeout_msg(&what)),
+            other => other,
+        });
+    }
+    let series: Series = sampler.stop()?;
+    result.samples = series.len();
+    let record = Record {
+        series,
+        phases,
+        steps,
+        machine: ctx.machine,
+    };
+    for (i, p) in record.phases.iter().enumerate() {
+        result.phases.push(PhaseResult {
+            measure: record.phase_measure(i),
+            antagonists: p.antagonists.clone(),
+            vmstat_delta: sc
+                .sample
+                .vmstat
+                .iter()
+                .filter(|k| !k.starts_with("nr_"))
+                .filter_map(|k| Some((k.clone(), p.vmstat_end.get(k)? - p.vmstat_start.get(k)?)))
+                .collect(),
+        });
+    }
+    result.checks = sc
+        .checks
+        .iter()
+        .map(|c| check::evaluate(c, &record))
+        .collect();
+    let failed: Vec<&CheckResult> = result
+        .checks
+        .iter()
+        .filter(|c| c.outcome == Outcome::Fail)
+        .collect();
+    let unexercised: Vec<&CheckResult> = result
+        .checks
+        .iter()
+        .filter(|c| c.outcome == Outcome::NotExercised)
+        .collect();
+    (result.status, result.reason) = if !failed.is_empty() {
+        let names: Vec<String> = failed
+            .iter()
+            .map(|c| format!("{}: {} (expected {})", c.name, c.actual, c.expected))
+            .collect();
+        (Status::Fail, names.join("; "))
+    } else if !unexercised.is_empty() {
+        (
+            Status::Skip,
+            unexercised
+                .iter()
+                .map(|c| c.detail.clone())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    } else {
+        (Status::Pass, String::new())
+    };
+    result.record = Some(record);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_phases(
+    ctx: &Context,
+    sc: &Scenario,
+    guard: &mut Guard,
+    sampler: &Sampler,
+    t0: Instant,
+    deadline: Instant,
+    aux: &Cgroup,
+    groups: &[(String, Cgroup)],
+    scratch: &std::path::Path,
+    phases: &mut Vec<PhaseRecord>,
+    steps: &mut Vec<StepRecord>,
+) -> Result<(), Stop> {
+    let now = || t0.elapsed().as_secs_f64();
+    // Names were checked against the declared groups when the scenario was parsed.
+    let group = |name: &str| {
+        &groups
+            .iter()
+            .find(|(n, _)| n == name)
+            .expect("declared group")
+            .1
+    };
+    for (pi, phase) in sc.phases.iter().enumerate() {
+        ctx.progress.say(&format!(
+            "{}: phase {} ({}/{})",
+            sc.name,
+            phase.name,
+            pi + 1,
+            sc.phases.len()
+        ));
+        let vmstat_start = read_vmstat()?;
+        let start = now();
+        let mut antagonists = Vec::new();
+        for a in &phase.antagonists {
+            let job = match a {
+                Antagonist::Compaction => Job::Compaction,
+            };
+            antagonists.push(workload::spawn(&job, aux)?);
+        }
+        let n_antagonists = antagonists.len();
+        guard.workers.extend(antagonists);
+        for (rep, step) in (0..phase.repeat).flat_map(|r| phase.steps.iter().map(move |s| (r, s))) {
+            ctx.progress
+                .say(&format!("{}:   {}", sc.name, step.describe()));
+            let (kind, job, cg) = match step {
+                Step::Write {
+                    cgroup,
+                    file,
+                    size,
+                    block_size,
+                    fsync,
+                } => (
+                    "write",
+                    Some(Job::Write {
+                        path: scratch.join(file),
+                        size: *size,
+                        block_size: *block_size,
+                        fsync: *fsync,
+                    }),
+                    group(cgroup),
+                ),
+                Step::Sync => ("sync", Some(Job::Sync), aux),
+                Step::Fsync { cgroup, file } => (
+                    "fsync",
+                    Some(Job::Fsync {
+                        path: scratch.join(file),
+                    }),
+                    group(cgroup),
+                ),
+                Step::Sleep(_) => ("sleep", None, aux),
+            };
+            let s_start = now();
+            let res = match (job, step) {
+                (Some(job), _) => {
+                    let mut w = workload::spawn(&job, cg)?;
+                    let r = w.wait(deadline, &interrupted);
+                    match r {
+                        Ok(r) => r,
+                        Err(WaitError::Timeout) => {
+                            return Err(Stop::Timeout(format!(
+                                "phase {}, step '{}'",
+                                phase.name,
+                                step.describe()
+                            )));
+                        }
+                        Err(WaitError::Interrupted) => return Err(Stop::Interrupted),
+                        Err(WaitError::Failed(m)) => return Err(Stop::Failed(anyhow!(m))),
+                    }
+                }
+                (None, Step::Sleep(d)) => {
+                    let until = Instant::now() + *d;
+                    while Instant::now() < until {
+                        if interrupted() {
+                            return Err(Stop::Interrupted);
+                        }
+                        if Instant::now() >= deadline {
+                            return Err(Stop::Timeout(format!("phase {}, sleep", phase.name)));
+                        }
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Default::default()
+                }
+                _ => unreachable!(),
+            };
+            let s_end = now();
+            if kind == "write" && res.seconds > 0.0 {
+                ctx.progress.say(&format!(
+                    "{}:     {:.1} MB/s",
+                    sc.name,
+                    res.bytes as f64 / res.seconds / 1e6
+                ));
+            }
+            steps.push(StepRecord {
+                phase: pi,
+                rep,
+                kind,
+                describe: step.describe(),
+                start: s_start,
+                end: s_end,
+                bytes: res.bytes,
+                seconds: res.seconds,
+            });
+            // At least one sample after every step, so checks see its effect before the next.
+            sampler.wait_fresh(2);
+            if let Some(e) = sampler.error() {
+                return Err(Stop::Failed(anyhow!("sampler: {e}")));
+            }
+        }
+        // Antagonists are the last workers started; stop them at the end of their phase.
+        let keep = guard.workers.len() - n_antagonists;
+        for mut w in guard.workers.drain(keep..) {
+            w.kill(Duration::from_secs(10));
+        }
+        let end = now();
+        phases.push(PhaseRecord {
+            name: phase.name.clone(),
+            start,
+            end,
+            antagonists: phase
+                .antagonists
+                .iter()
+                .map(|a| format!("{a:?}").to_lowercase())
+                .collect(),
+            vmstat_start,
+            vmstat_end: read_vmstat()?,
+        });
+    }
+    Ok(())
+}

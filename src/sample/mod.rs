@@ -1,0 +1,337 @@
+//! The sampler: a thread that reads memory.stat (and usage) of every test cgroup and /proc/vmstat at
+//! a fixed interval for the whole scenario, reusing open file descriptors (pread at offset 0), and
+//! keeps the full time series. Columns are named `<cgroup>.<counter>` and `vmstat.<key>`.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::cgroup::stat;
+
+/// A time series: one row of values per sample, `t` in seconds since the scenario started.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Series {
+    pub columns: Vec<String>,
+    pub t: Vec<f64>,
+    /// Row-major, `columns.len()` values per row.
+    pub values: Vec<i64>,
+}
+
+impl Series {
+    pub fn new(columns: Vec<String>) -> Self {
+        Series {
+            columns,
+            ..Default::default()
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.t.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.t.is_empty()
+    }
+    pub fn col(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c == name)
+    }
+    pub fn get(&self, row: usize, col: usize) -> i64 {
+        self.values[row * self.columns.len() + col]
+    }
+    pub fn push(&mut self, t: f64, row: &[i64]) {
+        assert_eq!(row.len(), self.columns.len());
+        self.t.push(t);
+        self.values.extend_from_slice(row);
+    }
+    /// Rows whose time lies in [from, to].
+    pub fn rows_between(&self, from: f64, to: f64) -> impl Iterator<Item = usize> + '_ {
+        (0..self.len()).filter(move |&i| self.t[i] >= from && self.t[i] <= to)
+    }
+    /// "name=value" for every column of a row, for diagnostics.
+    pub fn describe_row(&self, row: usize) -> String {
+        let parts: Vec<String> = self
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(c, n)| format!("{n}={}", self.get(row, c)))
+            .collect();
+        format!("t={:.3}s {}", self.t[row], parts.join(" "))
+    }
+    /// CSV: a header line, then one line per sample.
+    pub fn to_csv(&self) -> String {
+        let mut s = String::from("t");
+        for c in &self.columns {
+            s.push(',');
+            s.push_str(c);
+        }
+        s.push('\n');
+        for r in 0..self.len() {
+            s.push_str(&format!("{:.4}", self.t[r]));
+            for c in 0..self.columns.len() {
+                s.push_str(&format!(",{}", self.get(r, c)));
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// One file the sampler reads and the columns it fills.
+pub struct Source {
+    path: PathBuf,
+    file: File,
+    /// memory.stat / vmstat keys (in the file) and the column each fills; empty: the whole file is
+    /// one number (memory.current, memory.usage_in_bytes) going to `single`.
+    keys: Vec<String>,
+    cols: Vec<usize>,
+    single: Option<usize>,
+}
+
+impl Source {
+    /// A "key value" file; `keys` pairs a key in the file with a column index.
+    pub fn keyed(path: &Path, keys: Vec<(String, usize)>) -> Result<Source> {
+        let file = File::open(path).with_context(|| format!("open {}", path.display()))?;
+        let (keys, cols) = keys.into_iter().unzip();
+        Ok(Source {
+            path: path.to_path_buf(),
+            file,
+            keys,
+            cols,
+            single: None,
+        })
+    }
+    /// A file holding one number.
+    pub fn single(path: &Path, col: usize) -> Result<Source> {
+        let file = File::open(path).with_context(|| format!("open {}", path.display()))?;
+        Ok(Source {
+            path: path.to_path_buf(),
+            file,
+            keys: Vec::new(),
+            cols: Vec::new(),
+            single: Some(col),
+        })
+    }
+
+    fn read_into(
+        &self,
+        buf: &mut Vec<u8>,
+        row: &mut [i64],
+        scratch: &mut Vec<Option<i64>>,
+    ) -> Result<()> {
+        buf.clear();
+        let mut off = 0u64;
+        loop {
+            if buf.len() == buf.capacity() {
+                buf.reserve(4096);
+            }
+            let start = buf.len();
+            let cap = buf.capacity();
+            buf.resize(cap, 0);
+            let n = self
+                .file
+                .read_at(&mut buf[start..], off)
+                .with_context(|| format!("read {}", self.path.display()))?;
+            buf.truncate(start + n);
+            if n == 0 {
+                break;
+            }
+            off += n as u64;
+        }
+        let text =
+            std::str::from_utf8(buf).map_err(|_| anyhow!("{}: not UTF-8", self.path.display()))?;
+        if let Some(col) = self.single {
+            row[col] = stat::parse_value(text.trim()).ok_or_else(|| {
+                anyhow!("{}: not an integer: {:?}", self.path.display(), text.trim())
+            })?;
+            return Ok(());
+        }
+        scratch.resize(self.keys.len(), None);
+        let keys: Vec<&str> = self.keys.iter().map(String::as_str).collect();
+        stat::extract(text, &keys, scratch)
+            .map_err(|line| anyhow!("{}: line {line}: malformed value", self.path.display()))?;
+        for (i, v) in scratch.iter().enumerate() {
+            match v {
+                Some(v) => row[self.cols[i]] = *v,
+                None => bail!("{}: key {} disappeared", self.path.display(), self.keys[i]),
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Shared {
+    stop: AtomicBool,
+    count: AtomicU64,
+    series: Mutex<Series>,
+    error: Mutex<Option<String>>,
+}
+
+/// A running sampler thread.
+pub struct Sampler {
+    shared: Arc<Shared>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Sampler {
+    /// Takes one sample synchronously (so setup errors surface at once), then samples every
+    /// `interval` on a thread until stopped.
+    pub fn start(
+        columns: Vec<String>,
+        sources: Vec<Source>,
+        interval: Duration,
+        t0: Instant,
+    ) -> Result<Sampler> {
+        let ncols = columns.len();
+        let mut series = Series::new(columns);
+        let mut buf = Vec::with_capacity(8192);
+        let mut scratch = Vec::new();
+        let mut row = vec![0i64; ncols];
+        for s in &sources {
+            s.read_into(&mut buf, &mut row, &mut scratch)?;
+        }
+        series.push(t0.elapsed().as_secs_f64(), &row);
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            count: AtomicU64::new(1),
+            series: Mutex::new(series),
+            error: Mutex::new(None),
+        });
+        let sh = shared.clone();
+        let handle = std::thread::Builder::new()
+            .name("sampler".into())
+            .spawn(move || {
+                let mut next = Instant::now() + interval;
+                while !sh.stop.load(Ordering::Relaxed) {
+                    let now = Instant::now();
+                    if next > now {
+                        std::thread::sleep(next - now);
+                    }
+                    // Fixed schedule; when a read took longer than the interval, skip ahead.
+                    next = (next + interval).max(Instant::now());
+                    let t = t0.elapsed().as_secs_f64();
+                    for s in &sources {
+                        if let Err(e) = s.read_into(&mut buf, &mut row, &mut scratch) {
+                            *sh.error.lock().unwrap() = Some(format!("{e:#}"));
+                            return;
+                        }
+                    }
+                    sh.series.lock().unwrap().push(t, &row);
+                    sh.count.fetch_add(1, Ordering::Release);
+                }
+            })
+            .context("start sampler thread")?;
+        Ok(Sampler {
+            shared,
+            handle: Some(handle),
+        })
+    }
+
+    /// Number of samples taken so far.
+    pub fn count(&self) -> u64 {
+        self.shared.count.load(Ordering::Acquire)
+    }
+
+    /// Waits until `n` more samples exist (bounded by 100 intervals' worth of wall time: 2 s).
+    pub fn wait_fresh(&self, n: u64) {
+        let target = self.count() + n;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while self.count() < target && Instant::now() < deadline && self.error().is_none() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    pub fn error(&self) -> Option<String> {
+        self.shared.error.lock().unwrap().clone()
+    }
+
+    /// The latest sample, for timeout messages.
+    pub fn last_row(&self) -> String {
+        let s = self.shared.series.lock().unwrap();
+        if s.is_empty() {
+            "no samples".into()
+        } else {
+            s.describe_row(s.len() - 1)
+        }
+    }
+
+    /// Stops the thread and returns the series (or the read error that stopped it).
+    pub fn stop(mut self) -> Result<Series> {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            h.join().map_err(|_| anyhow!("sampler thread panicked"))?;
+        }
+        if let Some(e) = self.error() {
+            bail!("sampler: {e}");
+        }
+        Ok(std::mem::take(&mut *self.shared.series.lock().unwrap()))
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_fake_cgroup_files() {
+        let d = tempfile::tempdir().unwrap();
+        let stat = d.path().join("memory.stat");
+        let usage = d.path().join("memory.current");
+        std::fs::write(&stat, "file_dirty 4096\nfile_writeback 0\n").unwrap();
+        std::fs::write(&usage, "8192\n").unwrap();
+        let cols = vec!["t.dirty".into(), "t.writeback".into(), "t.usage".into()];
+        let sources = vec![
+            Source::keyed(
+                &stat,
+                vec![("file_dirty".into(), 0), ("file_writeback".into(), 1)],
+            )
+            .unwrap(),
+            Source::single(&usage, 2).unwrap(),
+        ];
+        let s = Sampler::start(cols, sources, Duration::from_millis(1), Instant::now()).unwrap();
+        s.wait_fresh(3);
+        // The open descriptor sees new contents (pread at offset 0 every time).
+        std::fs::write(&stat, "file_dirty -4096\nfile_writeback 0\n").unwrap();
+        s.wait_fresh(3);
+        let series = s.stop().unwrap();
+        assert!(series.len() >= 6);
+        assert_eq!(series.get(0, 0), 4096);
+        assert_eq!(series.get(0, 2), 8192);
+        assert_eq!(series.get(series.len() - 1, 0), -4096);
+        assert!(series.t.windows(2).all(|w| w[0] <= w[1]));
+        assert!(
+            series
+                .to_csv()
+                .starts_with("t,t.dirty,t.writeback,t.usage\n")
+        );
+    }
+
+    #[test]
+    fn missing_key_is_an_error_at_start() {
+        let d = tempfile::tempdir().unwrap();
+        let stat = d.path().join("memory.stat");
+        std::fs::write(&stat, "cache 1\n").unwrap();
+        let src = Source::keyed(&stat, vec![("total_dirty".into(), 0)]).unwrap();
+        let e = Sampler::start(
+            vec!["x".into()],
+            vec![src],
+            Duration::from_millis(1),
+            Instant::now(),
+        )
+        .err()
+        .unwrap();
+        assert!(format!("{e:#}").contains("total_dirty"), "{e:#}");
+    }
+}

@@ -1,0 +1,283 @@
+//! Workloads and antagonists. Each runs as a child process (this binary re-executed with the
+//! hidden `__worker` subcommand) that is placed in its cgroup between fork and exec, before it does
+//! any work, so every page it touches is charged to that group from the start.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::cgroup::{Cgroup, file_name};
+
+/// What a worker process does. Sent to the child as JSON on its command line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Job {
+    /// dd-like buffered writer: unlink, create, write `size` bytes in `block_size` blocks.
+    Write {
+        path: PathBuf,
+        size: u64,
+        block_size: u64,
+        fsync: bool,
+    },
+    /// sync(2).
+    Sync,
+    /// fsync(2) of a file.
+    Fsync { path: PathBuf },
+    /// Antagonist: writes 1 to /proc/sys/vm/compact_memory until killed.
+    Compaction,
+}
+
+/// What a worker reports on stdout when it finishes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct JobResult {
+    /// Bytes written (or otherwise processed).
+    pub bytes: u64,
+    /// Seconds spent in the measured part (the write loop for a writer, the call for sync).
+    pub seconds: f64,
+    /// Seconds spent in fsync after the writes, when asked for.
+    pub fsync_seconds: f64,
+}
+
+/// A running worker process.
+pub struct Worker {
+    pub child: Child,
+    pub what: String,
+}
+
+/// How waiting for a worker ended, when it did not finish normally.
+#[derive(Debug)]
+pub enum WaitError {
+    Timeout,
+    Interrupted,
+    Failed(String),
+}
+
+/// Starts a worker for `job` inside `cgroup`.
+pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
+    let procs = cgroup.file(file_name(cgroup.version, "procs"));
+    // Opened here, written in the child after fork: "0" moves the writing process itself. Only a
+    // write(2) runs between fork and exec, which is safe in a multi-threaded parent.
+    let procs_file = fs::OpenOptions::new()
+        .write(true)
+        .open(&procs)
+        .with_context(|| format!("open {} to place a worker", procs.display()))?;
+    let fd = procs_file.as_raw_fd();
+    let exe = std::env::current_exe().context("cannot find my own executable")?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("__worker")
+        .arg(serde_json::to_string(job)?)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group: Ctrl-C reaches the runner, which then stops workers in order.
+        .process_group(0);
+    unsafe {
+        cmd.pre_exec(move || {
+            let r = libc::write(fd, b"0".as_ptr().cast(), 1);
+            if r != 1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("start worker in {}", cgroup.path.display()))?;
+    drop(procs_file);
+    Ok(Worker {
+        child,
+        what: format!("{job:?}"),
+    })
+}
+
+impl Worker {
+    /// Waits until the worker exits, the deadline passes, or `interrupted()` turns true.
+    pub fn wait(
+        &mut self,
+        deadline: Instant,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<JobResult, WaitError> {
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => {
+                    let mut out = String::new();
+                    let mut err = String::new();
+                    if let Some(o) = self.child.stdout.as_mut() {
+                        let _ = o.read_to_string(&mut out);
+                    }
+                    if let Some(e) = self.child.stderr.as_mut() {
+                        let _ = e.read_to_string(&mut err);
+                    }
+                    if !status.success() {
+                        return Err(WaitError::Failed(format!(
+                            "worker {} exited with {status}: {}",
+                            self.what,
+                            err.trim()
+                        )));
+                    }
+                    return serde_json::from_str(out.trim()).map_err(|e| {
+                        WaitError::Failed(format!("worker {} printed {out:?}: {e}", self.what))
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => return Err(WaitError::Failed(format!("wait for worker: {e}"))),
+            }
+            if interrupted() {
+                return Err(WaitError::Interrupted);
+            }
+            if Instant::now() >= deadline {
+                return Err(WaitError::Timeout);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Kills the worker and reaps it (SIGKILL; waits at most `wait`).
+    pub fn kill(&mut self, wait: Duration) {
+        let _ = self.child.kill();
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.kill(Duration::from_secs(5));
+        }
+    }
+}
+
+/// Entry point of a worker process: runs the job and prints its result as JSON.
+pub fn worker_main(job_json: &str) -> Result<()> {
+    let job: Job = serde_json::from_str(job_json).context("bad worker job")?;
+    let result = run_job(&job)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", serde_json::to_string(&result)?)?;
+    Ok(())
+}
+
+fn run_job(job: &Job) -> Result<JobResult> {
+    match job {
+        Job::Write {
+            path,
+            size,
+            block_size,
+            fsync,
+        } => write_file(path, *size, *block_size, *fsync),
+        Job::Sync => {
+            let t = Instant::now();
+            nix::unistd::sync();
+            Ok(JobResult {
+                seconds: t.elapsed().as_secs_f64(),
+                ..Default::default()
+            })
+        }
+        Job::Fsync { path } => {
+            let f = fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+            let t = Instant::now();
+            f.sync_all()
+                .with_context(|| format!("fsync {}", path.display()))?;
+            Ok(JobResult {
+                seconds: t.elapsed().as_secs_f64(),
+                ..Default::default()
+            })
+        }
+        Job::Compaction => compaction_loop(),
+    }
+}
+
+/// Buffered writes as dd does them: the measured time is the write loop only (dd without
+/// conv=fdatasync); an fsync afterwards is timed separately.
+fn write_file(path: &PathBuf, size: u64, block_size: u64, fsync: bool) -> Result<JobResult> {
+    match fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("unlink {}", path.display())),
+    }
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    // Not zeros, so no filesystem can cheat with holes or compression.
+    let buf: Vec<u8> = (0..block_size).map(|i| (i % 251) as u8 + 1).collect();
+    let t = Instant::now();
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(block_size) as usize;
+        f.write_all(&buf[..n])
+            .with_context(|| format!("write {}", path.display()))?;
+        left -= n as u64;
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    let mut fsync_seconds = 0.0;
+    if fsync {
+        let t = Instant::now();
+        f.sync_all()
+            .with_context(|| format!("fsync {}", path.display()))?;
+        fsync_seconds = t.elapsed().as_secs_f64();
+    }
+    Ok(JobResult {
+        bytes: size,
+        seconds,
+        fsync_seconds,
+    })
+}
+
+const COMPACT_MEMORY: &str = "/proc/sys/vm/compact_memory";
+
+/// Triggers compaction of all zones over and over (like `yes 1 > compact_memory`).
+fn compaction_loop() -> Result<JobResult> {
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .open(COMPACT_MEMORY)
+        .with_context(|| format!("open {COMPACT_MEMORY}"))?;
+    loop {
+        if let Err(e) = f.write_all(b"1") {
+            bail!("write {COMPACT_MEMORY}: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writer_writes_exact_size_and_reports_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        fs::write(&p, b"old").unwrap();
+        let r = write_file(&p, 3 * 4096 + 100, 4096, true).unwrap();
+        assert_eq!(r.bytes, 3 * 4096 + 100);
+        assert_eq!(fs::metadata(&p).unwrap().len(), 3 * 4096 + 100);
+        assert!(r.seconds >= 0.0);
+    }
+
+    #[test]
+    fn job_json_round_trip() {
+        let j = Job::Write {
+            path: "/x".into(),
+            size: 1,
+            block_size: 1,
+            fsync: false,
+        };
+        let s = serde_json::to_string(&j).unwrap();
+        assert_eq!(serde_json::from_str::<Job>(&s).unwrap(), j);
+    }
+}
