@@ -154,7 +154,7 @@ fn run(cli: Cli) -> Result<u8> {
                     .iter()
                     .map(|s| {
                         serde_json::json!({
-                            "name": s.name, "summary": s.summary, "origin": s.origin,
+                            "name": s.name, "summary": s.summary, "description": s.description, "origin": s.origin,
                             "requires": s.requires, "source": s.source,
                         })
                     })
@@ -216,7 +216,7 @@ fn run(cli: Cli) -> Result<u8> {
                     parents.push(p);
                 }
             }
-            let (removed, failed) = cleanup::clean(&parents, &[cli.scratch.clone()]);
+            let (removed, failed) = cleanup::clean(&parents, std::slice::from_ref(&cli.scratch));
             for r in &removed {
                 println!("removed {r}");
             }
@@ -296,16 +296,16 @@ fn run_scenarios(
             parent.path.display()
         ));
     }
-    if parent.version == cgroup::Version::V2 {
-        if let Err(e) = parent.enable_memory_for_children() {
-            return untestable(&format!(
-                "cannot enable the memory controller below {} ({e}). cgroup v2 forbids it in a group \
+    if parent.version == cgroup::Version::V2
+        && let Err(e) = parent.enable_memory_for_children()
+    {
+        return untestable(&format!(
+            "cannot enable the memory controller below {} ({e}). cgroup v2 forbids it in a group \
                  that has processes of its own. Delegate an empty subtree and pass it with --parent, e.g. \
                  `mkdir /sys/fs/cgroup/memcgtest.slice && echo +memory > /sys/fs/cgroup/cgroup.subtree_control` \
                  then --parent /sys/fs/cgroup/memcgtest.slice, or run under `systemd-run --scope -p Delegate=yes`",
-                parent.path.display()
-            ));
-        }
+            parent.path.display()
+        ));
     }
     let fstype = env::fstype_of(&cli.scratch);
     if selected.iter().any(|s| s.requires.writeback) && !env::supports_writeback(fstype.as_deref())

@@ -143,18 +143,17 @@ impl Guard {
             w.kill(Duration::from_secs(5));
         }
         self.workers.clear();
-        if let Some(root) = self.root.take() {
-            if let Err(e) = root
+        if let Some(root) = self.root.take()
+            && let Err(e) = root
                 .kill_all(Duration::from_secs(10))
                 .and_then(|_| root.remove_tree(Duration::from_secs(10)))
-            {
-                errs.push(e.to_string());
-            }
+        {
+            errs.push(e.to_string());
         }
-        if let Some(dir) = self.scratch.take() {
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
-                errs.push(format!("remove {}: {e}", dir.display()));
-            }
+        if let Some(dir) = self.scratch.take()
+            && let Err(e) = std::fs::remove_dir_all(&dir)
+        {
+            errs.push(format!("remove {}: {e}", dir.display()));
         }
         if errs.is_empty() {
             Ok(())

@@ -165,26 +165,10 @@ impl Cgroup {
         self.write(file_name(self.version, "limit"), &v)
     }
 
-    /// Current usage in bytes (memory.usage_in_bytes / memory.current).
-    pub fn usage(&self) -> Result<i64, CgroupError> {
-        let name = file_name(self.version, "usage");
-        let s = self.read(name)?;
-        stat::parse_value(s.trim()).ok_or_else(|| CgroupError::Parse {
-            path: self.file(name),
-            line: 1,
-            what: format!("not an integer: {:?}", s.trim()),
-        })
-    }
-
     /// Parsed memory.stat.
     pub fn stat(&self) -> Result<stat::Stat, CgroupError> {
         let p = self.file("memory.stat");
         stat::parse_stat(&read_path(&p)?, &p)
-    }
-
-    /// Moves a process into this cgroup.
-    pub fn attach(&self, pid: i32) -> Result<(), CgroupError> {
-        self.write(file_name(self.version, "procs"), &pid.to_string())
     }
 
     /// The processes in this cgroup (not its children).
@@ -303,7 +287,6 @@ mod tests {
         let (_d2, cg2) = fake_cgroup(Version::V2);
         cg2.set_limit(None).unwrap();
         assert_eq!(cg2.read("memory.max").unwrap(), "max");
-        assert_eq!(cg2.usage().unwrap(), 4096);
     }
 
     #[test]
@@ -322,9 +305,9 @@ mod tests {
             e.starts_with("read /nonexistent/memcgtest/memory.stat:"),
             "{e}"
         );
-        let e = cg.attach(1).unwrap_err().to_string();
+        let e = cg.set_limit(None).unwrap_err().to_string();
         assert!(
-            e.starts_with("write /nonexistent/memcgtest/cgroup.procs:"),
+            e.starts_with("write /nonexistent/memcgtest/memory.limit_in_bytes:"),
             "{e}"
         );
     }

@@ -308,10 +308,6 @@ impl Scenario {
             }
         }
     }
-
-    pub fn phase_index(&self, name: &str) -> Option<usize> {
-        self.phases.iter().position(|p| p.name == name)
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -422,13 +418,13 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
         if cgroups.iter().any(|x| &x.name == nm) {
             return Err(cx.err(n.span(), format!("cgroup {nm:?} declared twice")));
         }
-        if let Some((parent, _)) = nm.rsplit_once('/') {
-            if !cgroups.iter().any(|x| x.name == parent) {
-                return Err(cx.err(
-                    n.span(),
-                    format!("parent cgroup {parent:?} must be declared before {nm:?}"),
-                ));
-            }
+        if let Some((parent, _)) = nm.rsplit_once('/')
+            && !cgroups.iter().any(|x| x.name == parent)
+        {
+            return Err(cx.err(
+                n.span(),
+                format!("parent cgroup {parent:?} must be declared before {nm:?}"),
+            ));
         }
         let limit = c.get_ref().limit.as_ref().map(|l| cx.size(l)).transpose()?;
         cgroups.push(CgroupSpec {
@@ -624,10 +620,10 @@ fn resolve_step(
         ("duration", r.duration.as_ref().map(|x| x.span())),
     ];
     for (key, span) in present {
-        if let Some(span) = span {
-            if !allowed.contains(&key) {
-                return Err(cx.err(span, format!("action {action:?} takes no {key:?}")));
-            }
+        if let Some(span) = span
+            && !allowed.contains(&key)
+        {
+            return Err(cx.err(span, format!("action {action:?} takes no {key:?}")));
         }
     }
     let need = |v: &Option<Spanned<String>>, key: &str| -> Result<Spanned<String>, ScenarioError> {
@@ -745,10 +741,10 @@ fn resolve_check(
         ("what", r.what.as_ref().map(|x| x.span())),
     ];
     for (key, span) in present {
-        if let Some(span) = span {
-            if !allowed.contains(&key) {
-                return Err(cx.err(span, format!("check {kind:?} takes no {key:?}")));
-            }
+        if let Some(span) = span
+            && !allowed.contains(&key)
+        {
+            return Err(cx.err(span, format!("check {kind:?} takes no {key:?}")));
         }
     }
     Ok(match kind {

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The test command: installs what it needs, checks formatting and lints, runs the unit tests and the
+# root integration tests on this machine's real cgroups, then the whole suite as a user would.
+# Run as root from the repository root: ci/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n=== %s\n' "$*"; }
+
+need_pkgs=()
+command -v mkfs.ext4 >/dev/null || need_pkgs+=(e2fsprogs)
+command -v setpriv >/dev/null || need_pkgs+=(util-linux)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  log "installing ${need_pkgs[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+log "cargo clippy -D warnings"
+cargo clippy --release --all-targets -- -D warnings
+
+log "unit and integration tests (root, real cgroups)"
+[ "$(id -u)" = 0 ] || { echo "ci/test.sh must run as root (the integration tests create cgroups)"; exit 1; }
+cargo test --release 2>&1 | tee /tmp/memcgtest-cargo-test.log
+grep -q "test result: ok" /tmp/memcgtest-cargo-test.log
+
+log "the suite on this machine's kernel"
+bin=target/release/memcgtest
+$bin env
+report=$(mktemp -d)
+set +e
+$bin run --format ktap --report "$report"
+rc=$?
+set -e
+echo "memcgtest run exit code: $rc"
+$bin cleanup
+left=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'memcgtest-*' 2>/dev/null || true)
+[ -z "$left" ] || { echo "leftover test cgroups: $left"; exit 1; }
+rm -rf "$report"
+[ "$rc" = 0 ] || exit 1
+echo "ci/test.sh: all checks passed"
