@@ -41,6 +41,28 @@ pub struct PhaseRecord {
 pub struct Machine {
     pub cpus: u64,
     pub page_size: u64,
+    /// How far a global node counter (nr_dirty, nr_writeback) may lag: the per-CPU vmstat
+    /// threshold ("vm stats threshold" in /proc/zoneinfo, the node's largest) x CPUs, summed over
+    /// nodes, in pages.
+    pub node_drift_pages: u64,
+}
+
+/// Sums, over NUMA nodes, the largest "vm stats threshold" of the node's zones, from /proc/zoneinfo.
+pub fn zoneinfo_threshold(text: &str) -> u64 {
+    let mut per_node: Vec<(String, u64)> = Vec::new();
+    let mut node = String::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Node ") {
+            node = rest.split(',').next().unwrap_or("").to_string();
+        } else if let Some(v) = line.trim().strip_prefix("vm stats threshold:") {
+            let v: u64 = v.trim().parse().unwrap_or(0);
+            match per_node.iter_mut().find(|(n, _)| *n == node) {
+                Some((_, m)) => *m = (*m).max(v),
+                None => per_node.push((node.clone(), v)),
+            }
+        }
+    }
+    per_node.iter().map(|(_, m)| m).sum()
 }
 
 impl Machine {
@@ -53,18 +75,31 @@ impl Machine {
             .ok()
             .flatten()
             .unwrap_or(4096) as u64;
-        Machine { cpus, page_size }
+        let threshold = std::fs::read_to_string("/proc/zoneinfo")
+            .map(|z| zoneinfo_threshold(&z))
+            .unwrap_or(125);
+        Machine {
+            cpus,
+            page_size,
+            node_drift_pages: threshold * cpus,
+        }
     }
 
-    /// How far a memcg counter read from memory.stat may lag behind the truth: the kernel flushes
-    /// per-CPU memcg stat deltas once they exceed MEMCG_CHARGE_BATCH (64) pages per CPU.
+    pub fn node_drift_bytes(&self) -> u64 {
+        self.node_drift_pages * self.page_size
+    }
+
+    /// How far a memcg counter read from memory.stat may lag behind the truth. In
+    /// memcg_rstat_updated() each CPU keeps up to MEMCG_CHARGE_BATCH (64) - 1 page updates before
+    /// adding them to the group's pending count, and a read flushes only once that count exceeds
+    /// MEMCG_CHARGE_BATCH x CPUs: up to 2 x 64 x CPUs pages unflushed.
     pub fn stat_batch_bytes(&self) -> u64 {
-        64 * self.cpus * self.page_size
+        2 * 64 * self.cpus * self.page_size
     }
 
     pub fn stat_batch_explained(&self) -> String {
         format!(
-            "64 pages x {} CPUs x {} B = {} (memcg per-CPU stat batch, MEMCG_CHARGE_BATCH)",
+            "2 x 64 pages x {} CPUs x {} B = {} (memcg stats unflushed: per-CPU residue below MEMCG_CHARGE_BATCH plus the flush threshold MEMCG_CHARGE_BATCH x CPUs)",
             self.cpus,
             self.page_size,
             crate::units::human_bytes(self.stat_batch_bytes() as i64)

@@ -16,7 +16,20 @@ use crate::cleanup::{self, interrupted};
 use crate::record::{Machine, PhaseMeasure, PhaseRecord, Record, StepRecord};
 use crate::sample::{Sampler, Series, Source};
 use crate::scenario::{Antagonist, Feature, Scenario, Step};
+use crate::sysctl::SysctlGuard;
 use crate::workload::{self, Job, WaitError, Worker};
+
+/// Holds writeback off for a dirty probe of `size` bytes: background writeback starts well above
+/// it, dirty pages never expire, the periodic flusher sleeps.
+fn hold_writeback(sysctls: &mut SysctlGuard, size: u64) -> Result<()> {
+    sysctls.set(
+        "vm.dirty_background_bytes",
+        &(4 * size).max(256 << 20).to_string(),
+    )?;
+    sysctls.set("vm.dirty_expire_centisecs", "360000")?;
+    sysctls.set("vm.dirty_writeback_centisecs", "0")?;
+    Ok(())
+}
 
 /// How a scenario ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -134,6 +147,7 @@ struct Guard {
     root: Option<Cgroup>,
     scratch: Option<PathBuf>,
     workers: Vec<Worker>,
+    sysctls: SysctlGuard,
 }
 
 impl Guard {
@@ -143,6 +157,9 @@ impl Guard {
             w.kill(Duration::from_secs(5));
         }
         self.workers.clear();
+        if let Err(e) = self.sysctls.restore() {
+            errs.push(format!("{e:#}"));
+        }
         if let Some(root) = self.root.take()
             && let Err(e) = root
                 .kill_all(Duration::from_secs(10))
@@ -215,6 +232,7 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
         root: None,
         scratch: None,
         workers: Vec::new(),
+        sysctls: SysctlGuard::default(),
     };
     let mut result = ScenarioResult::new(&sc, Status::Error, String::new());
     result.cgroup_version = Some(version);
@@ -274,6 +292,10 @@ fn execute(
     // Helpers (sync, antagonists) run in a group of their own, outside the measured ones.
     let aux = root.create_child("aux").map_err(anyhow::Error::from)?;
 
+    for (k, v) in &sc.sysctls {
+        guard.sysctls.set(&format!("vm.{k}"), v)?;
+    }
+
     let scratch = ctx.scratch.join(cleanup::marked(&sc.name));
     std::fs::create_dir(&scratch).with_context(|| format!("mkdir {}", scratch.display()))?;
     guard.scratch = Some(scratch.clone());
@@ -281,9 +303,37 @@ fn execute(
     // Sampler columns: <group>.<counter> for every group, then vmstat.<key> present on this kernel.
     let mut columns = Vec::new();
     let mut sources = Vec::new();
+    // On v1 the hierarchy check also needs each group's own (non-hierarchical) value.
+    let mut counters = sc.sample.counters.clone();
+    if root.version == Version::V1 {
+        for c in &sc.checks {
+            if let crate::scenario::Check::Hierarchy { counters: cs, .. } = c {
+                counters.extend(cs.iter().map(|x| format!("{x}.local")));
+            }
+        }
+    }
+    // /proc/vmstat's node counters are read before and after the cgroup files, so the global value
+    // at the moment a cgroup file was read lies between the two.
+    let vm_now = read_vmstat()?;
+    let mut pre_keys = Vec::new();
+    for k in sc
+        .sample
+        .vmstat
+        .iter()
+        .filter(|k| k.starts_with("nr_") && vm_now.get(k).is_some())
+    {
+        pre_keys.push((k.clone(), columns.len()));
+        columns.push(format!("vmstat.pre.{k}"));
+    }
+    if !pre_keys.is_empty() {
+        sources.push(Source::keyed(
+            std::path::Path::new("/proc/vmstat"),
+            pre_keys,
+        )?);
+    }
     for (name, cg) in &groups {
         let mut keyed = Vec::new();
-        for c in &sc.sample.counters {
+        for c in &counters {
             let col = columns.len();
             columns.push(format!("{name}.{c}"));
             match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
@@ -296,7 +346,6 @@ fn execute(
         }
         sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
     }
-    let vm_now = read_vmstat()?;
     let mut vm_keys = Vec::new();
     for k in &sc.sample.vmstat {
         if vm_now.get(k).is_some() {
@@ -447,7 +496,9 @@ fn run_phases(
         for (rep, step) in (0..phase.repeat).flat_map(|r| phase.steps.iter().map(move |s| (r, s))) {
             ctx.progress
                 .say(&format!("{}:   {}", sc.name, step.describe()));
-            let (kind, job, cg) = match step {
+            let kind = step.kind();
+            let path = |f: &str| scratch.join(f);
+            let (job, cg) = match step {
                 Step::Write {
                     cgroup,
                     file,
@@ -455,25 +506,57 @@ fn run_phases(
                     block_size,
                     fsync,
                 } => (
-                    "write",
                     Some(Job::Write {
-                        path: scratch.join(file),
+                        path: path(file),
                         size: *size,
                         block_size: *block_size,
                         fsync: *fsync,
                     }),
                     group(cgroup),
                 ),
-                Step::Sync => ("sync", Some(Job::Sync), aux),
-                Step::Fsync { cgroup, file } => (
-                    "fsync",
-                    Some(Job::Fsync {
-                        path: scratch.join(file),
+                Step::Sync => (Some(Job::Sync), aux),
+                Step::Fsync { cgroup, file } => {
+                    (Some(Job::Fsync { path: path(file) }), group(cgroup))
+                }
+                Step::Sleep(_) => (None, aux),
+                Step::Truncate { cgroup, file, size } => (
+                    Some(Job::Truncate {
+                        path: path(file),
+                        size: *size,
                     }),
                     group(cgroup),
                 ),
-                Step::Sleep(_) => ("sleep", None, aux),
+                Step::Unlink { cgroup, file } => {
+                    (Some(Job::Unlink { path: path(file) }), group(cgroup))
+                }
+                Step::MmapWrite {
+                    cgroup,
+                    file,
+                    size,
+                    hold,
+                } => (
+                    Some(Job::MmapWrite {
+                        path: path(file),
+                        size: *size,
+                        hold_ms: hold.as_millis() as u64,
+                    }),
+                    group(cgroup),
+                ),
+                Step::Probe { cgroup, file, size } => (
+                    Some(Job::Write {
+                        path: path(file),
+                        size: *size,
+                        block_size: 1 << 20,
+                        fsync: false,
+                    }),
+                    group(cgroup),
+                ),
             };
+            // The probe holds writeback off while it writes and while the sampler looks.
+            let probe_mark = guard.sysctls.mark();
+            if let Step::Probe { size, .. } = step {
+                hold_writeback(&mut guard.sysctls, *size)?;
+            }
             let s_start = now();
             let res = match (job, step) {
                 (Some(job), _) => {
@@ -527,6 +610,7 @@ fn run_phases(
             });
             // At least one sample after every step, so checks see its effect before the next.
             sampler.wait_fresh(2);
+            guard.sysctls.restore_to(probe_mark)?;
             if let Some(e) = sampler.error() {
                 return Err(Stop::Failed(anyhow!("sampler: {e}")));
             }

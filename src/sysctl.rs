@@ -8,7 +8,6 @@ use anyhow::{Context, Result};
 
 const STATE_DIR: &str = "/run/memcgtest";
 
-#[allow(dead_code)] // used by the dirty-probe (accounting issue)
 fn state_file(pid: u32) -> PathBuf {
     Path::new(STATE_DIR).join(format!("{pid}.sysctl"))
 }
@@ -19,12 +18,10 @@ fn proc_path(name: &str) -> PathBuf {
 
 /// Changes sysctls and puts them back when dropped.
 #[derive(Default)]
-#[allow(dead_code)] // used by the dirty-probe (accounting issue)
 pub struct SysctlGuard {
     saved: Vec<(String, String)>,
 }
 
-#[allow(dead_code)]
 impl SysctlGuard {
     /// Sets `name` (e.g. "vm.dirty_background_bytes") to `value`, remembering the old value.
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
@@ -34,15 +31,15 @@ impl SysctlGuard {
             Some((bytes, ratio)) => vec![bytes, ratio],
             None => vec![name.to_string()],
         };
+        // A stack: every change saves the value it replaces, so nested changes (a probe inside a
+        // scenario that set the same sysctl) unwind correctly.
         for n in group {
-            if !self.saved.iter().any(|(s, _)| *s == n) {
-                let p = proc_path(&n);
-                let old = std::fs::read_to_string(&p)
-                    .with_context(|| format!("read {}", p.display()))?
-                    .trim()
-                    .to_string();
-                self.saved.push((n, old));
-            }
+            let p = proc_path(&n);
+            let old = std::fs::read_to_string(&p)
+                .with_context(|| format!("read {}", p.display()))?
+                .trim()
+                .to_string();
+            self.saved.push((n, old));
         }
         self.persist()?;
         let p = proc_path(name);
@@ -60,16 +57,31 @@ impl SysctlGuard {
         std::fs::write(&f, text).with_context(|| format!("write {}", f.display()))
     }
 
+    /// A mark to restore back to with `restore_to`.
+    pub fn mark(&self) -> usize {
+        self.saved.len()
+    }
+
     /// Restores every saved value (the reverse order of changes). Errors are collected.
     pub fn restore(&mut self) -> Result<()> {
+        self.restore_to(0)
+    }
+
+    /// Undoes the changes made since `mark`, last first.
+    pub fn restore_to(&mut self, mark: usize) -> Result<()> {
         let mut errs = Vec::new();
         // Order matters for pairs like dirty_bytes/dirty_ratio: undo the last change first.
-        while let Some((name, old)) = self.saved.pop() {
+        while self.saved.len() > mark {
+            let (name, old) = self.saved.pop().unwrap();
             if let Err(e) = write_sysctl(&name, &old) {
                 errs.push(e);
             }
         }
-        let _ = std::fs::remove_file(state_file(std::process::id()));
+        if self.saved.is_empty() {
+            let _ = std::fs::remove_file(state_file(std::process::id()));
+        } else {
+            self.persist()?;
+        }
         if errs.is_empty() {
             Ok(())
         } else {
@@ -79,7 +91,6 @@ impl SysctlGuard {
 }
 
 /// (bytes, ratio) names of the exclusive pair `name` belongs to.
-#[allow(dead_code)] // used by the dirty-probe (accounting issue)
 fn exclusive_pair(name: &str) -> Option<(String, String)> {
     for (b, r) in [
         ("vm.dirty_bytes", "vm.dirty_ratio"),
@@ -104,6 +115,9 @@ fn write_sysctl(name: &str, old: &str) -> Result<(), String> {
 
 impl Drop for SysctlGuard {
     fn drop(&mut self) {
+        if self.saved.is_empty() {
+            return;
+        }
         if let Err(e) = self.restore() {
             eprintln!("memcgtest: {e:#}");
         }

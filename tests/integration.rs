@@ -321,7 +321,7 @@ fn ktap_and_report_dir() {
         }
         let csv = std::fs::read_to_string(rep.path().join("dirty-migration.csv")).unwrap();
         assert!(
-            csv.starts_with("t,test.dirty,test.writeback,test.file,test.usage,vmstat.nr_dirty"),
+            csv.starts_with("t,vmstat.pre.nr_dirty,vmstat.pre.nr_writeback,test.dirty,test.writeback,test.file,test.usage,vmstat.nr_dirty"),
             "{csv}"
         );
         assert!(csv.lines().count() > 10);

@@ -67,7 +67,34 @@ pub fn evaluate(check: &Check, rec: &Record) -> CheckResult {
             counters,
             within,
             bound,
-        } => settles(name, rec, cgroup, counters, within.as_secs_f64(), *bound),
+            after,
+        } => settles(
+            name,
+            rec,
+            cgroup,
+            counters,
+            within.as_secs_f64(),
+            *bound,
+            after,
+        ),
+        Check::TracksGlobal {
+            cgroup,
+            counters,
+            global,
+            during,
+        } => tracks_global(name, rec, cgroup, counters, global, during),
+        Check::DirtyProbe { cgroup } => dirty_probe(name, rec, cgroup),
+        Check::Hierarchy { parent, counters } => hierarchy(name, rec, parent, counters),
+        Check::NoRatchet {
+            cgroup,
+            counters,
+            bound,
+        } => no_ratchet(name, rec, cgroup, counters, *bound),
+        Check::Observed {
+            cgroup,
+            counters,
+            global,
+        } => observed(name, rec, cgroup, counters, global),
         Check::Throughput {
             phase,
             baseline,
@@ -150,6 +177,7 @@ pub fn settles(
     counters: &[String],
     within: f64,
     bound: Option<u64>,
+    after: &[String],
 ) -> CheckResult {
     let cols = match columns(rec, cgroup, counters) {
         Ok(c) => c,
@@ -166,10 +194,13 @@ pub fn settles(
         ),
     };
     let syncs: Vec<usize> = (0..rec.steps.len())
-        .filter(|&i| rec.steps[i].kind == "sync")
+        .filter(|&i| after.iter().any(|k| k == rec.steps[i].kind))
         .collect();
     if syncs.is_empty() {
-        return missing(name, "the scenario ran no sync step".into());
+        return missing(
+            name,
+            format!("the scenario ran no {} step", after.join("/")),
+        );
     }
     let mut worst_settle = 0.0f64;
     for &si in &syncs {
@@ -344,6 +375,563 @@ pub fn exercised(
             Outcome::Pass => format!("{what}: {key} rose by {delta} during phase {phase}"),
             _ => format!(
                 "{what} did not happen: {key} rose by {delta} during phase {phase} (needed {min})"
+            ),
+        },
+    )
+}
+
+/// Named series columns: (column name, index).
+type Columns = Vec<(String, usize)>;
+
+/// Sum of some columns at a row.
+fn sum(rec: &Record, row: usize, cols: &[(String, usize)]) -> i64 {
+    cols.iter().map(|(_, c)| rec.series.get(row, *c)).sum()
+}
+
+/// The global /proc/vmstat columns (pages) read after the cgroup files, and those read before them
+/// (`vmstat.pre.*`; absent in old recordings, then the same as after).
+fn global_columns(rec: &Record, keys: &[String]) -> Result<(Columns, Columns), String> {
+    let mut post = Vec::new();
+    let mut pre = Vec::new();
+    for k in keys {
+        let c = format!("vmstat.{k}");
+        let i = rec
+            .series
+            .col(&c)
+            .ok_or_else(|| format!("/proc/vmstat {k} was not sampled (missing on this kernel?)"))?;
+        post.push((c, i));
+        let pc = format!("vmstat.pre.{k}");
+        pre.push((pc.clone(), rec.series.col(&pc).unwrap_or(i)));
+    }
+    Ok((pre, post))
+}
+
+/// The last sample at or before `t` (or the first sample).
+fn row_at_or_before(rec: &Record, t: f64) -> usize {
+    (0..rec.series.len())
+        .rev()
+        .find(|&r| rec.series.t[r] <= t)
+        .unwrap_or(0)
+}
+
+/// The first sample at or after `t`.
+fn row_at_or_after(rec: &Record, t: f64) -> Option<usize> {
+    (0..rec.series.len()).find(|&r| rec.series.t[r] >= t)
+}
+
+/// tracks-global: while the test group is the only writer, the rise of its counters follows the
+/// rise of the global counters, sample by sample. Each sample reads /proc/vmstat before and after
+/// the cgroup files, so the global value at the moment of the cgroup read lies in that bracket.
+/// Tolerance: the memcg per-CPU stat batch, the node counters' per-CPU drift, and the dirty pages
+/// of other groups at the window's start (they may be written back during the window).
+/// A clamped underflow (memcg counter pinned at 0 while global nr_dirty rises) fails here.
+pub fn tracks_global(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    counters: &[String],
+    global: &[String],
+    during: &[String],
+) -> CheckResult {
+    let cols = match columns(rec, cgroup, counters) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    let (pre, post) = match global_columns(rec, global) {
+        Ok(g) => g,
+        Err(e) => return missing(name, format!("cannot verify: {e}")),
+    };
+    let page = rec.machine.page_size as i64;
+    let batch = rec.machine.stat_batch_bytes() as i64;
+    let drift = rec.machine.node_drift_bytes() as i64;
+    let cg_label = cols
+        .iter()
+        .map(|(c, _)| c.as_str())
+        .collect::<Vec<_>>()
+        .join("+");
+    let gl_label = global.join("+");
+    let (mut windows, mut samples, mut worst, mut max_rise) = (0, 0, 0i64, 0i64);
+    for st in rec
+        .steps
+        .iter()
+        .filter(|s| during.iter().any(|k| k == s.kind))
+    {
+        let r0 = row_at_or_before(rec, st.start);
+        let cg0 = sum(rec, r0, &cols);
+        let g0_lo = sum(rec, r0, &pre).min(sum(rec, r0, &post)) * page;
+        let g0_hi = sum(rec, r0, &pre).max(sum(rec, r0, &post)) * page;
+        let others = (g0_lo - cg0).max(0);
+        let tol = batch + drift + others;
+        windows += 1;
+        for r in rec.series.rows_between(st.start, st.end) {
+            samples += 1;
+            let dcg = sum(rec, r, &cols) - cg0;
+            let g_lo = sum(rec, r, &pre).min(sum(rec, r, &post)) * page;
+            let g_hi = sum(rec, r, &pre).max(sum(rec, r, &post)) * page;
+            let (d_lo, d_hi) = (g_lo - g0_hi, g_hi - g0_lo);
+            max_rise = max_rise.max(d_lo);
+            let gap = if dcg < d_lo {
+                d_lo - dcg
+            } else if dcg > d_hi {
+                dcg - d_hi
+            } else {
+                0
+            };
+            if gap > tol {
+                let t = rec.series.t[r];
+                let deficit = dcg < d_lo;
+                let mut res = CheckResult::new(
+                    name,
+                    Outcome::Fail,
+                    format!("{cg_label} rose by {} ({dcg} B)", human_bytes(dcg)),
+                    format!(
+                        "{gl_label} x {page} B rose by {} .. {}, within {}",
+                        human_bytes(d_lo),
+                        human_bytes(d_hi),
+                        human_bytes(tol)
+                    ),
+                    format!(
+                        "at t={t:.3}s (sample {r}, phase {}, step '{}'), since t={:.3}s the group's {} and the global counters differ by {} ({}): {}",
+                        rec.phase_at(t),
+                        st.describe,
+                        rec.series.t[r0],
+                        if deficit {
+                            "count is short"
+                        } else {
+                            "count is too high"
+                        },
+                        human_bytes(gap),
+                        if deficit {
+                            "deficit: the memcg missed dirty pages the node counted, e.g. a clamped underflow"
+                        } else {
+                            "excess: the memcg counted pages the node did not"
+                        },
+                        rec.series.describe_row(r)
+                    ),
+                );
+                res.tolerance = Some(tol_text(rec, others));
+                res.at = Some(t);
+                return res;
+            }
+            worst = worst.max(gap);
+        }
+    }
+    if windows == 0 || samples == 0 {
+        return missing(
+            name,
+            format!("no {} step ran with samples to compare", during.join("/")),
+        );
+    }
+    if max_rise <= batch + drift {
+        return missing(
+            name,
+            format!(
+                "no dirty data reached the counters: global {gl_label} rose by at most {}",
+                human_bytes(max_rise)
+            ),
+        );
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "largest gap {} over {samples} samples in {windows} steps",
+            human_bytes(worst)
+        ),
+        "gap within tolerance".into(),
+        format!(
+            "{cg_label} followed global {gl_label} (global rose by up to {})",
+            human_bytes(max_rise)
+        ),
+    );
+    res.tolerance = Some(tol_text(rec, -1));
+    res
+}
+
+fn tol_text(rec: &Record, others: i64) -> String {
+    let o = if others >= 0 {
+        format!(
+            " + {} of other groups' dirty pages at the window start",
+            human_bytes(others)
+        )
+    } else {
+        " + other groups' dirty pages at each window start".into()
+    };
+    format!(
+        "{} + node counter drift {} pages ({} = vm stats threshold x {} CPUs){o}",
+        rec.machine.stat_batch_explained(),
+        rec.machine.node_drift_pages,
+        human_bytes(rec.machine.node_drift_bytes() as i64),
+        rec.machine.cpus
+    )
+}
+
+/// dirty-probe: after each probe step (exactly W bytes written with writeback held off), the group's
+/// dirty + writeback is W. A hidden negative offset (a clamped underflow from earlier phases) shows as
+/// a deficit. If the global counters did not rise by W, writeback was not held off: not exercised.
+pub fn dirty_probe(name: String, rec: &Record, cgroup: &str) -> CheckResult {
+    let counters = ["dirty".to_string(), "writeback".to_string()];
+    let cols = match columns(rec, cgroup, &counters) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    let (pre, post) = match global_columns(rec, &["nr_dirty".into(), "nr_writeback".into()]) {
+        Ok(g) => g,
+        Err(e) => return missing(name, format!("cannot verify: {e}")),
+    };
+    let page = rec.machine.page_size as i64;
+    let tol = rec.machine.stat_batch_bytes() as i64;
+    let gtol = (rec.machine.stat_batch_bytes() + rec.machine.node_drift_bytes()) as i64;
+    let probes: Vec<_> = rec.steps.iter().filter(|s| s.kind == "probe").collect();
+    if probes.is_empty() {
+        return missing(name, "the scenario ran no probe step".into());
+    }
+    let mut lines = Vec::new();
+    for st in probes {
+        let w = st.bytes as i64;
+        let r0 = row_at_or_before(rec, st.start);
+        let Some(r) = row_at_or_after(rec, st.end) else {
+            return missing(name, "no sample after the probe".into());
+        };
+        let cg = sum(rec, r, &cols);
+        let grise = (sum(rec, r, &pre).min(sum(rec, r, &post))
+            - sum(rec, r0, &pre).max(sum(rec, r0, &post)))
+            * page;
+        if grise < w - gtol {
+            return missing(
+                name,
+                format!(
+                    "writeback was not held off: global nr_dirty+nr_writeback rose by {} of the {} the probe wrote",
+                    human_bytes(grise),
+                    human_bytes(w)
+                ),
+            );
+        }
+        let deficit = w - cg;
+        if deficit.abs() > tol {
+            let t = rec.series.t[r];
+            let mut res = CheckResult::new(
+                name,
+                Outcome::Fail,
+                format!("{cgroup}.dirty+writeback = {cg} ({})", human_bytes(cg)),
+                format!("{w} ({}) +- {}", human_bytes(w), human_bytes(tol)),
+                format!(
+                    "after the probe in phase {} wrote {} (global counters rose by {}), the group shows {}: {} of {} ({}) at t={t:.3}s",
+                    rec.phases[st.phase].name,
+                    human_bytes(w),
+                    human_bytes(grise),
+                    human_bytes(cg),
+                    if deficit > 0 {
+                        "a deficit"
+                    } else {
+                        "an excess"
+                    },
+                    human_bytes(deficit.abs()),
+                    if deficit > 0 {
+                        "a hidden negative offset: the counter underflowed earlier and the clamp at 0 hid it"
+                    } else {
+                        "pages counted that were not written"
+                    },
+                ),
+            );
+            res.tolerance = Some(rec.machine.stat_batch_explained());
+            res.at = Some(t);
+            res.bound = Some(w - tol);
+            return res;
+        }
+        lines.push(format!("{} of {}", human_bytes(cg), human_bytes(w)));
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!("dirty+writeback after each probe: {}", lines.join(", ")),
+        format!("each probe's size +- {}", human_bytes(tol)),
+        "the group's dirty count showed exactly what each probe wrote".into(),
+    );
+    res.tolerance = Some(rec.machine.stat_batch_explained());
+    res
+}
+
+/// Groups sampled in a record (column prefixes before the first '.').
+fn groups(rec: &Record) -> Vec<String> {
+    let mut g: Vec<String> = Vec::new();
+    for c in &rec.series.columns {
+        if let Some((name, _)) = c.split_once('.')
+            && name != "vmstat"
+            && name != "sampler"
+            && !g.iter().any(|x| x == name)
+        {
+            g.push(name.to_string());
+        }
+    }
+    g
+}
+
+/// How much a set of columns can move while one sampler pass reads the files one after another:
+/// their rate of change around the row times the pass duration (the `sampler.pass_us` column).
+fn read_skew(rec: &Record, row: usize, cols: &[usize]) -> i64 {
+    let Some(pc) = rec.series.col("sampler.pass_us") else {
+        return 0;
+    };
+    let pass = rec.series.get(row, pc) as f64 / 1e6;
+    let mut rate = 0.0f64;
+    for &c in cols {
+        for (a, b) in [
+            (row.saturating_sub(1), row),
+            (row, (row + 1).min(rec.series.len() - 1)),
+        ] {
+            let dt = rec.series.t[b] - rec.series.t[a];
+            if dt > 0.0 {
+                let r = (rec.series.get(b, c) - rec.series.get(a, c)).abs() as f64 / dt;
+                rate = rate.max(r);
+            }
+        }
+    }
+    (rate * pass * cols.len() as f64) as i64
+}
+
+/// hierarchy: the parent's hierarchical counter equals its own (v1 `.local`, sampled on v1) plus
+/// its children's hierarchical counters, at every sample.
+pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) -> CheckResult {
+    let children: Vec<String> = groups(rec)
+        .into_iter()
+        .filter(|g| {
+            g.strip_prefix(parent)
+                .and_then(|r| r.strip_prefix('/'))
+                .is_some_and(|r| !r.contains('/'))
+        })
+        .collect();
+    if children.is_empty() {
+        return missing(name, format!("{parent} has no child groups"));
+    }
+    let batch = rec.machine.stat_batch_bytes() as i64;
+    let tol_base = batch * (children.len() as i64 + 1);
+    let mut worst = 0i64;
+    for c in counters {
+        let Some(p) = rec.series.col(&format!("{parent}.{c}")) else {
+            return missing(name, format!("column {parent}.{c} was not sampled"));
+        };
+        let own = rec.series.col(&format!("{parent}.{c}.local"));
+        let mut kids = Vec::new();
+        for ch in &children {
+            match rec.series.col(&format!("{ch}.{c}")) {
+                Some(i) => kids.push(i),
+                None => return missing(name, format!("column {ch}.{c} was not sampled")),
+            }
+        }
+        let mut all: Vec<usize> = vec![p];
+        all.extend(&kids);
+        all.extend(own);
+        for r in 0..rec.series.len() {
+            let pv = rec.series.get(r, p);
+            let ov = own.map(|o| rec.series.get(r, o)).unwrap_or(0);
+            let kv: i64 = kids.iter().map(|&k| rec.series.get(r, k)).sum();
+            let gap = (pv - ov - kv).abs();
+            let tol = tol_base + read_skew(rec, r, &all);
+            if gap > tol {
+                let t = rec.series.t[r];
+                let mut res = CheckResult::new(
+                    name,
+                    Outcome::Fail,
+                    format!("{parent}.{c} = {pv} ({})", human_bytes(pv)),
+                    format!(
+                        "own {} + children {} = {} +- {}",
+                        human_bytes(ov),
+                        human_bytes(kv),
+                        human_bytes(ov + kv),
+                        human_bytes(tol)
+                    ),
+                    format!(
+                        "at t={t:.3}s (phase {}) the parent's hierarchical {c} differs from the sum of its parts by {}: {}",
+                        rec.phase_at(t),
+                        human_bytes(gap),
+                        rec.series.describe_row(r)
+                    ),
+                );
+                res.tolerance = Some(format!(
+                    "{} groups x {} plus read skew (rate of change x sampler pass time)",
+                    children.len() + 1,
+                    rec.machine.stat_batch_explained()
+                ));
+                res.at = Some(t);
+                return res;
+            }
+            worst = worst.max(gap);
+        }
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "largest gap {} over {} samples",
+            human_bytes(worst),
+            rec.series.len()
+        ),
+        format!("parent = own + {} children", children.len()),
+        format!(
+            "{parent}'s {} equal the sum of their parts",
+            counters.join(", ")
+        ),
+    );
+    res.tolerance = Some(format!(
+        "{} groups x the memcg per-CPU stat batch ({}) plus read skew",
+        children.len() + 1,
+        human_bytes(batch)
+    ));
+    res
+}
+
+/// no-ratchet: the values the counters settle to after each sync (lowest sample before the next
+/// step) must stay under `bound` and must not creep upward from cycle to cycle (a leak).
+pub fn no_ratchet(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    counters: &[String],
+    bound: Option<u64>,
+) -> CheckResult {
+    let cols = match columns(rec, cgroup, counters) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    let bound = bound.unwrap_or(rec.machine.stat_batch_bytes()) as i64;
+    let creep_limit = (rec.machine.page_size * rec.machine.cpus) as i64;
+    let mut settled = Vec::new();
+    for (i, st) in rec
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.kind == "sync")
+    {
+        let next = rec
+            .steps
+            .get(i + 1)
+            .map(|n| n.start)
+            .unwrap_or(f64::INFINITY);
+        let end = next.min(st.end + 10.0);
+        if let Some(v) = rec
+            .series
+            .rows_between(st.end, end)
+            .map(|r| sum(rec, r, &cols))
+            .min()
+        {
+            settled.push(v);
+        }
+    }
+    if settled.len() < 3 {
+        return missing(
+            name,
+            format!("needs at least 3 write+sync cycles, saw {}", settled.len()),
+        );
+    }
+    let fmt = settled
+        .iter()
+        .map(|v| human_bytes(*v))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rises = settled.windows(2).filter(|w| w[1] > w[0]).count();
+    let creep = settled[settled.len() - 1] - settled[0];
+    let max = *settled.iter().max().unwrap();
+    let (outcome, detail) = if max > bound {
+        (
+            Outcome::Fail,
+            format!(
+                "after a sync the counters stayed at {} (> {}): a leak; values per cycle: {fmt}",
+                human_bytes(max),
+                human_bytes(bound)
+            ),
+        )
+    } else if creep > creep_limit && rises * 3 >= (settled.len() - 1) * 2 {
+        (
+            Outcome::Fail,
+            format!(
+                "the settled value crept up by {} over {} cycles, rising in {rises} of them: a slow leak; values per cycle: {fmt}",
+                human_bytes(creep),
+                settled.len()
+            ),
+        )
+    } else {
+        (
+            Outcome::Pass,
+            format!("settled values over {} cycles: {fmt}", settled.len()),
+        )
+    };
+    let mut res = CheckResult::new(
+        name,
+        outcome,
+        format!("max {}, creep {}", human_bytes(max), human_bytes(creep)),
+        format!(
+            "max <= {}, creep <= {} unless noise",
+            human_bytes(bound),
+            human_bytes(creep_limit)
+        ),
+        detail,
+    );
+    res.tolerance = Some(format!(
+        "bound {}; creep: more than one page per CPU ({}) with the value rising in 2/3 of the cycles",
+        rec.machine.stat_batch_explained(),
+        human_bytes(creep_limit)
+    ));
+    res.bound = Some(bound);
+    res
+}
+
+/// observed: the group's counters were seen above 0 while the global ones were, e.g. its writeback
+/// was accounted. If the global counters never rose, nothing happened to observe: not exercised.
+pub fn observed(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    counters: &[String],
+    global: &[String],
+) -> CheckResult {
+    let cols = match columns(rec, cgroup, counters) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    let (_, post) = match global_columns(rec, global) {
+        Ok(g) => g,
+        Err(e) => return missing(name, format!("cannot verify: {e}")),
+    };
+    let page = rec.machine.page_size as i64;
+    let floor = rec.machine.node_drift_bytes() as i64;
+    let gmax = (0..rec.series.len())
+        .map(|r| sum(rec, r, &post) * page)
+        .max()
+        .unwrap_or(0);
+    let cmax = (0..rec.series.len())
+        .map(|r| sum(rec, r, &cols))
+        .max()
+        .unwrap_or(0);
+    let (cl, gl) = (counters.join("+"), global.join("+"));
+    if gmax <= floor {
+        return missing(
+            name,
+            format!(
+                "nothing to observe: global {gl} never rose above {}",
+                human_bytes(floor)
+            ),
+        );
+    }
+    let outcome = if cmax > 0 {
+        Outcome::Pass
+    } else {
+        Outcome::Fail
+    };
+    CheckResult::new(
+        name,
+        outcome,
+        format!("{cgroup}.{cl} up to {}", human_bytes(cmax)),
+        "> 0 at some sample".into(),
+        match outcome {
+            Outcome::Pass => format!(
+                "{cgroup}.{cl} reached {} while global {gl} reached {}",
+                human_bytes(cmax),
+                human_bytes(gmax)
+            ),
+            _ => format!(
+                "global {gl} reached {} but {cgroup}.{cl} never rose above 0: the group's pages were not accounted",
+                human_bytes(gmax)
             ),
         },
     )

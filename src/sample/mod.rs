@@ -163,6 +163,9 @@ impl Source {
     }
 }
 
+/// The column holding each pass's duration in microseconds.
+pub const PASS_COLUMN: &str = "sampler.pass_us";
+
 struct Shared {
     stop: AtomicBool,
     count: AtomicU64,
@@ -179,20 +182,25 @@ pub struct Sampler {
 impl Sampler {
     /// Takes one sample synchronously (so setup errors surface at once), then samples every
     /// `interval` on a thread until stopped.
+    /// A last column, `sampler.pass_us`, records how long each pass over the sources took (the
+    /// checks bound the skew between files read in one pass by it).
     pub fn start(
-        columns: Vec<String>,
+        mut columns: Vec<String>,
         sources: Vec<Source>,
         interval: Duration,
         t0: Instant,
     ) -> Result<Sampler> {
+        columns.push(PASS_COLUMN.into());
         let ncols = columns.len();
         let mut series = Series::new(columns);
         let mut buf = Vec::with_capacity(8192);
         let mut scratch = Vec::new();
         let mut row = vec![0i64; ncols];
+        let pass = Instant::now();
         for s in &sources {
             s.read_into(&mut buf, &mut row, &mut scratch)?;
         }
+        row[ncols - 1] = pass.elapsed().as_micros() as i64;
         series.push(t0.elapsed().as_secs_f64(), &row);
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
@@ -213,12 +221,14 @@ impl Sampler {
                     // Fixed schedule; when a read took longer than the interval, skip ahead.
                     next = (next + interval).max(Instant::now());
                     let t = t0.elapsed().as_secs_f64();
+                    let pass = Instant::now();
                     for s in &sources {
                         if let Err(e) = s.read_into(&mut buf, &mut row, &mut scratch) {
                             *sh.error.lock().unwrap() = Some(format!("{e:#}"));
                             return;
                         }
                     }
+                    row[ncols - 1] = pass.elapsed().as_micros() as i64;
                     sh.series.lock().unwrap().push(t, &row);
                     sh.count.fetch_add(1, Ordering::Release);
                 }
@@ -314,7 +324,7 @@ mod tests {
         assert!(
             series
                 .to_csv()
-                .starts_with("t,t.dirty,t.writeback,t.usage\n")
+                .starts_with("t,t.dirty,t.writeback,t.usage,sampler.pass_us\n")
         );
     }
 

@@ -12,10 +12,28 @@ use crate::cgroup::{Version, stat};
 use crate::units::{parse_duration, parse_size};
 
 /// The scenario files shipped with memcgtest, built into the binary.
-pub const BUILTIN: &[(&str, &str)] = &[(
-    "dirty-migration.toml",
-    include_str!("../../scenarios/dirty-migration.toml"),
-)];
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "dirty-migration.toml",
+        include_str!("../../scenarios/dirty-migration.toml"),
+    ),
+    (
+        "dirty-accounting.toml",
+        include_str!("../../scenarios/dirty-accounting.toml"),
+    ),
+    (
+        "writeback-accounting.toml",
+        include_str!("../../scenarios/writeback-accounting.toml"),
+    ),
+    (
+        "truncate-dirty.toml",
+        include_str!("../../scenarios/truncate-dirty.toml"),
+    ),
+    (
+        "mmap-dirty.toml",
+        include_str!("../../scenarios/mmap-dirty.toml"),
+    ),
+];
 
 /// A scenario file error: where, and what is wrong.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -45,6 +63,9 @@ struct RawScenario {
     cgroup: Vec<Spanned<RawCgroup>>,
     #[serde(default)]
     sample: RawSample,
+    /// vm sysctls set for the whole scenario and restored afterwards.
+    #[serde(default)]
+    sysctl: std::collections::BTreeMap<String, Spanned<String>>,
     phase: Vec<Spanned<RawPhase>>,
     #[serde(default)]
     check: Vec<Spanned<RawCheck>>,
@@ -112,6 +133,7 @@ struct RawStep {
     block_size: Option<Spanned<String>>,
     fsync: Option<Spanned<bool>>,
     duration: Option<Spanned<String>>,
+    hold: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -134,6 +156,10 @@ struct RawCheck {
     vmstat: Option<Spanned<String>>,
     min: Option<Spanned<i64>>,
     what: Option<Spanned<String>>,
+    after: Option<Spanned<Vec<String>>>,
+    during: Option<Spanned<Vec<String>>>,
+    parent: Option<Spanned<String>>,
+    global: Option<Spanned<Vec<String>>>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -189,6 +215,28 @@ pub enum Step {
     Fsync { cgroup: String, file: String },
     /// Wait, sampling on.
     Sleep(Duration),
+    /// Truncate a file to `size` bytes (0: drop all its pages, dirty ones included).
+    Truncate {
+        cgroup: String,
+        file: String,
+        size: u64,
+    },
+    /// Unlink a file.
+    Unlink { cgroup: String, file: String },
+    /// Dirty `size` bytes through a shared file mapping, keep them dirty for `hold`, then msync.
+    MmapWrite {
+        cgroup: String,
+        file: String,
+        size: u64,
+        hold: Duration,
+    },
+    /// Dirty probe: with writeback held off (vm.dirty_background_bytes raised, expiry and periodic
+    /// writeback off, restored after), write exactly `size` bytes; the group's dirty must show them.
+    Probe {
+        cgroup: String,
+        file: String,
+        size: u64,
+    },
 }
 
 impl Step {
@@ -203,6 +251,34 @@ impl Step {
             Step::Sync => "sync".into(),
             Step::Fsync { file, .. } => format!("fsync {file}"),
             Step::Sleep(d) => format!("sleep {d:?}"),
+            Step::Truncate { file, size, .. } => format!("truncate {file} to {size}"),
+            Step::Unlink { file, .. } => format!("unlink {file}"),
+            Step::MmapWrite { size, file, .. } => {
+                format!(
+                    "dirty {} of {file} through mmap",
+                    crate::units::human_bytes(*size as i64)
+                )
+            }
+            Step::Probe { size, .. } => {
+                format!(
+                    "dirty probe: write {} with writeback held off",
+                    crate::units::human_bytes(*size as i64)
+                )
+            }
+        }
+    }
+
+    /// The kind name used in records and in checks' `after`/`during` lists.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Step::Write { .. } => "write",
+            Step::Sync => "sync",
+            Step::Fsync { .. } => "fsync",
+            Step::Sleep(_) => "sleep",
+            Step::Truncate { .. } => "truncate",
+            Step::Unlink { .. } => "unlink",
+            Step::MmapWrite { .. } => "mmap-write",
+            Step::Probe { .. } => "probe",
         }
     }
 }
@@ -230,13 +306,43 @@ pub enum Check {
         cgroup: String,
         counters: Vec<String>,
     },
-    /// After each sync, the counters fall to at most `bound` (default: the per-CPU stat batch)
-    /// within `within`.
+    /// After each step of a kind in `after` (default: sync), the counters fall to at most `bound`
+    /// (default: the per-CPU stat batch) within `within`.
     Settles {
         cgroup: String,
         counters: Vec<String>,
         within: Duration,
         bound: Option<u64>,
+        after: Vec<String>,
+    },
+    /// During steps of the kinds in `during`, the rise of the group's counters (summed) follows the
+    /// rise of the global /proc/vmstat counters (summed, pages), sample by sample.
+    TracksGlobal {
+        cgroup: String,
+        counters: Vec<String>,
+        global: Vec<String>,
+        during: Vec<String>,
+    },
+    /// After each probe step, the group's dirty + writeback equals the bytes the probe wrote.
+    DirtyProbe { cgroup: String },
+    /// The parent's hierarchical counter equals its own plus its children's (v1), or the sum of its
+    /// children's (v2), at every sample.
+    Hierarchy {
+        parent: String,
+        counters: Vec<String>,
+    },
+    /// The values the counters settle to after each sync do not creep upward over the cycles.
+    NoRatchet {
+        cgroup: String,
+        counters: Vec<String>,
+        bound: Option<u64>,
+    },
+    /// The group's counter was seen above 0 while the global one was (e.g. writeback happened
+    /// and was accounted); no global activity at all makes the scenario `skip`.
+    Observed {
+        cgroup: String,
+        counters: Vec<String>,
+        global: Vec<String>,
     },
     /// Write throughput of `phase` is at least `min_ratio` times that of `baseline`.
     Throughput {
@@ -263,6 +369,13 @@ impl Check {
                 phase, baseline, ..
             } => format!("throughput({phase}/{baseline})"),
             Check::Exercised { phase, vmstat, .. } => format!("exercised({phase}: {vmstat})"),
+            Check::TracksGlobal { cgroup, .. } => format!("tracks-global({cgroup})"),
+            Check::DirtyProbe { cgroup } => format!("dirty-probe({cgroup})"),
+            Check::Hierarchy { parent, .. } => format!("hierarchy({parent})"),
+            Check::NoRatchet { cgroup, .. } => format!("no-ratchet({cgroup})"),
+            Check::Observed {
+                cgroup, counters, ..
+            } => format!("observed({cgroup}: {})", counters.join("+")),
         }
     }
 }
@@ -287,6 +400,8 @@ pub struct Scenario {
     pub sample: SampleSpec,
     pub phases: Vec<Phase>,
     pub checks: Vec<Check>,
+    /// vm sysctls (name without "vm.", value) set for the scenario and restored afterwards.
+    pub sysctls: Vec<(String, String)>,
     /// Where it was read from ("builtin:NAME.toml" or a path).
     pub source: String,
 }
@@ -509,20 +624,33 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
     for c in &raw.check {
         let chk = resolve_check(cx, c, &cgroup_ref, &phases, &cgroup_versions)?;
         // Whatever a check looks at is sampled, without repeating it under [sample].
-        match &chk {
-            Check::NoUnderflow { counters: cs, .. } | Check::Settles { counters: cs, .. } => {
-                for x in cs {
-                    if !counters.contains(x) {
-                        counters.push(x.clone());
-                    }
-                }
+        let (cs, vs): (Vec<String>, Vec<String>) = match &chk {
+            Check::NoUnderflow { counters, .. }
+            | Check::Settles { counters, .. }
+            | Check::Hierarchy { counters, .. }
+            | Check::NoRatchet { counters, .. } => (counters.clone(), vec![]),
+            Check::TracksGlobal {
+                counters, global, ..
             }
-            Check::Exercised { vmstat: v, .. } => {
-                if !vmstat.contains(v) {
-                    vmstat.push(v.clone());
-                }
+            | Check::Observed {
+                counters, global, ..
+            } => (counters.clone(), global.clone()),
+            Check::DirtyProbe { .. } => (
+                vec!["dirty".into(), "writeback".into()],
+                vec!["nr_dirty".into(), "nr_writeback".into()],
+            ),
+            Check::Exercised { vmstat, .. } => (vec![], vec![vmstat.clone()]),
+            Check::Throughput { .. } => (vec![], vec![]),
+        };
+        for x in cs {
+            if !counters.contains(&x) {
+                counters.push(x);
             }
-            Check::Throughput { .. } => {}
+        }
+        for v in vs {
+            if !vmstat.contains(&v) {
+                vmstat.push(v);
+            }
         }
         checks.push(chk);
     }
@@ -553,8 +681,29 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
         ));
     }
 
+    let mut sysctls = Vec::new();
+    for (k, v) in &raw.sysctl {
+        let Some(short) = k.strip_prefix("vm.") else {
+            return Err(cx.err(
+                v.span(),
+                format!("sysctl {k:?}: only vm.* sysctls may be set"),
+            ));
+        };
+        if short.is_empty() || !short.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(cx.err(v.span(), format!("bad sysctl name {k:?}")));
+        }
+        // Sizes are accepted with suffixes ("64M") and written as bytes.
+        let val = if short.ends_with("_bytes") {
+            cx.size(v)?.to_string()
+        } else {
+            v.get_ref().clone()
+        };
+        sysctls.push((short.to_string(), val));
+    }
+
     Ok(Scenario {
         name,
+        sysctls,
         summary: raw.summary,
         description: raw.description,
         origin: raw.origin,
@@ -602,22 +751,28 @@ fn resolve_step(
     let allowed: &[&str] = match action {
         "write" => &["cgroup", "file", "size", "block_size", "fsync"],
         "sync" => &[],
-        "fsync" => &["cgroup", "file"],
+        "fsync" | "unlink" => &["cgroup", "file"],
+        "truncate" => &["cgroup", "file", "size"],
         "sleep" => &["duration"],
+        "mmap-write" => &["cgroup", "file", "size", "hold"],
+        "probe" => &["cgroup", "file", "size"],
         other => {
             return Err(cx.err(
                 r.action.span(),
-                format!("unknown action {other:?} (known: write, sync, fsync, sleep)"),
+                format!(
+                    "unknown action {other:?} (known: write, sync, fsync, sleep, truncate, unlink, mmap-write, probe)"
+                ),
             ));
         }
     };
-    let present: [(&str, Option<std::ops::Range<usize>>); 6] = [
+    let present: [(&str, Option<std::ops::Range<usize>>); 7] = [
         ("cgroup", r.cgroup.as_ref().map(|x| x.span())),
         ("file", r.file.as_ref().map(|x| x.span())),
         ("size", r.size.as_ref().map(|x| x.span())),
         ("block_size", r.block_size.as_ref().map(|x| x.span())),
         ("fsync", r.fsync.as_ref().map(|x| x.span())),
         ("duration", r.duration.as_ref().map(|x| x.span())),
+        ("hold", r.hold.as_ref().map(|x| x.span())),
     ];
     for (key, span) in present {
         if let Some(span) = span
@@ -675,6 +830,41 @@ fn resolve_step(
             file: file_name(&r.file)?,
         },
         "sleep" => Step::Sleep(cx.duration(&need(&r.duration, "duration")?)?),
+        "truncate" => Step::Truncate {
+            cgroup: cgroup_ref(&r.cgroup, s.span())?,
+            file: file_name(&r.file)?,
+            size: r
+                .size
+                .as_ref()
+                .map(|x| cx.size(x))
+                .transpose()?
+                .unwrap_or(0),
+        },
+        "unlink" => Step::Unlink {
+            cgroup: cgroup_ref(&r.cgroup, s.span())?,
+            file: file_name(&r.file)?,
+        },
+        "mmap-write" => Step::MmapWrite {
+            cgroup: cgroup_ref(&r.cgroup, s.span())?,
+            file: file_name(&r.file)?,
+            size: cx.size(&need(&r.size, "size")?)?,
+            hold: r
+                .hold
+                .as_ref()
+                .map(|h| cx.duration(h))
+                .transpose()?
+                .unwrap_or(Duration::from_secs(1)),
+        },
+        "probe" => Step::Probe {
+            cgroup: cgroup_ref(&r.cgroup, s.span())?,
+            file: r
+                .file
+                .as_ref()
+                .map(|_| file_name(&r.file))
+                .transpose()?
+                .unwrap_or_else(|| "probe".into()),
+            size: cx.size(&need(&r.size, "size")?)?,
+        },
         _ => unreachable!(),
     })
 }
@@ -715,19 +905,59 @@ fn resolve_check(
         }
         Ok(cs.get_ref().clone())
     };
-    let allowed: &[&str] =
-        match kind {
-            "no-underflow" => &["cgroup", "counters"],
-            "settles" => &["cgroup", "counters", "within", "bound"],
-            "throughput" => &["phase", "baseline", "min_ratio"],
-            "exercised" => &["phase", "vmstat", "min", "what"],
-            other => return Err(cx.err(
+    const STEP_KINDS: &[&str] = &[
+        "write",
+        "sync",
+        "fsync",
+        "sleep",
+        "truncate",
+        "unlink",
+        "mmap-write",
+        "probe",
+    ];
+    let kinds = |v: &Option<Spanned<Vec<String>>>,
+                 default: &[&str]|
+     -> Result<Vec<String>, ScenarioError> {
+        match v {
+            None => Ok(default.iter().map(|x| x.to_string()).collect()),
+            Some(v) => {
+                for k in v.get_ref() {
+                    if !STEP_KINDS.contains(&k.as_str()) {
+                        return Err(cx.err(
+                            v.span(),
+                            format!("unknown step kind {k:?} (known: {})", STEP_KINDS.join(", ")),
+                        ));
+                    }
+                }
+                Ok(v.get_ref().clone())
+            }
+        }
+    };
+    let global = |default: &[&str]| -> Vec<String> {
+        r.global
+            .as_ref()
+            .map(|g| g.get_ref().clone())
+            .unwrap_or_else(|| default.iter().map(|x| x.to_string()).collect())
+    };
+    let allowed: &[&str] = match kind {
+        "no-underflow" => &["cgroup", "counters"],
+        "settles" => &["cgroup", "counters", "within", "bound", "after"],
+        "throughput" => &["phase", "baseline", "min_ratio"],
+        "exercised" => &["phase", "vmstat", "min", "what"],
+        "tracks-global" => &["cgroup", "counters", "global", "during"],
+        "dirty-probe" => &["cgroup"],
+        "hierarchy" => &["parent", "counters"],
+        "no-ratchet" => &["cgroup", "counters", "bound"],
+        "observed" => &["cgroup", "counters", "global"],
+        other => {
+            return Err(cx.err(
                 r.kind.span(),
                 format!(
-                    "unknown check {other:?} (known: no-underflow, settles, throughput, exercised)"
+                    "unknown check {other:?} (known: no-underflow, settles, throughput, exercised, tracks-global, dirty-probe, hierarchy, no-ratchet, observed)"
                 ),
-            )),
-        };
+            ))
+        }
+    };
     let present = [
         ("cgroup", r.cgroup.as_ref().map(|x| x.span())),
         ("counters", r.counters.as_ref().map(|x| x.span())),
@@ -739,6 +969,10 @@ fn resolve_check(
         ("vmstat", r.vmstat.as_ref().map(|x| x.span())),
         ("min", r.min.as_ref().map(|x| x.span())),
         ("what", r.what.as_ref().map(|x| x.span())),
+        ("after", r.after.as_ref().map(|x| x.span())),
+        ("during", r.during.as_ref().map(|x| x.span())),
+        ("parent", r.parent.as_ref().map(|x| x.span())),
+        ("global", r.global.as_ref().map(|x| x.span())),
     ];
     for (key, span) in present {
         if let Some(span) = span
@@ -760,6 +994,36 @@ fn resolve_check(
                 None => Duration::from_secs(10),
             },
             bound: r.bound.as_ref().map(|b| cx.size(b)).transpose()?,
+            after: kinds(&r.after, &["sync"])?,
+        },
+        "tracks-global" => Check::TracksGlobal {
+            cgroup: cgroup_ref(&r.cgroup, c.span())?,
+            counters: counters()?,
+            global: global(&["nr_dirty", "nr_writeback"]),
+            during: kinds(
+                &r.during,
+                &["write", "sync", "mmap-write", "probe", "truncate", "unlink"],
+            )?,
+        },
+        "dirty-probe" => Check::DirtyProbe {
+            cgroup: cgroup_ref(&r.cgroup, c.span())?,
+        },
+        "hierarchy" => {
+            need(r.parent.is_some(), "parent")?;
+            Check::Hierarchy {
+                parent: cgroup_ref(&r.parent, c.span())?,
+                counters: counters()?,
+            }
+        }
+        "no-ratchet" => Check::NoRatchet {
+            cgroup: cgroup_ref(&r.cgroup, c.span())?,
+            counters: counters()?,
+            bound: r.bound.as_ref().map(|b| cx.size(b)).transpose()?,
+        },
+        "observed" => Check::Observed {
+            cgroup: cgroup_ref(&r.cgroup, c.span())?,
+            counters: counters()?,
+            global: global(&["nr_writeback"]),
         },
         "throughput" => {
             let phase = phase_ref(&r.phase, "phase")?;

@@ -33,6 +33,16 @@ pub enum Job {
     Fsync { path: PathBuf },
     /// Antagonist: writes 1 to /proc/sys/vm/compact_memory until killed.
     Compaction,
+    /// ftruncate(2) a file to `size`.
+    Truncate { path: PathBuf, size: u64 },
+    /// unlink(2) a file.
+    Unlink { path: PathBuf },
+    /// Create a file of `size`, map it shared, dirty every page, keep it dirty for `hold_ms`, msync.
+    MmapWrite {
+        path: PathBuf,
+        size: u64,
+        hold_ms: u64,
+    },
 }
 
 /// What a worker reports on stdout when it finishes.
@@ -197,6 +207,32 @@ fn run_job(job: &Job) -> Result<JobResult> {
             })
         }
         Job::Compaction => compaction_loop(),
+        Job::Truncate { path, size } => {
+            let f = fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .with_context(|| format!("open {}", path.display()))?;
+            let t = Instant::now();
+            f.set_len(*size)
+                .with_context(|| format!("truncate {}", path.display()))?;
+            Ok(JobResult {
+                seconds: t.elapsed().as_secs_f64(),
+                ..Default::default()
+            })
+        }
+        Job::Unlink { path } => {
+            let t = Instant::now();
+            fs::remove_file(path).with_context(|| format!("unlink {}", path.display()))?;
+            Ok(JobResult {
+                seconds: t.elapsed().as_secs_f64(),
+                ..Default::default()
+            })
+        }
+        Job::MmapWrite {
+            path,
+            size,
+            hold_ms,
+        } => mmap_write(path, *size, *hold_ms),
     }
 }
 
@@ -232,6 +268,56 @@ fn write_file(path: &PathBuf, size: u64, block_size: u64, fsync: bool) -> Result
             .with_context(|| format!("fsync {}", path.display()))?;
         fsync_seconds = t.elapsed().as_secs_f64();
     }
+    Ok(JobResult {
+        bytes: size,
+        seconds,
+        fsync_seconds,
+    })
+}
+
+/// Dirties a shared file mapping page by page (each first write faults, and the page is marked
+/// dirty and accounted then), keeps the pages dirty for a while, then msyncs them.
+fn mmap_write(path: &PathBuf, size: u64, hold_ms: u64) -> Result<JobResult> {
+    use nix::sys::mman::{MapFlags, MsFlags, ProtFlags, mmap, msync, munmap};
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    f.set_len(size)
+        .with_context(|| format!("truncate {}", path.display()))?;
+    let len = std::num::NonZeroUsize::new(size as usize).context("mmap-write of 0 bytes")?;
+    // SAFETY: a fresh shared mapping of a file we own, unmapped before returning.
+    let ptr = unsafe {
+        mmap(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_SHARED,
+            &f,
+            0,
+        )
+    }
+    .with_context(|| format!("mmap {}", path.display()))?;
+    let page = 4096usize;
+    let t = Instant::now();
+    let base = ptr.as_ptr() as *mut u8;
+    for off in (0..size as usize).step_by(page) {
+        // SAFETY: off < size, inside the mapping.
+        unsafe { base.add(off).write_volatile(0xa5) };
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(hold_ms));
+    let t = Instant::now();
+    // SAFETY: the mapping is ours and still mapped.
+    unsafe { msync(ptr, size as usize, MsFlags::MS_SYNC) }
+        .with_context(|| format!("msync {}", path.display()))?;
+    let fsync_seconds = t.elapsed().as_secs_f64();
+    // SAFETY: unmapping what we mapped.
+    unsafe { munmap(ptr, size as usize) }.context("munmap")?;
     Ok(JobResult {
         bytes: size,
         seconds,
