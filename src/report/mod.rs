@@ -172,7 +172,7 @@ pub fn json(rep: &RunReport) -> String {
     serde_json::to_string_pretty(rep).expect("results serialize") + "\n"
 }
 
-/// Writes results.ktap, results.json, and per scenario <name>.csv (and <name>.svg).
+/// Writes results.ktap, results.json, and per scenario <name>.csv.
 pub fn write_dir(rep: &RunReport, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("mkdir {}", dir.display()))?;
     let write = |name: &str, text: &str| {
@@ -184,7 +184,10 @@ pub fn write_dir(rep: &RunReport, dir: &Path) -> Result<()> {
     for r in &rep.scenarios {
         if let Some(rec) = &r.record {
             write(&format!("{}.csv", r.name), &rec.series.to_csv())?;
-            write(&format!("{}.svg", r.name), &svg::timeline(r, rec))?;
+            let svg = svg::timeline(r, rec);
+            if !svg.is_empty() {
+                write(&format!("{}.svg", r.name), &svg)?;
+            }
         }
     }
     Ok(())

@@ -1,4 +1,5 @@
-//! SVG timelines (filled in by the accounting issue).
+//! SVG timelines: not implemented yet (the accounting issue); `timeline` returns an empty string and
+//! no file is written.
 use crate::record::Record;
 use crate::runner::ScenarioResult;
 
