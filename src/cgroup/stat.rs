@@ -53,13 +53,17 @@ pub fn parse_stat(text: &str, path: &Path) -> Result<Stat, CgroupError> {
 
 /// Looks up a few keys in stat text without allocating for the others (the sampler's hot path).
 /// Returns Err(line number) on a malformed line holding a wanted key.
-pub fn extract(text: &str, keys: &[&str], out: &mut [Option<i64>]) -> Result<(), usize> {
+pub fn extract<K: AsRef<str>>(
+    text: &str,
+    keys: &[K],
+    out: &mut [Option<i64>],
+) -> Result<(), usize> {
     out.iter_mut().for_each(|o| *o = None);
     for (no, line) in text.lines().enumerate() {
         let Some((k, v)) = line.split_once(' ') else {
             continue;
         };
-        if let Some(i) = keys.iter().position(|w| *w == k) {
+        if let Some(i) = keys.iter().position(|w| w.as_ref() == k) {
             out[i] = Some(parse_value(v.trim()).ok_or(no + 1)?);
         }
     }

@@ -150,8 +150,7 @@ impl Source {
             return Ok(());
         }
         scratch.resize(self.keys.len(), None);
-        let keys: Vec<&str> = self.keys.iter().map(String::as_str).collect();
-        stat::extract(text, &keys, scratch)
+        stat::extract(text, &self.keys, scratch)
             .map_err(|line| anyhow!("{}: line {line}: malformed value", self.path.display()))?;
         for (i, v) in scratch.iter().enumerate() {
             match v {
