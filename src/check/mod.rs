@@ -33,6 +33,9 @@ pub struct CheckResult {
     pub at: Option<f64>,
     /// The bound the failing counter was held to (bytes), for timelines.
     pub bound: Option<i64>,
+    /// The sampled column (or `a+b` sum) that broke, for timelines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
 }
 
 impl CheckResult {
@@ -53,6 +56,7 @@ impl CheckResult {
             detail,
             at: None,
             bound: None,
+            column: None,
         }
     }
 }
@@ -154,6 +158,7 @@ pub fn no_underflow(name: String, rec: &Record, cgroup: &str, counters: &[String
                 );
                 r.at = Some(t);
                 r.bound = Some(0);
+                r.column = Some(col.clone());
                 return r;
             }
         }
@@ -252,6 +257,7 @@ pub fn settles(
                 res.tolerance = Some(tol);
                 res.at = Some(rec.series.t[r]);
                 res.bound = Some(bound);
+                res.column = Some(col.clone());
                 return res;
             }
         }
@@ -511,6 +517,7 @@ pub fn tracks_global(
                 );
                 res.tolerance = Some(tol_text(rec, others));
                 res.at = Some(t);
+                res.column = Some(cg_label.clone());
                 return res;
             }
             worst = worst.max(gap);
@@ -637,6 +644,7 @@ pub fn dirty_probe(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             res.tolerance = Some(rec.machine.stat_batch_explained());
             res.at = Some(t);
             res.bound = Some(w - tol);
+            res.column = Some(format!("{cgroup}.dirty+writeback"));
             return res;
         }
         lines.push(format!("{} of {}", human_bytes(cg), human_bytes(w)));
@@ -754,6 +762,7 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
                     rec.machine.stat_batch_explained()
                 ));
                 res.at = Some(t);
+                res.column = Some(format!("{parent}.{c}"));
                 return res;
             }
             worst = worst.max(gap);

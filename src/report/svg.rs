@@ -1,8 +1,519 @@
-//! SVG timelines: not implemented yet (the accounting issue); `timeline` returns an empty string and
-//! no file is written.
+//! SVG timelines, written by hand: one panel per sampled counter (every group's value and the
+//! global /proc/vmstat value, in bytes), one panel for the sampled vmstat event counters (change
+//! since the start), phases shaded and named, antagonist periods hatched, sync steps dotted, and
+//! for each failed check a red line at the failing sample, a ring on the failing value and the
+//! bound it was held to. No plotting crate: the picture needs lines, rectangles and text, and a
+//! crate would bring fonts or system libraries for none of that.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::check::{CheckResult, Outcome};
 use crate::record::Record;
 use crate::runner::ScenarioResult;
 
-pub fn timeline(_r: &ScenarioResult, _rec: &Record) -> String {
-    String::new()
+const WIDTH: f64 = 1100.0;
+const LEFT: f64 = 90.0;
+const RIGHT: f64 = 230.0;
+const TOP: f64 = 80.0;
+const PANEL: f64 = 170.0;
+const GAP: f64 = 38.0;
+/// Global counters: a wide grey band under the groups' lines, so agreement shows as a line on a band.
+const GLOBAL: &str = "#b8bec8";
+const COLORS: [&str; 6] = [
+    "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+
+/// The node counter in /proc/vmstat that matches a memcg counter, if any.
+fn global_key(counter: &str) -> Option<&'static str> {
+    Some(match counter {
+        "dirty" => "nr_dirty",
+        "writeback" => "nr_writeback",
+        "file" => "nr_file_pages",
+        "anon" => "nr_anon_pages",
+        "mapped" => "nr_mapped",
+        "shmem" => "nr_shmem",
+        _ => return None,
+    })
+}
+
+/// One line in a panel.
+struct Line {
+    label: String,
+    col: usize,
+    color: &'static str,
+    dashed: bool,
+    /// Multiply the raw value (pages for vmstat) to get the panel's unit.
+    scale: i64,
+    /// Subtract the first sample (event counters).
+    delta: bool,
+}
+
+struct Panel {
+    title: String,
+    /// Counter name failed checks are matched against ("dirty"); empty for events.
+    counter: String,
+    bytes: bool,
+    lines: Vec<Line>,
+}
+
+/// Groups the series' columns into panels.
+fn panels(rec: &Record) -> Vec<Panel> {
+    let cols = &rec.series.columns;
+    let mut by_counter: BTreeMap<String, Panel> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: Vec<String> = Vec::new();
+    for (i, c) in cols.iter().enumerate() {
+        if c.starts_with("vmstat.") || c.starts_with("sampler.") {
+            continue;
+        }
+        let Some((group, counter)) = c.split_once('.') else {
+            continue;
+        };
+        let (counter, local) = match counter.strip_suffix(".local") {
+            Some(b) => (b, true),
+            None => (counter, false),
+        };
+        if !groups.iter().any(|g| g == group) {
+            groups.push(group.to_string());
+        }
+        let gi = groups.iter().position(|g| g == group).unwrap();
+        let p = by_counter.entry(counter.to_string()).or_insert_with(|| {
+            order.push(counter.to_string());
+            Panel {
+                title: counter.to_string(),
+                counter: counter.to_string(),
+                bytes: true,
+                lines: Vec::new(),
+            }
+        });
+        p.lines.push(Line {
+            label: if local {
+                format!("{group} (own)")
+            } else {
+                group.to_string()
+            },
+            col: i,
+            color: COLORS[gi % COLORS.len()],
+            dashed: local,
+            scale: 1,
+            delta: false,
+        });
+    }
+    let page = rec.machine.page_size as i64;
+    for (counter, p) in by_counter.iter_mut() {
+        let global =
+            global_key(counter).and_then(|k| Some((k, rec.series.col(&format!("vmstat.{k}"))?)));
+        if let Some((k, i)) = global {
+            p.lines.insert(
+                0,
+                Line {
+                    label: format!("global {k}"),
+                    col: i,
+                    color: GLOBAL,
+                    dashed: false,
+                    scale: page,
+                    delta: false,
+                },
+            );
+        }
+    }
+    let mut out: Vec<Panel> = order
+        .iter()
+        .map(|c| by_counter.remove(c).unwrap())
+        .collect();
+    let events: Vec<Line> = cols
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let k = c.strip_prefix("vmstat.")?;
+            (!k.starts_with("nr_") && !k.starts_with("pre.")).then_some((i, k))
+        })
+        .enumerate()
+        .map(|(n, (i, k))| Line {
+            label: k.to_string(),
+            col: i,
+            color: COLORS[(n + 2) % COLORS.len()],
+            dashed: false,
+            scale: 1,
+            delta: true,
+        })
+        .collect();
+    if !events.is_empty() {
+        out.push(Panel {
+            title: "vmstat events (since start)".into(),
+            counter: String::new(),
+            bytes: false,
+            lines: events,
+        });
+    }
+    out
+}
+
+/// A round step for axis ticks: about `n` ticks over `span`.
+fn nice_step(span: f64, n: f64) -> f64 {
+    let raw = (span / n).max(f64::MIN_POSITIVE);
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    mag * if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    }
+}
+
+/// Axis label for a value: MiB (or KiB) for bytes, plain counts otherwise.
+fn axis_label(v: f64, bytes: bool, step: f64) -> String {
+    if !bytes {
+        return if step >= 1000.0 {
+            format!("{}k", v / 1000.0)
+        } else {
+            format!("{v}")
+        };
+    }
+    if step >= 1048576.0 / 8.0 {
+        format!("{} MiB", (v / 1048576.0 * 100.0).round() / 100.0)
+    } else {
+        format!("{} KiB", (v / 1024.0).round())
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Whether a failed check's column (`a.dirty+writeback`, `a.dirty.local`) is about `counter`.
+fn matches_counter(column: &str, counter: &str) -> bool {
+    !counter.is_empty()
+        && column.split('+').any(|part| {
+            let part = part.strip_suffix(".local").unwrap_or(part);
+            part == counter || part.ends_with(&format!(".{counter}"))
+        })
+}
+
+/// Points of one line, thinned to at most two per pixel column (min and max) so spikes survive.
+fn points(rec: &Record, line: &Line, x: &dyn Fn(f64) -> f64, y: &dyn Fn(f64) -> f64) -> String {
+    let s = &rec.series;
+    let base = if line.delta && !s.is_empty() {
+        s.get(0, line.col)
+    } else {
+        0
+    };
+    let val = |r: usize| ((s.get(r, line.col) - base) * line.scale) as f64;
+    let mut out = String::new();
+    let mut r = 0;
+    while r < s.len() {
+        let px = x(s.t[r]).floor();
+        let (mut lo, mut hi, mut first, mut last) = (r, r, r, r);
+        let mut k = r + 1;
+        while k < s.len() && x(s.t[k]).floor() == px {
+            if val(k) < val(lo) {
+                lo = k;
+            }
+            if val(k) > val(hi) {
+                hi = k;
+            }
+            last = k;
+            k += 1;
+        }
+        let mut picks = vec![first, lo, hi, last];
+        picks.sort_unstable();
+        picks.dedup();
+        for p in picks {
+            let _ = write!(out, "{:.1},{:.1} ", x(s.t[p]), y(val(p)));
+        }
+        first = k;
+        r = first;
+    }
+    out
+}
+
+/// The timeline of one scenario as an SVG document.
+pub fn timeline(r: &ScenarioResult, rec: &Record) -> String {
+    let status = format!("{:?}", r.status).to_lowercase();
+    let sub = if r.reason.is_empty() {
+        r.summary.clone()
+    } else {
+        r.reason.lines().next().unwrap_or("").to_string()
+    };
+    render(&r.name, &status, &sub, &r.checks, rec)
+}
+
+/// Draws a record: `status` is pass/fail/skip/error, `sub` a line under the title.
+pub fn render(name: &str, status: &str, sub: &str, checks: &[CheckResult], rec: &Record) -> String {
+    let s = &rec.series;
+    if s.is_empty() {
+        return String::new();
+    }
+    let panels = panels(rec);
+    let t_end = s.t[s.len() - 1].max(0.001);
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let x = |t: f64| LEFT + t / t_end * plot_w;
+    let height = TOP + panels.len() as f64 * (PANEL + GAP) + 30.0;
+    let failed: Vec<_> = checks
+        .iter()
+        .filter(|c| c.outcome == Outcome::Fail)
+        .collect();
+
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11">"#
+    );
+    o += r##"<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ffedd5"/><line x1="0" y1="0" x2="0" y2="6" stroke="#fdba74" stroke-width="2"/></pattern></defs>
+<rect width="100%" height="100%" fill="white"/>
+"##;
+    let status_color = match status {
+        "pass" => "#15803d",
+        "skip" => "#a16207",
+        _ => "#b91c1c",
+    };
+    let _ = writeln!(
+        o,
+        r#"<text x="{LEFT}" y="22" font-size="16" font-weight="bold">{} <tspan fill="{status_color}">{status}</tspan></text>"#,
+        esc(name)
+    );
+    let _ = writeln!(
+        o,
+        r##"<text x="{LEFT}" y="40" fill="#444">{}</text>"##,
+        esc(&sub.chars().take(150).collect::<String>())
+    );
+    let _ = writeln!(
+        o,
+        r##"<text x="{LEFT}" y="56" fill="#666">{} samples over {:.2} s; phases shaded, antagonists hatched, sync dotted{}</text>"##,
+        s.len(),
+        t_end,
+        if failed.is_empty() {
+            String::new()
+        } else {
+            "; red: where a check failed".into()
+        }
+    );
+
+    for (pi, p) in panels.iter().enumerate() {
+        let top = TOP + pi as f64 * (PANEL + GAP) + 14.0;
+        let bottom = top + PANEL;
+        // Value range over all lines in the panel, always including 0.
+        let (mut lo, mut hi) = (0f64, 0f64);
+        for l in &p.lines {
+            let base = if l.delta { s.get(0, l.col) } else { 0 };
+            for row in 0..s.len() {
+                let v = ((s.get(row, l.col) - base) * l.scale) as f64;
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+        }
+        for c in failed
+            .iter()
+            .filter(|c| matches_counter(c.column.as_deref().unwrap_or(""), &p.counter))
+        {
+            if let Some(b) = c.bound {
+                lo = lo.min(b as f64);
+                hi = hi.max(b as f64);
+            }
+        }
+        if hi - lo <= 0.0 {
+            hi = lo + if p.bytes { 1048576.0 } else { 1.0 };
+        }
+        let step = if p.bytes && hi - lo >= 1048576.0 {
+            nice_step((hi - lo) / 1048576.0, 4.0) * 1048576.0
+        } else {
+            nice_step(hi - lo, 4.0)
+        };
+        let lo = (lo / step).floor() * step;
+        let hi = (hi / step).ceil() * step;
+        let y = |v: f64| bottom - (v - lo) / (hi - lo) * PANEL;
+
+        let _ = writeln!(
+            o,
+            r#"<text x="{LEFT}" y="{:.1}" font-weight="bold">{}</text>"#,
+            top - 4.0,
+            esc(&p.title)
+        );
+        // Phase bands and names, antagonist hatching.
+        for (i, ph) in rec.phases.iter().enumerate() {
+            let (x0, x1) = (x(ph.start), x(ph.end.min(t_end)));
+            let fill = if ph.antagonists.is_empty() {
+                if i % 2 == 0 { "#eef2f7" } else { "#f7f9fb" }
+            } else {
+                "url(#hatch)"
+            };
+            let _ = writeln!(
+                o,
+                r#"<rect x="{x0:.1}" y="{top:.1}" width="{:.1}" height="{PANEL}" fill="{fill}"/>"#,
+                (x1 - x0).max(0.5)
+            );
+            if pi == 0 {
+                let label = if ph.antagonists.is_empty() {
+                    ph.name.clone()
+                } else {
+                    format!("{} +{}", ph.name, ph.antagonists.join(","))
+                };
+                // Names go inside the first panel's band, cut to the band's width.
+                let fit = ((x1 - x0) / 5.5).floor() as usize;
+                let label: String = label.chars().take(fit).collect();
+                let _ = writeln!(
+                    o,
+                    r##"<text x="{:.1}" y="{:.1}" font-size="9" fill="#555">{}</text>"##,
+                    x0 + 2.0,
+                    top + 10.0,
+                    esc(&label)
+                );
+            }
+        }
+        for st in rec.steps.iter().filter(|st| st.kind == "sync") {
+            let xs = x(st.end);
+            let _ = writeln!(
+                o,
+                r##"<line x1="{xs:.1}" y1="{top:.1}" x2="{xs:.1}" y2="{bottom:.1}" stroke="#999" stroke-dasharray="1,3"/>"##
+            );
+        }
+        // Axes, grid and tick labels.
+        let mut v = lo;
+        while v <= hi + step / 2.0 {
+            let yy = y(v);
+            let _ = writeln!(
+                o,
+                r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#444">{}</text>"##,
+                LEFT + plot_w,
+                LEFT - 4.0,
+                yy + 4.0,
+                axis_label(v, p.bytes, step)
+            );
+            v += step;
+        }
+        let _ = writeln!(
+            o,
+            r##"<rect x="{LEFT}" y="{top:.1}" width="{plot_w}" height="{PANEL}" fill="none" stroke="#888"/>"##
+        );
+        let tstep = nice_step(t_end, 10.0);
+        let mut t = 0.0;
+        while t <= t_end + 1e-9 {
+            let _ = writeln!(
+                o,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#444">{}s</text>"##,
+                x(t),
+                bottom + 13.0,
+                (t * 1000.0).round() / 1000.0
+            );
+            t += tstep;
+        }
+        // Lines and legend.
+        for (li, l) in p.lines.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                r#"<polyline fill="none" stroke="{}" stroke-width="{}"{} points="{}"/>"#,
+                l.color,
+                if l.color == GLOBAL { 4 } else { 1 },
+                if l.dashed {
+                    r#" stroke-dasharray="5,3""#
+                } else {
+                    ""
+                },
+                points(rec, l, &x, &y)
+            );
+            let ly = top + 12.0 + li as f64 * 15.0;
+            let lx = LEFT + plot_w + 10.0;
+            let _ = writeln!(
+                o,
+                r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="{}"{}/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
+                ly - 4.0,
+                lx + 18.0,
+                ly - 4.0,
+                l.color,
+                if l.color == GLOBAL { 4 } else { 2 },
+                if l.dashed {
+                    r#" stroke-dasharray="5,3""#
+                } else {
+                    ""
+                },
+                lx + 22.0,
+                esc(&l.label)
+            );
+        }
+        // Failed checks: the bound, the failing time and the failing value.
+        for c in &failed {
+            let col = c.column.as_deref().unwrap_or("");
+            let here = matches_counter(col, &p.counter);
+            if let (true, Some(b)) = (here, c.bound) {
+                let yb = y(b as f64);
+                let _ = writeln!(
+                    o,
+                    r##"<line x1="{LEFT}" y1="{yb:.1}" x2="{:.1}" y2="{yb:.1}" stroke="#dc2626" stroke-dasharray="6,3"/><text x="{:.1}" y="{:.1}" fill="#dc2626" text-anchor="end">bound of {}</text>"##,
+                    LEFT + plot_w,
+                    LEFT + plot_w - 4.0,
+                    yb - 3.0,
+                    esc(&c.name)
+                );
+            }
+            if let Some(at) = c.at {
+                let xa = x(at);
+                let _ = writeln!(
+                    o,
+                    r##"<line x1="{xa:.1}" y1="{top:.1}" x2="{xa:.1}" y2="{bottom:.1}" stroke="#dc2626" stroke-width="1.5"/>"##
+                );
+                if here {
+                    let _ = writeln!(
+                        o,
+                        r##"<text x="{:.1}" y="{:.1}" fill="#dc2626">{} failed</text>"##,
+                        xa + 4.0,
+                        top + 24.0,
+                        esc(&c.name)
+                    );
+                    // A ring on each failing column's value at that sample.
+                    let row = (0..s.len()).rev().find(|&k| s.t[k] <= at).unwrap_or(0);
+                    let mut sum = 0i64;
+                    let mut any = false;
+                    for part in col.split('+') {
+                        let name = if part.contains('.') {
+                            part.to_string()
+                        } else {
+                            let g = col.split('.').next().unwrap_or("");
+                            format!("{g}.{part}")
+                        };
+                        if let Some(ci) = s.col(&name) {
+                            sum += s.get(row, ci);
+                            any = true;
+                        }
+                    }
+                    if any {
+                        let _ = writeln!(
+                            o,
+                            r##"<circle cx="{xa:.1}" cy="{:.1}" r="5" fill="none" stroke="#dc2626" stroke-width="2"/>"##,
+                            y(sum as f64)
+                        );
+                    }
+                }
+            }
+        }
+    }
+    o += "</svg>\n";
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_match_failed_columns() {
+        assert!(matches_counter("a.dirty+writeback", "dirty"));
+        assert!(matches_counter("a.dirty+writeback", "writeback"));
+        assert!(matches_counter("p.dirty.local", "dirty"));
+        assert!(!matches_counter("a.dirty", "writeback"));
+        assert!(!matches_counter("a.dirty", ""));
+    }
+
+    #[test]
+    fn steps_are_round() {
+        assert_eq!(nice_step(100.0, 4.0), 50.0);
+        assert_eq!(nice_step(7.0, 10.0), 1.0);
+        assert_eq!(nice_step(3e8, 4.0), 1e8);
+    }
 }
