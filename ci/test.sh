@@ -41,4 +41,7 @@ left=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'memcgtest-*' 2>/dev/null |
 [ -z "$left" ] || { echo "leftover test cgroups: $left"; exit 1; }
 rm -rf "$report"
 [ "$rc" = 0 ] || exit 1
+
+log "the suite in VMs: Debian 6.1 and the project's 6.12 kernel, cgroup v1 and v2"
+ci/vm-tests.sh
 echo "ci/test.sh: all checks passed"

@@ -162,6 +162,19 @@ pub fn probe_charge_moving(parent: &Cgroup) -> String {
 }
 
 /// Gathers everything. `probe` allows creating a throw-away cgroup for the charge-moving probe.
+/// MemTotal from /proc/meminfo in bytes (0 if unreadable).
+pub fn mem_total_bytes() -> u64 {
+    read_path(Path::new("/proc/meminfo"))
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .unwrap_or(0)
+        * 1024
+}
+
 pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool) -> EnvInfo {
     let uts = nix::sys::utsname::uname().ok();
     let s = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
@@ -170,15 +183,7 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
             .unwrap_or_default()
     };
     let machine = Machine::this();
-    let memory_bytes = read_path(Path::new("/proc/meminfo"))
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .unwrap_or(0)
-        * 1024;
+    let memory_bytes = mem_total_bytes();
     let layout = detect::detect().ok();
     let selected = layout
         .as_ref()

@@ -11,6 +11,7 @@ mod sample;
 mod scenario;
 mod sysctl;
 mod units;
+mod vm;
 mod workload;
 
 use std::io::IsTerminal;
@@ -98,12 +99,63 @@ enum Command {
     },
     /// Remove what runs killed with SIGKILL left behind (cgroups, scratch files, sysctls).
     Cleanup,
+    /// Boot a kernel image in qemu and run memcgtest inside it:
+    /// memcgtest vm --kernel BZIMAGE [OPTIONS] -- run [NAMES] [RUN OPTIONS].
+    /// The guest's cgroup layout is --cgroup (auto means v2).
+    Vm {
+        /// The kernel image (bzImage, e.g. arch/x86/boot/bzImage or /boot/vmlinuz-*).
+        #[arg(long, value_name = "BZIMAGE")]
+        kernel: PathBuf,
+        /// A lib/modules/<release> tree for kernels with virtio-pci/virtio-blk as modules.
+        #[arg(long, value_name = "DIR")]
+        modules: Option<PathBuf>,
+        /// auto tries KVM and falls back to TCG when the guest does not start under it.
+        #[arg(long, value_enum, default_value = "auto")]
+        accel: vm::AccelChoice,
+        /// Guest CPUs (default: this machine's, at most 4).
+        #[arg(long)]
+        cpus: Option<u32>,
+        /// Guest memory.
+        #[arg(long, default_value = "2G", value_parser = units::parse_size)]
+        memory: u64,
+        /// Size of the sparse ext4 scratch disk.
+        #[arg(long, default_value = "4G", value_parser = units::parse_size)]
+        disk: u64,
+        /// Kill the VM after this long (default 60m under TCG, 20m under KVM): failure "timeout".
+        #[arg(long, value_parser = units::parse_duration)]
+        timeout: Option<std::time::Duration>,
+        /// Save the kernel console to FILE.
+        #[arg(long, value_name = "FILE")]
+        console_log: Option<PathBuf>,
+        /// Copy the guest's report directory (KTAP, JSON, CSV, SVG) to DIR.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+        /// Do not fail a scenario for a kernel WARNING/BUG printed while it ran.
+        #[arg(long)]
+        allow_splats: bool,
+        /// Copy the kernel console to stderr as it arrives.
+        #[arg(long)]
+        show_console: bool,
+        /// The qemu binary.
+        #[arg(long, default_value = "qemu-system-x86_64")]
+        qemu: String,
+        /// Self-tests of the VM runner: panic, hang.
+        #[arg(long, hide = true)]
+        selftest: Option<String>,
+        /// The command the guest runs (run, env or list, with their options).
+        #[arg(last = true)]
+        guest: Vec<String>,
+    },
     /// Internal: run one workload job (JSON) inside the cgroup it was placed in.
     #[command(name = "__worker", hide = true)]
     Worker { job: String },
 }
 
 fn main() -> ExitCode {
+    // In a VM this binary is the initramfs's /init.
+    if std::process::id() == 1 && std::env::args().next().as_deref() == Some("/init") {
+        vm::guest::init_main();
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -232,6 +284,46 @@ fn run(cli: Cli) -> Result<u8> {
                 exit::FAIL
             })
         }
+        Command::Vm {
+            kernel,
+            modules,
+            accel,
+            cpus,
+            memory,
+            disk,
+            timeout,
+            console_log,
+            report,
+            allow_splats,
+            show_console,
+            qemu,
+            selftest,
+            guest,
+        } => {
+            let opts = vm::Options {
+                kernel: kernel.clone(),
+                modules: modules.clone(),
+                cgroup: match cli.cgroup {
+                    Choice::V1 => "v1".into(),
+                    _ => "v2".into(),
+                },
+                accel: *accel,
+                cpus: cpus.unwrap_or_else(|| record::Machine::this().cpus.min(4) as u32),
+                memory_mib: *memory >> 20,
+                disk_mib: *disk >> 20,
+                timeout: *timeout,
+                console_log: console_log.clone(),
+                report: report.clone(),
+                allow_splats: *allow_splats,
+                show_console: *show_console,
+                selftest: selftest.clone(),
+                work_parent: cli.scratch.clone(),
+                scenario_dir: cli.scenario_dir.clone(),
+                guest_args: guest.clone(),
+                qemu: qemu.clone(),
+            };
+            vm::run(&opts)
+        }
         Command::Run {
             names,
             format,
@@ -339,7 +431,9 @@ fn run_scenarios(
             sc.name,
             sc.summary
         ));
+        kmsg(&format!("{}{}", vm::console::BEGIN, sc.name));
         let r = runner::run_scenario(&ctx, sc);
+        kmsg(&format!("{}{}", vm::console::END, sc.name));
         ctx.progress
             .say(&format!("{}: {}", sc.name, r.status.as_str()));
         results.push(r);
@@ -364,4 +458,12 @@ fn run_scenarios(
     } else {
         exit::OK
     })
+}
+
+/// In a VM (MEMCGTEST_KMSG set by the guest init), marks scenario boundaries in the kernel log so
+/// the host can tell which scenario a kernel splat happened in.
+fn kmsg(msg: &str) {
+    if std::env::var_os("MEMCGTEST_KMSG").is_some() {
+        let _ = std::fs::write("/dev/kmsg", format!("{msg}\n"));
+    }
 }

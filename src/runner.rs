@@ -19,13 +19,20 @@ use crate::scenario::{Antagonist, Feature, Scenario, Step};
 use crate::sysctl::SysctlGuard;
 use crate::workload::{self, Job, WaitError, Worker};
 
-/// Holds writeback off for a dirty probe of `size` bytes: background writeback starts well above
-/// it, dirty pages never expire, the periodic flusher sleeps.
-fn hold_writeback(sysctls: &mut SysctlGuard, size: u64) -> Result<()> {
-    sysctls.set(
-        "vm.dirty_background_bytes",
-        &(4 * size).max(256 << 20).to_string(),
-    )?;
+/// Holds writeback off for a dirty probe: dirty pages never expire, the periodic flusher sleeps,
+/// and the dirty limits are as high as they go. Both limits are set to MemTotal in bytes; then the
+/// kernel (domain_dirty_limits) puts background writeback at half the dirtyable memory. With
+/// cgroup writeback (v2) the group is a dirty domain of its own whose dirtyable memory is its file
+/// pages plus at most the other clean page cache, scaled by the same ratios: in a fresh VM that is
+/// a few MiB and background writeback would start at once. The probe step therefore first writes
+/// and fsyncs a clean ballast of 3x the probe in the group (see `PROBE_BALLAST`).
+/// Clean page cache written before a probe, as a multiple of the probe's size.
+const PROBE_BALLAST: u64 = 3;
+
+fn hold_writeback(sysctls: &mut SysctlGuard) -> Result<()> {
+    let total = crate::env::mem_total_bytes().max(1 << 30).to_string();
+    sysctls.set("vm.dirty_bytes", &total)?;
+    sysctls.set("vm.dirty_background_bytes", &total)?;
     sysctls.set("vm.dirty_expire_centisecs", "360000")?;
     sysctls.set("vm.dirty_writeback_centisecs", "0")?;
     Ok(())
@@ -554,8 +561,26 @@ fn run_phases(
             };
             // The probe holds writeback off while it writes and while the sampler looks.
             let probe_mark = guard.sysctls.mark();
-            if let Step::Probe { size, .. } = step {
-                hold_writeback(&mut guard.sysctls, *size)?;
+            if let Step::Probe { size, file, .. } = step {
+                let ballast = Job::Write {
+                    path: path(&format!("{file}.ballast")),
+                    size: PROBE_BALLAST * size,
+                    block_size: 1 << 20,
+                    fsync: true,
+                };
+                let mut w = workload::spawn(&ballast, cg)?;
+                match w.wait(deadline, &interrupted) {
+                    Ok(_) => {}
+                    Err(WaitError::Timeout) => {
+                        return Err(Stop::Timeout(format!(
+                            "phase {}, probe ballast",
+                            phase.name
+                        )));
+                    }
+                    Err(WaitError::Interrupted) => return Err(Stop::Interrupted),
+                    Err(WaitError::Failed(m)) => return Err(Stop::Failed(anyhow!(m))),
+                }
+                hold_writeback(&mut guard.sysctls)?;
             }
             let s_start = now();
             let res = match (job, step) {

@@ -1,0 +1,260 @@
+//! Reading the guest's kernel console: splats (BUG, WARNING, Oops, panics, RCU stalls, soft
+//! lockups, hung tasks), which scenario was running when each happened (the guest writes
+//! "memcgtest: begin NAME" / "memcgtest: end NAME" to /dev/kmsg around every scenario), and the
+//! excerpts printed when something went wrong.
+
+/// Where the guest's runner marks scenario boundaries in the kernel log.
+pub const BEGIN: &str = "memcgtest: begin ";
+pub const END: &str = "memcgtest: end ";
+
+/// A kernel splat found in the console log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Splat {
+    /// 0-based line in the log.
+    pub line: usize,
+    /// What kind: "BUG", "WARNING", "Oops", "kernel panic", "RCU stall", "soft lockup", ...
+    pub kind: &'static str,
+    /// The scenario that was running, if any.
+    pub scenario: Option<String>,
+    /// The splat's first line and what follows it.
+    pub excerpt: String,
+}
+
+const PATTERNS: &[(&str, &str)] = &[
+    ("Kernel panic - not syncing", "kernel panic"),
+    ("BUG:", "BUG"),
+    ("kernel BUG at", "BUG"),
+    ("WARNING:", "WARNING"),
+    ("Oops:", "Oops"),
+    ("Oops ", "Oops"),
+    ("general protection fault", "general protection fault"),
+    ("rcu_sched self-detected stall", "RCU stall"),
+    ("rcu_preempt self-detected stall", "RCU stall"),
+    ("detected stalls on CPUs/tasks", "RCU stall"),
+    ("soft lockup - CPU", "soft lockup"),
+    ("hard LOCKUP", "hard lockup"),
+    ("blocked for more than", "hung task"),
+    ("Memory cgroup out of memory", "memcg OOM"),
+];
+
+/// The message part of a console line (after a "[    1.234567] " timestamp, if any).
+fn message(line: &str) -> &str {
+    let l = line.trim_start();
+    if l.starts_with('[')
+        && let Some(i) = l.find("] ")
+    {
+        return &l[i + 2..];
+    }
+    l
+}
+
+/// The splats in a console log, each with the scenario running at the time.
+pub fn splats(log: &str) -> Vec<Splat> {
+    let lines: Vec<&str> = log.lines().collect();
+    let mut current: Option<String> = None;
+    let mut out: Vec<Splat> = Vec::new();
+    let mut skip_until = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let m = message(line);
+        if let Some(n) = m.strip_prefix(BEGIN) {
+            current = Some(n.trim().to_string());
+            continue;
+        }
+        if m.starts_with(END) {
+            current = None;
+            continue;
+        }
+        if i < skip_until {
+            continue;
+        }
+        // A memcg OOM kill is a workload event, not a kernel bug: it is left to the checks.
+        if let Some((_, kind)) = PATTERNS
+            .iter()
+            .find(|(p, _)| m.contains(p))
+            .filter(|(_, k)| *k != "memcg OOM")
+        {
+            // The report runs to its end-of-trace line, the next scenario marker or 25 lines.
+            let mut end = (i + 25).min(lines.len());
+            for (k, l) in lines.iter().enumerate().take(end).skip(i + 1) {
+                let lm = message(l);
+                if lm.starts_with(BEGIN) || lm.starts_with(END) {
+                    end = k;
+                    break;
+                }
+                if lm.contains("---[ end trace") {
+                    end = k + 1;
+                    break;
+                }
+            }
+            out.push(Splat {
+                line: i,
+                kind,
+                scenario: current.clone(),
+                excerpt: lines[i..end].join("\n"),
+            });
+            // The lines of one report (call trace, registers) belong to this splat.
+            skip_until = end;
+        }
+    }
+    out
+}
+
+/// The kernel panic message and what led to it, if the kernel panicked.
+pub fn panic(log: &str) -> Option<String> {
+    let lines: Vec<&str> = log.lines().collect();
+    let i = lines
+        .iter()
+        .position(|l| l.contains("Kernel panic - not syncing"))?;
+    let start = i.saturating_sub(20);
+    Some(lines[start..=i].join("\n"))
+}
+
+/// Whether the kernel printed anything of its own (a booting kernel prints "Linux version").
+pub fn kernel_started(log: &str) -> bool {
+    log.contains("Linux version")
+}
+
+/// The last `n` lines of a log.
+pub fn tail(log: &str, n: usize) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Marks scenarios failed in KTAP output because of a kernel splat during them: "ok N name" becomes
+/// "not ok N name" with the reason as a diagnostic line, and the totals line is recomputed.
+pub fn fail_in_ktap(ktap: &str, failed: &[(String, String)]) -> String {
+    let mut out = String::new();
+    let mut moved_pass = 0;
+    let mut moved_skip = 0;
+    for line in ktap.lines() {
+        let mut done = false;
+        if let Some(rest) = line.strip_prefix("ok ") {
+            let mut it = rest.splitn(2, ' ');
+            let (n, tail) = (it.next().unwrap_or(""), it.next().unwrap_or(""));
+            let name = tail.split(" # ").next().unwrap_or("").trim();
+            if let Some((_, why)) = failed.iter().find(|(s, _)| s == name) {
+                out += &format!("# {name}: failed: {}\n", why.replace('\n', " "));
+                out += &format!("not ok {n} {name}\n");
+                if tail.contains("# SKIP") {
+                    moved_skip += 1;
+                } else {
+                    moved_pass += 1;
+                }
+                done = true;
+            }
+        }
+        if !done && line.starts_with("# Totals:") {
+            let get = |k: &str| -> i64 {
+                line.split_whitespace()
+                    .find_map(|f| f.strip_prefix(&format!("{k}:")))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0)
+            };
+            out += &format!(
+                "# Totals: pass:{} fail:{} xfail:0 xpass:0 skip:{} error:{}\n",
+                get("pass") - moved_pass,
+                get("fail") + moved_pass + moved_skip,
+                get("skip") - moved_skip,
+                get("error")
+            );
+            done = true;
+        }
+        if !done {
+            out += line;
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The same for JSON results: status "fail" and the reason, totals recomputed.
+pub fn fail_in_json(json: &str, failed: &[(String, String)]) -> Option<String> {
+    let mut v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let scenarios = v.get_mut("scenarios")?.as_array_mut()?;
+    for s in scenarios.iter_mut() {
+        let name = s.get("name")?.as_str()?.to_string();
+        if let Some((_, why)) = failed.iter().find(|(n, _)| *n == name) {
+            s["status"] = "fail".into();
+            s["reason"] = why.clone().into();
+        }
+    }
+    let count = |st: &str| {
+        scenarios
+            .iter()
+            .filter(|s| s.get("status").and_then(|x| x.as_str()) == Some(st))
+            .count()
+    };
+    let totals = serde_json::json!({
+        "passed": count("pass"), "failed": count("fail"), "skipped": count("skip"), "errors": count("error"),
+    });
+    v["totals"] = totals;
+    Some(serde_json::to_string_pretty(&v).ok()? + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "[    0.000000] Linux version 6.12.117 (gcc 12)
+[    4.100000] memcgtest: begin dirty-accounting
+[    5.000000] memcgtest: end dirty-accounting
+[    5.100000] memcgtest: begin dirty-migration
+[    6.000000] ------------[ cut here ]------------
+[    6.000001] WARNING: CPU: 1 PID: 77 at mm/memcontrol.c:123 folio_memcg_dirty+0x1/0x2
+[    6.000002] Call Trace:
+[    6.000003]  <TASK>
+[    7.000000] memcgtest: end dirty-migration
+[    8.000000] BUG: soft lockup - CPU#0 stuck for 22s! [kworker/0:1:12]
+";
+
+    #[test]
+    fn splats_are_found_and_attributed() {
+        let s = splats(LOG);
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert_eq!(s[0].kind, "WARNING");
+        assert_eq!(s[0].scenario.as_deref(), Some("dirty-migration"));
+        assert!(s[0].excerpt.contains("Call Trace"));
+        // Outside every scenario: reported, not attributed.
+        assert_eq!(s[1].kind, "BUG");
+        assert_eq!(s[1].scenario, None);
+    }
+
+    #[test]
+    fn clean_logs_have_no_splats() {
+        let log = "[    0.0] Linux version 6.1\n[    1.0] memcgtest: begin a\n[    2.0] EXT4-fs (vda): mounted filesystem\n";
+        assert!(splats(log).is_empty());
+        assert!(panic(log).is_none());
+        assert!(kernel_started(log));
+        assert!(!kernel_started("qemu: could not load kernel"));
+    }
+
+    #[test]
+    fn panic_is_recognized() {
+        let log = "[ 1.0] sysrq: Trigger a crash\n[ 1.1] Kernel panic - not syncing: sysrq triggered crash\n";
+        assert!(panic(log).unwrap().contains("sysrq triggered crash"));
+        assert_eq!(splats(log)[0].kind, "kernel panic");
+    }
+
+    #[test]
+    fn ktap_rewrite_fails_the_scenario_and_fixes_totals() {
+        let k = "KTAP version 1\n1..2\nok 1 a\nok 2 b # SKIP no swap\n# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:1 error:0\n";
+        let out = fail_in_ktap(
+            k,
+            &[("a".into(), "kernel WARNING during the scenario".into())],
+        );
+        assert!(out.contains("not ok 1 a\n"));
+        assert!(out.contains("# a: failed: kernel WARNING"));
+        assert!(out.contains("ok 2 b # SKIP"));
+        assert!(out.contains("# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:1 error:0"));
+    }
+
+    #[test]
+    fn json_rewrite_fails_the_scenario() {
+        let j = r#"{"scenarios":[{"name":"a","status":"pass","reason":""}],"totals":{"passed":1,"failed":0,"skipped":0,"errors":0}}"#;
+        let out = fail_in_json(j, &[("a".into(), "splat".into())]).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["scenarios"][0]["status"], "fail");
+        assert_eq!(v["totals"]["failed"], 1);
+        assert_eq!(v["totals"]["passed"], 0);
+    }
+}

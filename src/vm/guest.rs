@@ -1,0 +1,222 @@
+//! The guest side: memcgtest itself is the initramfs's /init (PID 1). It mounts the pseudo
+//! filesystems, loads the modules the host resolved, mounts the scratch disk and the requested
+//! cgroup layout, runs `memcgtest run ...` with stdout on ttyS1 and stderr on ttyS2, writes
+//! "memcgtest-exit=N" on ttyS3, and reboots (which qemu's -no-reboot turns into an exit).
+//! Whatever fails on the way becomes a status line, so the host never has to guess.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use nix::mount::{MsFlags, mount};
+use serde::{Deserialize, Serialize};
+
+use super::qemu::DISK_SERIAL;
+
+/// What the host tells the guest, in /vm.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GuestConfig {
+    /// Arguments of the memcgtest command to run ("run", "--quick", ...).
+    pub args: Vec<String>,
+    /// "v1" or "v2".
+    pub cgroup: String,
+    /// Module files in the initramfs, in load order.
+    pub modules: Vec<String>,
+    /// Hidden self-tests of the VM runner: "panic" (sysrq crash) or "hang".
+    pub selftest: Option<String>,
+}
+
+pub const CONFIG_PATH: &str = "/vm.json";
+pub const SCRATCH: &str = "/scratch";
+/// Where the guest writes --report output on the scratch disk (read back by the host).
+pub const REPORT_DIR: &str = "/scratch/report";
+pub const STATUS_PREFIX: &str = "memcgtest-exit=";
+
+fn say(msg: &str) {
+    // stdout of PID 1 is /dev/console (ttyS0).
+    println!("memcgtest-init: {msg}");
+}
+
+fn mnt(src: &str, target: &str, fstype: &str, data: Option<&str>) -> Result<()> {
+    std::fs::create_dir_all(target).with_context(|| format!("mkdir {target}"))?;
+    mount(Some(src), target, Some(fstype), MsFlags::empty(), data)
+        .with_context(|| format!("mount -t {fstype} {src} {target}"))
+}
+
+/// Puts a serial port in raw mode so "\n" is not turned into "\r\n" on the way out.
+fn raw_tty(f: &File) {
+    use nix::sys::termios::{SetArg, cfmakeraw, tcgetattr, tcsetattr};
+    if let Ok(mut t) = tcgetattr(f.as_fd()) {
+        cfmakeraw(&mut t);
+        let _ = tcsetattr(f.as_fd(), SetArg::TCSANOW, &t);
+    }
+}
+
+fn open_tty(path: &str) -> Result<File> {
+    let f = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(path)
+        .with_context(|| format!("open {path}"))?;
+    raw_tty(&f);
+    Ok(f)
+}
+
+use std::os::unix::fs::OpenOptionsExt;
+
+fn load_module(path: &str) -> Result<()> {
+    let f = File::open(path).with_context(|| format!("open {path}"))?;
+    use std::os::fd::AsRawFd;
+    let r = unsafe { libc::syscall(libc::SYS_finit_module, f.as_raw_fd(), c"".as_ptr(), 0) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            bail!("finit_module {path}: {e}");
+        }
+    }
+    Ok(())
+}
+
+/// The block device whose virtio serial is ours, waiting for the driver to probe it.
+fn find_disk(timeout: Duration) -> Result<String> {
+    let start = Instant::now();
+    loop {
+        if let Ok(rd) = std::fs::read_dir("/sys/block") {
+            for e in rd.flatten() {
+                let serial = std::fs::read_to_string(e.path().join("serial")).unwrap_or_default();
+                if serial.trim() == DISK_SERIAL {
+                    return Ok(format!("/dev/{}", e.file_name().to_string_lossy()));
+                }
+            }
+        }
+        if start.elapsed() > timeout {
+            let have: Vec<String> = std::fs::read_dir("/sys/block")
+                .map(|rd| {
+                    rd.flatten()
+                        .map(|e| e.file_name().to_string_lossy().to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            bail!(
+                "no block device with serial {DISK_SERIAL} after {}s (block devices: {}); the kernel \
+                 needs virtio-pci and virtio-blk, built in or given with --modules",
+                timeout.as_secs(),
+                if have.is_empty() {
+                    "none".into()
+                } else {
+                    have.join(", ")
+                }
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn setup(cfg: &GuestConfig) -> Result<()> {
+    mnt("proc", "/proc", "proc", None)?;
+    mnt("sysfs", "/sys", "sysfs", None)?;
+    mnt("devtmpfs", "/dev", "devtmpfs", None)?;
+    mnt("tmpfs", "/run", "tmpfs", None)?;
+    mnt("tmpfs", "/tmp", "tmpfs", None)?;
+    for m in &cfg.modules {
+        load_module(m)?;
+    }
+    if !cfg.modules.is_empty() {
+        say(&format!("loaded {} modules", cfg.modules.len()));
+    }
+    let disk = find_disk(Duration::from_secs(20))?;
+    mnt(&disk, SCRATCH, "ext4", None)?;
+    match cfg.cgroup.as_str() {
+        "v2" => {
+            mnt("cgroup2", "/sys/fs/cgroup", "cgroup2", None)
+                .context("this kernel has no cgroup v2")?;
+            std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+memory").context(
+                "enable +memory in /sys/fs/cgroup/cgroup.subtree_control (CONFIG_MEMCG?)",
+            )?;
+        }
+        "v1" => {
+            mnt("tmpfs", "/sys/fs/cgroup", "tmpfs", None)?;
+            mnt("cgroup", "/sys/fs/cgroup/memory", "cgroup", Some("memory")).context(
+                "this kernel has no cgroup v1 memory controller (CONFIG_MEMCG_V1 on 6.10+)",
+            )?;
+        }
+        other => bail!("unknown cgroup layout {other:?}"),
+    }
+    say(&format!(
+        "scratch disk {disk} on {SCRATCH}, cgroup {}",
+        cfg.cgroup
+    ));
+    Ok(())
+}
+
+fn run(cfg: &GuestConfig) -> Result<u8> {
+    setup(cfg)?;
+    match cfg.selftest.as_deref() {
+        Some("panic") => {
+            say("self-test: crashing the kernel through sysrq");
+            std::fs::write("/proc/sysrq-trigger", "c").context("write /proc/sysrq-trigger")?;
+        }
+        Some("hang") => {
+            say("self-test: hanging");
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        _ => {}
+    }
+    let out = open_tty("/dev/ttyS1")?;
+    let err = open_tty("/dev/ttyS2")?;
+    let status = std::process::Command::new("/init")
+        .args(&cfg.args)
+        .env("MEMCGTEST_KMSG", "1")
+        .env("PATH", "/bin")
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .status()
+        .context("start memcgtest run")?;
+    nix::unistd::sync();
+    match status.code() {
+        Some(c) => Ok(c as u8),
+        None => bail!("memcgtest in the guest was killed by a signal ({status})"),
+    }
+}
+
+/// PID 1's main: never returns.
+pub fn init_main() -> ! {
+    let cfg: Result<GuestConfig> = std::fs::read_to_string(CONFIG_PATH)
+        .context("read /vm.json")
+        .and_then(|t| serde_json::from_str(&t).context("parse /vm.json"));
+    let code = match cfg {
+        Err(e) => {
+            say(&format!("{e:#}"));
+            125
+        }
+        Ok(cfg) => match std::panic::catch_unwind(|| run(&cfg)) {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                say(&format!("error: {e:#}"));
+                125
+            }
+            Err(_) => {
+                say("internal error (panic)");
+                125
+            }
+        },
+    };
+    if Path::new("/dev/ttyS3").exists()
+        && let Ok(mut f) = open_tty("/dev/ttyS3")
+    {
+        let _ = writeln!(f, "{STATUS_PREFIX}{code}");
+        let _ = nix::sys::termios::tcdrain(f.as_fd());
+    }
+    nix::unistd::sync();
+    let _ = nix::mount::umount(SCRATCH);
+    let _ = nix::sys::reboot::reboot(nix::sys::reboot::RebootMode::RB_AUTOBOOT);
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}

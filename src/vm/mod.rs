@@ -1,0 +1,738 @@
+//! `memcgtest vm`: boot a kernel image in qemu and run memcgtest inside it. The host builds an
+//! initramfs (this binary as /init, its shared libraries, the resolved modules, the scenario
+//! files, /vm.json), formats a sparse ext4 scratch disk, boots qemu with four serial channels
+//! (see `qemu`), forwards the guest's progress live, and decides the verdict from the guest's
+//! status line, the kernel console (panics, splats) and the clock.
+
+pub mod console;
+pub mod guest;
+pub mod initramfs;
+pub mod modules;
+pub mod qemu;
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::cleanup;
+use crate::exit;
+use qemu::Accel;
+
+/// `--accel`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccelChoice {
+    /// KVM when /dev/kvm works, else (or when a KVM guest fails to start) TCG.
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+/// Options of `memcgtest vm`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub kernel: PathBuf,
+    pub modules: Option<PathBuf>,
+    /// "v1" or "v2".
+    pub cgroup: String,
+    pub accel: AccelChoice,
+    pub cpus: u32,
+    pub memory_mib: u64,
+    pub disk_mib: u64,
+    pub timeout: Option<Duration>,
+    pub console_log: Option<PathBuf>,
+    pub report: Option<PathBuf>,
+    pub allow_splats: bool,
+    pub show_console: bool,
+    pub selftest: Option<String>,
+    /// Where the temporary directory (initramfs, disk image, channel files) goes.
+    pub work_parent: PathBuf,
+    pub scenario_dir: Option<PathBuf>,
+    /// The command the guest runs: run/env/list and their options.
+    pub guest_args: Vec<String>,
+    pub qemu: String,
+}
+
+/// Default whole-VM timeout: TCG is 5-20x slower than the hardware.
+pub fn default_timeout(accel: Accel) -> Duration {
+    match accel {
+        Accel::Kvm => Duration::from_secs(20 * 60),
+        Accel::Tcg => Duration::from_secs(60 * 60),
+    }
+}
+
+/// The libraries `ldd` lists for a dynamic executable (the loader included), as absolute paths.
+pub fn parse_ldd(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        let path = match l.split_once("=>") {
+            Some((_, rest)) => rest.split_whitespace().next().unwrap_or(""),
+            None => l.split_whitespace().next().unwrap_or(""),
+        };
+        if path.starts_with('/') {
+            out.push(path.to_string());
+        }
+    }
+    out
+}
+
+/// The guest's memcgtest command line: the global options the VM decides, then the user's.
+pub fn guest_command(
+    user: &[String],
+    cgroup: &str,
+    scenario_dir: bool,
+    report: bool,
+) -> Result<Vec<String>> {
+    let mut user: Vec<String> = user.to_vec();
+    if user.is_empty() {
+        user.push("run".into());
+    }
+    let cmd = user[0].as_str();
+    if !["run", "env", "list"].contains(&cmd) {
+        bail!(
+            "the guest command must be run, env or list (got {cmd:?}): memcgtest vm --kernel K -- run [NAMES] [OPTIONS]"
+        );
+    }
+    for forbidden in [
+        "--scratch",
+        "--parent",
+        "--cgroup",
+        "--report",
+        "--scenario-dir",
+    ] {
+        if user
+            .iter()
+            .any(|a| a == forbidden || a.starts_with(&format!("{forbidden}=")))
+        {
+            bail!(
+                "{forbidden} is decided by `memcgtest vm` (use the vm option of that name) and cannot be passed to the guest"
+            );
+        }
+    }
+    let mut a = vec![
+        user[0].clone(),
+        "--cgroup".into(),
+        cgroup.into(),
+        "--scratch".into(),
+        guest::SCRATCH.into(),
+    ];
+    if scenario_dir {
+        a.extend(["--scenario-dir".into(), "/scenarios".into()]);
+    }
+    if report && cmd == "run" {
+        a.extend(["--report".into(), guest::REPORT_DIR.into()]);
+    }
+    a.extend(user[1..].iter().cloned());
+    Ok(a)
+}
+
+/// The output format the guest prints (for rewriting results when a splat fails a scenario).
+fn guest_format(args: &[String]) -> &str {
+    for (i, a) in args.iter().enumerate() {
+        if let Some(v) = a.strip_prefix("--format=") {
+            return v;
+        }
+        if a == "--format"
+            && let Some(v) = args.get(i + 1)
+        {
+            return v;
+        }
+    }
+    "human"
+}
+
+/// What one boot produced.
+#[derive(Debug, Default)]
+pub struct Boot {
+    pub status: Option<u8>,
+    pub timed_out: bool,
+    pub interrupted: bool,
+    pub console: String,
+    pub qemu_log: String,
+    pub results: String,
+    pub seconds: f64,
+    /// Seconds from qemu's start to the first byte on the results or progress channel.
+    pub first_output: Option<f64>,
+}
+
+/// The verdict of a boot: exit code and the reason (empty when the guest's own verdict stands).
+pub fn verdict(b: &Boot, timeout: Duration) -> (u8, String) {
+    if b.interrupted {
+        return (exit::UNTESTABLE, "interrupted".into());
+    }
+    if b.timed_out {
+        return (
+            exit::FAIL,
+            format!(
+                "timeout: the guest did not finish within {}s (hung kernel?); qemu was killed. Last console lines:\n{}",
+                timeout.as_secs(),
+                console::tail(&b.console, 15)
+            ),
+        );
+    }
+    if let Some(p) = console::panic(&b.console) {
+        return (exit::FAIL, format!("kernel panic:\n{p}"));
+    }
+    let fatal: Vec<_> = console::splats(&b.console)
+        .into_iter()
+        .filter(|s| matches!(s.kind, "Oops" | "BUG" | "general protection fault"))
+        .collect();
+    if let Some(s) = fatal.first() {
+        return (
+            exit::FAIL,
+            format!("kernel {} during the run:\n{}", s.kind, s.excerpt),
+        );
+    }
+    match b.status {
+        Some(c) if [exit::OK, exit::FAIL, exit::USAGE, exit::UNTESTABLE].contains(&c) => {
+            (c, String::new())
+        }
+        Some(c) => (
+            exit::FAIL,
+            format!("the guest exited with unexpected code {c}"),
+        ),
+        None if !console::kernel_started(&b.console) => (
+            exit::UNTESTABLE,
+            format!(
+                "the VM did not start: the kernel printed nothing. qemu said:\n{}",
+                console::tail(&b.qemu_log, 10)
+            ),
+        ),
+        None => (
+            exit::FAIL,
+            format!(
+                "the guest died without an exit status. Last console lines:\n{}",
+                console::tail(&b.console, 20)
+            ),
+        ),
+    }
+}
+
+/// The temporary directory and the running qemu; both go away on drop (error, panic, signal).
+struct Work {
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn kvm_usable() -> bool {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_ok()
+}
+
+fn build_initramfs(
+    opts: &Options,
+    cfg: &guest::GuestConfig,
+    mods: &[(String, PathBuf)],
+) -> Result<Vec<u8>> {
+    let exe = std::env::current_exe().context("find this executable")?;
+    let mut a = initramfs::Archive::new();
+    let mut have = Vec::new();
+    for d in [
+        "dev",
+        "proc",
+        "sys",
+        "run",
+        "tmp",
+        "scratch",
+        "bin",
+        "modules",
+        "scenarios",
+    ] {
+        a.dir(d);
+        have.push(d.to_string());
+    }
+    a.chardev("dev/console", 5, 1);
+    a.file(
+        "init",
+        0o755,
+        &std::fs::read(&exe).with_context(|| format!("read {}", exe.display()))?,
+    );
+    // A dynamically linked build brings its libraries (a static one has none).
+    let ldd = Command::new("ldd").arg(&exe).output();
+    if let Ok(out) = ldd
+        && out.status.success()
+    {
+        for lib in parse_ldd(&String::from_utf8_lossy(&out.stdout)) {
+            let data = std::fs::read(&lib).with_context(|| format!("read {lib}"))?;
+            a.parents(&lib, &mut have);
+            a.file(&lib, 0o755, &data);
+        }
+    }
+    for (name, path) in mods {
+        a.file(
+            &format!("modules/{name}.ko"),
+            0o644,
+            &modules::read_module(path)?,
+        );
+    }
+    if let Some(dir) = &opts.scenario_dir {
+        for e in std::fs::read_dir(dir).with_context(|| format!("read {}", dir.display()))? {
+            let p = e?.path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let name = p.file_name().unwrap().to_string_lossy().to_string();
+                a.file(
+                    &format!("scenarios/{name}"),
+                    0o644,
+                    &std::fs::read(&p).with_context(|| format!("read {}", p.display()))?,
+                );
+            }
+        }
+    }
+    a.file(
+        guest::CONFIG_PATH,
+        0o644,
+        serde_json::to_string(cfg)?.as_bytes(),
+    );
+    Ok(a.finish())
+}
+
+fn make_disk(path: &Path, mib: u64) -> Result<()> {
+    let f = std::fs::File::create(path).with_context(|| format!("create {}", path.display()))?;
+    f.set_len(mib << 20)
+        .with_context(|| format!("truncate {}", path.display()))?;
+    let out = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-L", "memcgtest"])
+        .arg(path)
+        .output()
+        .map_err(|e| anyhow!("mkfs.ext4 (install e2fsprogs): {e}"))?;
+    if !out.status.success() {
+        bail!(
+            "mkfs.ext4 {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// Reads what was appended to `path` since `off`.
+fn read_new(path: &Path, off: &mut u64) -> Vec<u8> {
+    let mut buf = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path)
+        && f.seek(SeekFrom::Start(*off)).is_ok()
+        && f.read_to_end(&mut buf).is_ok()
+    {
+        *off += buf.len() as u64;
+    }
+    buf
+}
+
+/// One boot under `accel`. With `watch_kvm`, a KVM failure is noticed early and reported as
+/// `Ok(None)` so the caller can fall back to TCG.
+fn boot(
+    opts: &Options,
+    work: &mut Work,
+    accel: Accel,
+    initrd: &Path,
+    disk: &Path,
+    timeout: Duration,
+    watch_kvm: bool,
+) -> Result<Option<Boot>> {
+    let serial: [PathBuf; 4] =
+        ["console", "results", "progress", "status"].map(|n| work.dir.join(n));
+    for s in &serial {
+        std::fs::write(s, "").with_context(|| format!("create {}", s.display()))?;
+    }
+    let cfg = qemu::Config {
+        accel,
+        cpus: opts.cpus,
+        memory_mib: opts.memory_mib,
+        kernel: opts.kernel.clone(),
+        initrd: initrd.to_path_buf(),
+        append: qemu::kernel_cmdline(""),
+        disk: disk.to_path_buf(),
+        serial: serial.clone(),
+    };
+    let qlog = work.dir.join("qemu.log");
+    let qlog_file = std::fs::File::create(&qlog)?;
+    let mut cmd = Command::new(&opts.qemu);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    cmd.args(qemu::args(&cfg))
+        .stdin(Stdio::null())
+        .stdout(qlog_file.try_clone()?)
+        .stderr(qlog_file);
+    // qemu dies with us, even if we are SIGKILLed.
+    use std::os::unix::process::CommandExt;
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let start = Instant::now();
+    let child = cmd
+        .spawn()
+        .map_err(|e| anyhow!("start {} (install qemu-system-x86): {e}", opts.qemu))?;
+    work.child = Some(child);
+    let mut b = Boot::default();
+    let (mut off_prog, mut off_con) = (0u64, 0u64);
+    let stderr = std::io::stderr();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let prog = read_new(&serial[2], &mut off_prog);
+        if !prog.is_empty() {
+            b.first_output.get_or_insert(start.elapsed().as_secs_f64());
+            let _ = stderr.lock().write_all(&prog);
+        }
+        let con = read_new(&serial[0], &mut off_con);
+        if opts.show_console && !con.is_empty() {
+            let _ = stderr.lock().write_all(&con);
+        }
+        let exited = work.child.as_mut().unwrap().try_wait()?.is_some();
+        if watch_kvm && !exited {
+            let ql = std::fs::read_to_string(&qlog).unwrap_or_default();
+            let silent = off_con == 0 && start.elapsed() > Duration::from_secs(30);
+            if ql.contains("KVM internal error") || ql.contains("emulation failure") || silent {
+                return Ok(None);
+            }
+        }
+        if exited {
+            break;
+        }
+        if start.elapsed() > timeout {
+            b.timed_out = true;
+            break;
+        }
+        if cleanup::interrupted() {
+            b.interrupted = true;
+            break;
+        }
+    }
+    if let Some(mut c) = work.child.take() {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(c.id() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let _ = c.wait();
+    }
+    b.seconds = start.elapsed().as_secs_f64();
+    let rest = read_new(&serial[2], &mut off_prog);
+    let _ = stderr.lock().write_all(&rest);
+    let read =
+        |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).to_string();
+    b.console = read(&serial[0]);
+    b.results = read(&serial[1]);
+    b.qemu_log = read(&qlog);
+    if !b.results.is_empty() {
+        b.first_output = Some(b.first_output.unwrap_or(b.seconds).min(b.seconds));
+    }
+    b.status = read(&serial[3])
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(guest::STATUS_PREFIX)?.parse().ok());
+    if watch_kvm && b.status.is_none() && !console::kernel_started(&b.console) {
+        return Ok(None);
+    }
+    Ok(Some(b))
+}
+
+/// Copies the guest's report directory out of the ext4 image with debugfs (no mount needed).
+fn extract_report(disk: &Path, dest: &Path, work: &Path) -> Result<()> {
+    let tmp = work.join("report-out");
+    std::fs::create_dir_all(&tmp)?;
+    let out = Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("rdump /report {}", tmp.display()))
+        .arg(disk)
+        .output()
+        .map_err(|e| anyhow!("debugfs (install e2fsprogs): {e}"))?;
+    let src = tmp.join("report");
+    if !src.is_dir() {
+        bail!(
+            "the guest wrote no report ({})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    std::fs::create_dir_all(dest).with_context(|| format!("mkdir {}", dest.display()))?;
+    for e in std::fs::read_dir(&src)? {
+        let p = e?.path();
+        let to = dest.join(p.file_name().unwrap());
+        std::fs::copy(&p, &to).with_context(|| format!("copy to {}", to.display()))?;
+    }
+    Ok(())
+}
+
+/// Runs the whole thing; returns the exit code.
+pub fn run(opts: &Options) -> Result<u8> {
+    let infra = |msg: String| -> Result<u8> {
+        eprintln!("memcgtest vm: {msg}");
+        Ok(exit::UNTESTABLE)
+    };
+    if let Err(e) = qemu::check_kernel_image(&opts.kernel) {
+        return infra(e);
+    }
+    if Command::new(&opts.qemu).arg("--version").output().is_err() {
+        return infra(format!(
+            "{} not found (apt-get install qemu-system-x86)",
+            opts.qemu
+        ));
+    }
+    let args = match guest_command(
+        &opts.guest_args,
+        &opts.cgroup,
+        opts.scenario_dir.is_some(),
+        opts.report.is_some(),
+    ) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("memcgtest vm: {e}");
+            return Ok(exit::USAGE);
+        }
+    };
+    let mods = match &opts.modules {
+        Some(d) => modules::resolve(d, modules::WANTED)?,
+        None => Vec::new(),
+    };
+    let cfg = guest::GuestConfig {
+        args: args.clone(),
+        cgroup: opts.cgroup.clone(),
+        modules: mods
+            .iter()
+            .map(|(n, _)| format!("/modules/{n}.ko"))
+            .collect(),
+        selftest: opts.selftest.clone(),
+    };
+    let dir = opts
+        .work_parent
+        .join(format!("{}{}-vm", cleanup::MARKER, std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("mkdir {}", dir.display()))?;
+    let mut work = Work { dir, child: None };
+    cleanup::install_signal_handlers();
+    let initrd = work.dir.join("initramfs.cpio");
+    let archive = build_initramfs(opts, &cfg, &mods)?;
+    // Read it back: a malformed archive would only show as an unexplained boot failure.
+    let entries = initramfs::list(&archive).context("initramfs reads back")?;
+    eprintln!(
+        "memcgtest vm: initramfs {} entries, {:.1} MiB",
+        entries.len(),
+        archive.len() as f64 / 1048576.0
+    );
+    std::fs::write(&initrd, archive).with_context(|| format!("write {}", initrd.display()))?;
+    let disk = work.dir.join("scratch.img");
+    make_disk(&disk, opts.disk_mib)?;
+
+    let mut accel = match opts.accel {
+        AccelChoice::Tcg => Accel::Tcg,
+        AccelChoice::Kvm => Accel::Kvm,
+        AccelChoice::Auto if kvm_usable() => Accel::Kvm,
+        AccelChoice::Auto => Accel::Tcg,
+    };
+    let mut note = String::new();
+    let b = loop {
+        let timeout = opts.timeout.unwrap_or_else(|| default_timeout(accel));
+        eprintln!(
+            "memcgtest vm: booting {} with {} ({} CPUs, {} MiB, cgroup {}{}), timeout {}s",
+            opts.kernel.display(),
+            accel.as_str(),
+            opts.cpus,
+            opts.memory_mib,
+            opts.cgroup,
+            if mods.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", modules {}",
+                    mods.iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
+            },
+            timeout.as_secs()
+        );
+        let watch = opts.accel == AccelChoice::Auto && accel == Accel::Kvm;
+        match boot(opts, &mut work, accel, &initrd, &disk, timeout, watch)? {
+            Some(b) => break (b, timeout),
+            None => {
+                note = "KVM was tried first but the guest did not start under it (nested virtualization?); fell back to TCG".into();
+                eprintln!("memcgtest vm: {note}");
+                make_disk(&disk, opts.disk_mib)?;
+                accel = Accel::Tcg;
+            }
+        }
+    };
+    let (b, timeout) = b;
+    if let Some(p) = &opts.console_log {
+        std::fs::write(p, &b.console).with_context(|| format!("write {}", p.display()))?;
+    }
+    let (mut code, reason) = verdict(&b, timeout);
+    // Splats during a scenario fail it (unless --allow-splats); others are reported.
+    let splats = console::splats(&b.console);
+    let mut failed: Vec<(String, String)> = Vec::new();
+    for s in &splats {
+        match &s.scenario {
+            Some(n) if !opts.allow_splats => {
+                if !failed.iter().any(|(f, _)| f == n) {
+                    let first = s.excerpt.lines().find(|l| l.contains(s.kind)).unwrap_or("");
+                    failed.push((
+                        n.clone(),
+                        format!("kernel {} during the scenario: {}", s.kind, first.trim()),
+                    ));
+                }
+            }
+            _ => eprintln!(
+                "memcgtest vm: kernel {} {}:\n{}",
+                s.kind,
+                s.scenario
+                    .as_ref()
+                    .map(|n| format!("during {n} (allowed by --allow-splats)"))
+                    .unwrap_or("outside any scenario".into()),
+                console::tail(&s.excerpt, 12)
+            ),
+        }
+    }
+    let mut results = b.results.clone();
+    if !failed.is_empty() {
+        results = match guest_format(&args) {
+            "ktap" => console::fail_in_ktap(&results, &failed),
+            "json" => console::fail_in_json(&results, &failed).unwrap_or(results),
+            _ => {
+                let mut r = results;
+                for (n, why) in &failed {
+                    r += &format!("{n}: FAIL ({why})\n");
+                }
+                r
+            }
+        };
+        if code == exit::OK || code == exit::UNTESTABLE {
+            code = exit::FAIL;
+        }
+    }
+    print!("{results}");
+    let _ = std::io::stdout().flush();
+    if let Some(dest) = &opts.report
+        && b.status.is_some()
+        && let Err(e) = extract_report(&disk, dest, &work.dir)
+    {
+        eprintln!("memcgtest vm: report: {e:#}");
+    }
+    if !reason.is_empty() {
+        eprintln!("memcgtest vm: {reason}");
+    }
+    for (n, why) in &failed {
+        eprintln!("memcgtest vm: {n}: {why}");
+    }
+    if code != exit::OK && reason.is_empty() && b.status == Some(exit::UNTESTABLE) {
+        eprintln!(
+            "memcgtest vm: the guest could not test. Last console lines:\n{}",
+            console::tail(&b.console, 12)
+        );
+    }
+    eprintln!(
+        "memcgtest vm: {} under {}{}: {:.1}s, first result after {}; exit {code}",
+        opts.kernel.display(),
+        accel.as_str(),
+        if note.is_empty() { "" } else { " (fallback)" },
+        b.seconds,
+        b.first_output
+            .map(|s| format!("{s:.1}s"))
+            .unwrap_or("-".into()),
+    );
+    drop(work);
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_output_is_parsed() {
+        let t = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x1)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x2)\n\t/lib64/ld-linux-x86-64.so.2 (0x3)\n";
+        assert_eq!(
+            parse_ldd(t),
+            [
+                "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+                "/lib/x86_64-linux-gnu/libc.so.6",
+                "/lib64/ld-linux-x86-64.so.2"
+            ]
+        );
+        assert!(parse_ldd("\tnot a dynamic executable\n").is_empty());
+    }
+
+    #[test]
+    fn guest_command_adds_the_vm_options() {
+        let a = guest_command(&["run".into(), "--quick".into()], "v2", true, true).unwrap();
+        assert_eq!(
+            a.join(" "),
+            "run --cgroup v2 --scratch /scratch --scenario-dir /scenarios --report /scratch/report --quick"
+        );
+        assert_eq!(guest_command(&[], "v1", false, false).unwrap()[0], "run");
+        assert!(guest_command(&["rm".into()], "v1", false, false).is_err());
+        assert!(guest_command(&["run".into(), "--scratch=/x".into()], "v1", false, false).is_err());
+    }
+
+    #[test]
+    fn format_is_found() {
+        let a: Vec<String> = ["run", "--format", "ktap"].map(String::from).to_vec();
+        assert_eq!(guest_format(&a), "ktap");
+        assert_eq!(
+            guest_format(&["run".into(), "--format=json".into()]),
+            "json"
+        );
+        assert_eq!(guest_format(&["run".into()]), "human");
+    }
+
+    fn booted(status: Option<u8>, console: &str) -> Boot {
+        Boot {
+            status,
+            console: console.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        let t = Duration::from_secs(60);
+        let ok = "[0.0] Linux version 6.12\n";
+        assert_eq!(verdict(&booted(Some(0), ok), t).0, 0);
+        assert_eq!(verdict(&booted(Some(2), ok), t).0, 2);
+        assert_eq!(verdict(&booted(Some(125), ok), t).0, 125);
+        let p = verdict(
+            &booted(
+                None,
+                &format!("{ok}[1.0] Kernel panic - not syncing: sysrq triggered crash\n"),
+            ),
+            t,
+        );
+        assert_eq!(p.0, 1);
+        assert!(p.1.starts_with("kernel panic"));
+        let mut hung = booted(None, ok);
+        hung.timed_out = true;
+        let h = verdict(&hung, t);
+        assert_eq!(h.0, 1);
+        assert!(h.1.starts_with("timeout"));
+        let dead = verdict(&booted(None, ""), t);
+        assert_eq!(dead.0, 125);
+        assert!(dead.1.contains("did not start"));
+        assert_eq!(verdict(&booted(None, ok), t).0, 1);
+        // An oops kills the runner (the guest then reports 125): still a bad kernel.
+        let oops = verdict(
+            &booted(
+                Some(125),
+                &format!("{ok}[2.0] Oops: general protection fault\n"),
+            ),
+            t,
+        );
+        assert_eq!(oops.0, 1);
+        assert_eq!(verdict(&booted(Some(77), ok), t).0, 1);
+    }
+}

@@ -1,0 +1,178 @@
+//! qemu's command line, built by pure functions. Four 16550 UARTs carry four channels, each with a
+//! file of its own on the host: ttyS0 the kernel console (and the guest init's own messages),
+//! ttyS1 the results the guest's `memcgtest run` prints on stdout (KTAP, JSON or human), ttyS2 its
+//! stderr (progress), ttyS3 one status line with the exit code. UARTs rather than virtio-serial:
+//! the 8250 driver is built into Debian's kernels and into the project's minimal config, so no
+//! module is needed before the results can flow, and kernel messages can never mix with results.
+
+use std::path::{Path, PathBuf};
+
+/// How to run guest code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    Kvm,
+    Tcg,
+}
+
+impl Accel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
+/// Everything qemu needs for one boot.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub accel: Accel,
+    pub cpus: u32,
+    pub memory_mib: u64,
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    pub append: String,
+    /// The scratch disk image (raw, ext4).
+    pub disk: PathBuf,
+    /// Files for ttyS0..ttyS3.
+    pub serial: [PathBuf; 4],
+}
+
+/// The virtio-blk serial the guest looks for in /sys/block/*/serial.
+pub const DISK_SERIAL: &str = "memcgtest-scratch";
+
+/// The kernel command line. `panic=-1` reboots at once on a panic, which -no-reboot turns into
+/// qemu exiting; 8250.nr_uarts=4 makes sure ttyS1..3 exist.
+pub fn kernel_cmdline(extra: &str) -> String {
+    let mut s = String::from("console=ttyS0,115200 panic=-1 8250.nr_uarts=4 rdinit=/init");
+    if !extra.trim().is_empty() {
+        s.push(' ');
+        s.push_str(extra.trim());
+    }
+    s
+}
+
+/// qemu-system-x86_64's arguments for `cfg`.
+pub fn args(cfg: &Config) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-machine",
+        "pc",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    match cfg.accel {
+        Accel::Kvm => a.extend(["-accel", "kvm", "-cpu", "host"].map(String::from)),
+        Accel::Tcg => a.extend(["-accel", "tcg,thread=multi", "-cpu", "max"].map(String::from)),
+    }
+    a.extend([
+        "-smp".into(),
+        cfg.cpus.to_string(),
+        "-m".into(),
+        format!("{}M", cfg.memory_mib),
+        "-kernel".into(),
+        cfg.kernel.display().to_string(),
+        "-initrd".into(),
+        cfg.initrd.display().to_string(),
+        "-append".into(),
+        cfg.append.clone(),
+        "-drive".into(),
+        format!(
+            "file={},if=none,id=scratch,format=raw",
+            escape_opt(&cfg.disk)
+        ),
+        "-device".into(),
+        format!("virtio-blk-pci,drive=scratch,serial={DISK_SERIAL}"),
+    ]);
+    for s in &cfg.serial {
+        a.push("-serial".into());
+        a.push(format!("file:{}", s.display()));
+    }
+    a
+}
+
+/// qemu option values escape a comma by doubling it.
+fn escape_opt(p: &Path) -> String {
+    p.display().to_string().replace(',', ",,")
+}
+
+/// Checks that `path` is an x86 boot image (bzImage): "HdrS" at 0x202 and the boot sector's
+/// 0xAA55 at 0x1FE. Anything else is refused before qemu is started.
+pub fn check_kernel_image(path: &Path) -> Result<(), String> {
+    let data = std::fs::read(path).map_err(|e| format!("read {}: {e}", path.display()))?;
+    if data.len() < 0x210 || &data[0x202..0x206] != b"HdrS" || data[0x1fe..0x200] != [0x55, 0xaa] {
+        return Err(format!(
+            "{} is not a bootable x86 kernel image (no bzImage header: expected \"HdrS\" at 0x202; \
+             pass arch/x86/boot/bzImage or /boot/vmlinuz-*, not vmlinux)",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(accel: Accel) -> Config {
+        Config {
+            accel,
+            cpus: 2,
+            memory_mib: 2048,
+            kernel: "/k/bzImage".into(),
+            initrd: "/t/initrd".into(),
+            append: kernel_cmdline(""),
+            disk: "/t/a,b.img".into(),
+            serial: ["/t/0".into(), "/t/1".into(), "/t/2".into(), "/t/3".into()],
+        }
+    }
+
+    #[test]
+    fn tcg_uses_multithreading_and_cpu_max() {
+        let a = args(&cfg(Accel::Tcg)).join(" ");
+        assert!(a.contains("-accel tcg,thread=multi -cpu max"), "{a}");
+        assert!(a.contains("-no-reboot"));
+        assert!(a.contains("-smp 2 -m 2048M"));
+        assert!(a.contains("-kernel /k/bzImage -initrd /t/initrd"));
+        assert!(a.contains("serial=memcgtest-scratch"));
+        // A comma in a path is doubled, so qemu does not split the option there.
+        assert!(a.contains("file=/t/a,,b.img,if=none"));
+        assert!(
+            a.ends_with("-serial file:/t/0 -serial file:/t/1 -serial file:/t/2 -serial file:/t/3")
+        );
+    }
+
+    #[test]
+    fn kvm_uses_the_host_cpu() {
+        let a = args(&cfg(Accel::Kvm)).join(" ");
+        assert!(a.contains("-accel kvm -cpu host"));
+    }
+
+    #[test]
+    fn cmdline_panics_reboot_at_once() {
+        let c = kernel_cmdline("  loglevel=4 ");
+        assert!(c.starts_with("console=ttyS0,115200 panic=-1"));
+        assert!(c.ends_with("rdinit=/init loglevel=4"));
+    }
+
+    #[test]
+    fn non_kernels_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("notakernel");
+        std::fs::write(&p, vec![0u8; 4096]).unwrap();
+        let e = check_kernel_image(&p).unwrap_err();
+        assert!(e.contains("not a bootable x86 kernel image"), "{e}");
+        let mut k = vec![0u8; 4096];
+        k[0x1fe] = 0x55;
+        k[0x1ff] = 0xaa;
+        k[0x202..0x206].copy_from_slice(b"HdrS");
+        std::fs::write(&p, k).unwrap();
+        assert!(check_kernel_image(&p).is_ok());
+        assert!(check_kernel_image(&dir.path().join("missing")).is_err());
+    }
+}
