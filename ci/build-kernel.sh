@@ -14,6 +14,11 @@ work=${MEMCGTEST_KERNEL_WORK:-/var/cache/memcgtest-ci}
 src=$work/linux-6.12
 out=$work/out
 log() { echo "build-kernel: $*" >&2; }
+patches=()
+for p in "$@"; do
+  [ -f "$p" ] || { log "no such patch: $p"; exit 1; }
+  patches+=("$(cd "$(dirname "$p")" && pwd)/$(basename "$p")")
+done
 
 need=()
 [ -f /usr/src/linux-source-6.12.tar.xz ] || need+=(linux-source-6.12)
@@ -56,10 +61,9 @@ reverse() {
   for ((i=${#applied[@]}-1; i>=0; i--)); do patch -p1 -R -s < "${applied[$i]}" >&2 || log "could not reverse ${applied[$i]}"; done
 }
 trap reverse EXIT
-if [ $# -gt 0 ]; then
+if [ ${#patches[@]} -gt 0 ]; then
   name=""
-  for p in "$@"; do
-    p=$(cd "$(dirname "$p")" && pwd)/$(basename "$p")
+  for p in "${patches[@]}"; do
     patch -p1 -s --dry-run < "$p" >&2 || { log "$p does not apply to $(make -s kernelversion)"; exit 1; }
     patch -p1 -s < "$p" >&2
     applied+=("$p")

@@ -114,6 +114,32 @@ pub struct Record {
     pub phases: Vec<PhaseRecord>,
     pub steps: Vec<StepRecord>,
     pub machine: Machine,
+    /// Task moves between groups, with their cost.
+    pub moves: Vec<MoveRecord>,
+    /// Why this kernel cannot move charges with a task (v1 move_charge_at_immigrate refused),
+    /// when a scenario asked for it.
+    pub charge_moving: Option<String>,
+}
+
+/// One `move` step: a task's pid written into another group's cgroup.procs.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MoveRecord {
+    pub task: String,
+    pub from: String,
+    pub to: String,
+    /// Memory the task held (anon + mapped file), bytes.
+    pub bytes: u64,
+    /// Wall time of the write(2) to cgroup.procs (charge moving runs inside it), seconds.
+    pub wall_seconds: f64,
+    /// System time the writing thread spent in it, seconds.
+    pub sys_seconds: f64,
+}
+
+impl MoveRecord {
+    /// MiB moved per second of wall time.
+    pub fn mib_per_s(&self) -> f64 {
+        self.bytes as f64 / 1048576.0 / self.wall_seconds.max(1e-9)
+    }
 }
 
 /// Bytes, seconds and MB/s of the write steps of one phase.

@@ -13,11 +13,11 @@ use crate::cgroup::stat::{self, Stat};
 use crate::cgroup::{Cgroup, Version, file_name};
 use crate::check::{self, CheckResult, Outcome};
 use crate::cleanup::{self, interrupted};
-use crate::record::{Machine, PhaseMeasure, PhaseRecord, Record, StepRecord};
+use crate::record::{Machine, MoveRecord, PhaseMeasure, PhaseRecord, Record, StepRecord};
 use crate::sample::{Sampler, Series, Source};
 use crate::scenario::{Antagonist, Feature, Scenario, Step};
 use crate::sysctl::SysctlGuard;
-use crate::workload::{self, Job, WaitError, Worker};
+use crate::workload::{self, Holder, Job, JobResult, WaitError, Worker};
 
 /// Holds writeback off for a dirty probe: dirty pages never expire, the periodic flusher sleeps,
 /// and the dirty limits are as high as they go. Both limits are set to MemTotal in bytes; then the
@@ -83,6 +83,9 @@ pub struct ScenarioResult {
     pub checks: Vec<CheckResult>,
     /// Notes for people (tolerances, oddities seen, what was left out).
     pub notes: Vec<String>,
+    /// Task moves and what they cost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<MoveRecord>,
     #[serde(skip)]
     pub record: Option<Record>,
 }
@@ -100,6 +103,7 @@ impl ScenarioResult {
             phases: Vec::new(),
             checks: Vec::new(),
             notes: Vec::new(),
+            moves: Vec::new(),
             record: None,
         }
     }
@@ -285,6 +289,7 @@ fn execute(
         .map_err(anyhow::Error::from)?;
     guard.root = Some(root.clone());
     let mut groups: Vec<(String, Cgroup)> = Vec::new();
+    let mut charge_moving: Option<String> = None;
     for spec in &sc.cgroups {
         let (parent, leaf) = match spec.name.rsplit_once('/') {
             Some((p, l)) => (groups.iter().find(|(n, _)| n == p).unwrap().1.clone(), l),
@@ -293,6 +298,21 @@ fn execute(
         let cg = parent.create_child(leaf).map_err(anyhow::Error::from)?;
         if spec.limit.is_some() {
             cg.set_limit(spec.limit).map_err(anyhow::Error::from)?;
+        }
+        if let Some(m) = spec.move_charge {
+            let f = cg.path.join("memory.move_charge_at_immigrate");
+            match std::fs::write(&f, m.to_string()) {
+                Ok(()) => {}
+                Err(e) if m > 0 && e.raw_os_error() == Some(libc::EINVAL) => {
+                    charge_moving = Some(format!(
+                        "writing {m} to {} gives EINVAL (charge moving was deprecated in 6.2 and removed in 6.13)",
+                        f.display()
+                    ));
+                }
+                Err(e) => {
+                    return Err(Stop::Failed(anyhow!("write {m} to {}: {e}", f.display())));
+                }
+            }
         }
         groups.push((spec.name.clone(), cg));
     }
@@ -375,6 +395,7 @@ fn execute(
     let sampler = Sampler::start(columns, sources, sc.sample.interval, t0)?;
     let mut phases = Vec::new();
     let mut steps = Vec::new();
+    let mut moves = Vec::new();
     let ran = run_phases(
         ctx,
         sc,
@@ -387,6 +408,7 @@ fn execute(
         &scratch,
         &mut phases,
         &mut steps,
+        &mut moves,
     );
     let timeout_msg = |what: &str| {
         format!(
@@ -402,11 +424,30 @@ fn execute(
     }
     let series: Series = sampler.stop()?;
     result.samples = series.len();
+    for m in &moves {
+        result.notes.push(format!(
+            "moved task {} ({}) from {} to {} in {:.3} s wall, {:.3} s system: {:.0} MiB/s",
+            m.task,
+            crate::units::human_bytes(m.bytes as i64),
+            m.from,
+            m.to,
+            m.wall_seconds,
+            m.sys_seconds,
+            m.mib_per_s()
+        ));
+    }
+    if let Some(why) = &charge_moving {
+        result
+            .notes
+            .push(format!("charge moving unavailable: {why}"));
+    }
     let record = Record {
         series,
         phases,
         steps,
         machine: ctx.machine,
+        moves,
+        charge_moving,
     };
     for (i, p) in record.phases.iter().enumerate() {
         result.phases.push(PhaseResult {
@@ -443,17 +484,17 @@ fn execute(
             .collect();
         (Status::Fail, names.join("; "))
     } else if !unexercised.is_empty() {
-        (
-            Status::Skip,
-            unexercised
-                .iter()
-                .map(|c| c.detail.clone())
-                .collect::<Vec<_>>()
-                .join("; "),
-        )
+        let mut why: Vec<String> = Vec::new();
+        for c in &unexercised {
+            if !why.contains(&c.detail) {
+                why.push(c.detail.clone());
+            }
+        }
+        (Status::Skip, why.join("; "))
     } else {
         (Status::Pass, String::new())
     };
+    result.moves = record.moves.clone();
     result.record = Some(record);
     Ok(())
 }
@@ -471,8 +512,13 @@ fn run_phases(
     scratch: &std::path::Path,
     phases: &mut Vec<PhaseRecord>,
     steps: &mut Vec<StepRecord>,
+    moves: &mut Vec<MoveRecord>,
 ) -> Result<(), Stop> {
     let now = || t0.elapsed().as_secs_f64();
+    // Tasks held across steps (and phases): the holder, the group it is in, the bytes it holds.
+    // Dropping a holder kills its process, on every exit path.
+    let mut holders: std::collections::BTreeMap<String, (Holder, String, u64)> =
+        std::collections::BTreeMap::new();
     // Names were checked against the declared groups when the scenario was parsed.
     let group = |name: &str| {
         &groups
@@ -558,6 +604,11 @@ fn run_phases(
                     }),
                     group(cgroup),
                 ),
+                Step::Hold { .. }
+                | Step::Move { .. }
+                | Step::Grow { .. }
+                | Step::Wait { .. }
+                | Step::Release { .. } => (None, aux),
             };
             // The probe holds writeback off while it writes and while the sampler looks.
             let probe_mark = guard.sysctls.mark();
@@ -613,6 +664,100 @@ fn run_phases(
                     }
                     Default::default()
                 }
+                (
+                    None,
+                    Step::Hold {
+                        task,
+                        cgroup,
+                        anon,
+                        file,
+                        size,
+                        dirty,
+                        write,
+                    },
+                ) => {
+                    let job = Job::Hold {
+                        anon: *anon,
+                        file: file.as_ref().map(|f| path(f)),
+                        file_size: *size,
+                        dirty: *dirty,
+                        write: *write,
+                    };
+                    let (h, secs) = Holder::start(&job, group(cgroup), deadline, &interrupted)
+                        .map_err(|e| stop_of(e, &phase.name, step))?;
+                    holders.insert(task.clone(), (h, cgroup.clone(), anon + size));
+                    JobResult {
+                        bytes: anon + size,
+                        seconds: secs,
+                        ..Default::default()
+                    }
+                }
+                (None, Step::Move { task, to }) => {
+                    let (h, from, bytes) = holders.get_mut(task).expect("validated task");
+                    let to_cg = group(to);
+                    let procs = to_cg.file(crate::cgroup::file_name(to_cg.version, "procs"));
+                    let sys0 = thread_sys_seconds();
+                    let t = Instant::now();
+                    std::fs::write(&procs, h.pid.to_string()).map_err(|e| {
+                        Stop::Failed(anyhow!(
+                            "move task {task}: write {} to {}: {e}",
+                            h.pid,
+                            procs.display()
+                        ))
+                    })?;
+                    let wall = t.elapsed().as_secs_f64();
+                    let m = MoveRecord {
+                        task: task.clone(),
+                        from: from.clone(),
+                        to: to.clone(),
+                        bytes: *bytes,
+                        wall_seconds: wall,
+                        sys_seconds: thread_sys_seconds() - sys0,
+                    };
+                    ctx.progress.say(&format!(
+                        "{}:     moved {} in {:.3} s ({:.0} MiB/s, {:.3} s system)",
+                        sc.name,
+                        crate::units::human_bytes(m.bytes as i64),
+                        m.wall_seconds,
+                        m.mib_per_s(),
+                        m.sys_seconds
+                    ));
+                    *from = to.clone();
+                    moves.push(m);
+                    JobResult {
+                        bytes: *bytes,
+                        seconds: wall,
+                        ..Default::default()
+                    }
+                }
+                (None, Step::Grow { task, anon }) => {
+                    let (h, _, bytes) = holders.get_mut(task).expect("validated task");
+                    let secs = h
+                        .command(&format!("grow {anon}"), deadline, &interrupted)
+                        .map_err(|e| stop_of(e, &phase.name, step))?;
+                    *bytes += anon;
+                    JobResult {
+                        bytes: *anon,
+                        seconds: secs,
+                        ..Default::default()
+                    }
+                }
+                (None, Step::Wait { task }) => {
+                    let (h, _, _) = holders.get_mut(task).expect("validated task");
+                    let secs = h
+                        .command("wait", deadline, &interrupted)
+                        .map_err(|e| stop_of(e, &phase.name, step))?;
+                    JobResult {
+                        seconds: secs,
+                        ..Default::default()
+                    }
+                }
+                (None, Step::Release { task }) => {
+                    let (h, _, _) = holders.remove(task).expect("validated task");
+                    h.release(deadline, &interrupted)
+                        .map_err(|e| stop_of(e, &phase.name, step))?;
+                    Default::default()
+                }
                 _ => unreachable!(),
             };
             let s_end = now();
@@ -660,4 +805,21 @@ fn run_phases(
         });
     }
     Ok(())
+}
+
+/// A worker's failure to finish, as the reason a scenario stopped.
+fn stop_of(e: WaitError, phase: &str, step: &Step) -> Stop {
+    match e {
+        WaitError::Timeout => Stop::Timeout(format!("phase {phase}, step '{}'", step.describe())),
+        WaitError::Interrupted => Stop::Interrupted,
+        WaitError::Failed(m) => Stop::Failed(anyhow!("step '{}': {m}", step.describe())),
+    }
+}
+
+/// System CPU time of the calling thread so far, seconds.
+fn thread_sys_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_stime.tv_sec as f64 + ru.ru_stime.tv_usec as f64 / 1e6
 }

@@ -86,7 +86,16 @@ pub fn evaluate(check: &Check, rec: &Record) -> CheckResult {
             counters,
             global,
             during,
-        } => tracks_global(name, rec, cgroup, counters, global, during),
+            phase,
+        } => tracks_global(
+            name,
+            rec,
+            cgroup,
+            counters,
+            global,
+            during,
+            phase.as_deref(),
+        ),
         Check::DirtyProbe { cgroup } => dirty_probe(name, rec, cgroup),
         Check::Hierarchy { parent, counters } => hierarchy(name, rec, parent, counters),
         Check::NoRatchet {
@@ -104,6 +113,22 @@ pub fn evaluate(check: &Check, rec: &Record) -> CheckResult {
             baseline,
             min_ratio,
         } => throughput(name, rec, phase, baseline, *min_ratio),
+        Check::Change {
+            cgroup,
+            counter,
+            step,
+            by,
+            tolerance,
+            needs_moving,
+        } => change(
+            name,
+            rec,
+            &format!("{cgroup}.{counter}"),
+            step,
+            *by,
+            *tolerance,
+            *needs_moving,
+        ),
         Check::Exercised {
             phase,
             vmstat,
@@ -438,6 +463,7 @@ pub fn tracks_global(
     counters: &[String],
     global: &[String],
     during: &[String],
+    phase: Option<&str>,
 ) -> CheckResult {
     let cols = match columns(rec, cgroup, counters) {
         Ok(c) => c,
@@ -461,6 +487,7 @@ pub fn tracks_global(
         .steps
         .iter()
         .filter(|s| during.iter().any(|k| k == s.kind))
+        .filter(|s| phase.is_none_or(|p| rec.phases.get(s.phase).is_some_and(|x| x.name == p)))
     {
         let r0 = row_at_or_before(rec, st.start);
         let cg0 = sum(rec, r0, &cols);
@@ -469,8 +496,22 @@ pub fn tracks_global(
         let others = (g0_lo - cg0).max(0);
         let tol = batch + drift + others;
         windows += 1;
+        // memory.stat is not one snapshot: its lines are read one after another, so pages that
+        // move from dirty to writeback during a slow pass can be seen in both (or neither). The
+        // global counters' own movement during the pass bounds that, beyond what the bracket
+        // already covers.
+        let skew = |r: usize| -> i64 {
+            let each: i64 = pre
+                .iter()
+                .zip(&post)
+                .map(|((_, a), (_, b))| (rec.series.get(r, *b) - rec.series.get(r, *a)).abs())
+                .sum();
+            (each - (sum(rec, r, &post) - sum(rec, r, &pre)).abs()) * page
+        };
+        let skew0 = skew(r0);
         for r in rec.series.rows_between(st.start, st.end) {
             samples += 1;
+            let tol = tol + skew0 + skew(r);
             let dcg = sum(rec, r, &cols) - cg0;
             let g_lo = sum(rec, r, &pre).min(sum(rec, r, &post)) * page;
             let g_hi = sum(rec, r, &pre).max(sum(rec, r, &post)) * page;
@@ -565,7 +606,7 @@ fn tol_text(rec: &Record, others: i64) -> String {
         " + other groups' dirty pages at each window start".into()
     };
     format!(
-        "{} + node counter drift {} pages ({} = vm stats threshold x {} CPUs){o}",
+        "{} + node counter drift {} pages ({} = vm stats threshold x {} CPUs){o} + read skew (how far the global counters moved apart during the sample's pass)",
         rec.machine.stat_batch_explained(),
         rec.machine.node_drift_pages,
         human_bytes(rec.machine.node_drift_bytes() as i64),
@@ -948,3 +989,105 @@ pub fn observed(
 
 #[cfg(test)]
 mod tests;
+
+/// change: across each step of kind `step`, column `col` changed by `by` bytes: the value at the
+/// first sample after the step minus the value at the last sample before it. Default tolerance:
+/// the memcg unflushed-stats bound plus 1/32 of |by| (memory the kernel keeps for the task itself,
+/// page tables and such, is charged where it was allocated and does not move).
+pub fn change(
+    name: String,
+    rec: &Record,
+    col: &str,
+    step: &str,
+    by: i64,
+    tolerance: Option<u64>,
+    needs_moving: bool,
+) -> CheckResult {
+    if needs_moving && let Some(why) = &rec.charge_moving {
+        return missing(
+            name,
+            format!("charge moving is not available on this kernel: {why}"),
+        );
+    }
+    let Some(c) = rec.series.col(col) else {
+        return missing(name, format!("column {col} was not sampled"));
+    };
+    let (tol, tol_text) = match tolerance {
+        Some(t) => (
+            t as i64,
+            format!("{} (set in the scenario)", human_bytes(t as i64)),
+        ),
+        None => {
+            let t = rec.machine.stat_batch_bytes() as i64 + by.abs() / 32;
+            (
+                t,
+                format!(
+                    "{} = {} + 1/32 of the expected change (kernel memory of the task stays where it was charged)",
+                    human_bytes(t),
+                    rec.machine.stat_batch_explained()
+                ),
+            )
+        }
+    };
+    let mut seen = Vec::new();
+    for st in rec.steps.iter().filter(|s| s.kind == step) {
+        let r0 = row_at_or_before(rec, st.start);
+        let Some(r1) = row_at_or_after(rec, st.end) else {
+            return missing(
+                name,
+                format!("no sample after the {step} step at t={:.3}s", st.end),
+            );
+        };
+        let d = rec.series.get(r1, c) - rec.series.get(r0, c);
+        if (d - by).abs() > tol {
+            let mut res = CheckResult::new(
+                name,
+                Outcome::Fail,
+                format!("{col} changed by {} ({d} B)", signed(d)),
+                format!("{} +- {}", signed(by), human_bytes(tol)),
+                format!(
+                    "across step '{}' (t={:.3}s..{:.3}s, phase {}), {col} went from {} to {}: {}",
+                    st.describe,
+                    st.start,
+                    st.end,
+                    rec.phases[st.phase].name,
+                    human_bytes(rec.series.get(r0, c)),
+                    human_bytes(rec.series.get(r1, c)),
+                    if d.abs() < by.abs() {
+                        "less moved than expected (charge left behind?)"
+                    } else {
+                        "more than expected (charged twice?)"
+                    }
+                ),
+            );
+            res.tolerance = Some(tol_text);
+            res.at = Some(rec.series.t[r1]);
+            res.column = Some(col.to_string());
+            return res;
+        }
+        seen.push(signed(d));
+    }
+    if seen.is_empty() {
+        return missing(name, format!("no {step} step ran"));
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!("changed by {}", seen.join(", ")),
+        format!("{} +- {}", signed(by), human_bytes(tol)),
+        format!(
+            "{col} changed by {} across each {step} step",
+            seen.join(", ")
+        ),
+    );
+    res.tolerance = Some(tol_text);
+    res
+}
+
+fn signed(b: i64) -> String {
+    if b > 0 {
+        format!("+{}", human_bytes(b))
+    } else {
+        human_bytes(b)
+    }
+}

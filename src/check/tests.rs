@@ -56,6 +56,8 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
             page_size: 4096,
             node_drift_pages: 48,
         },
+        moves: vec![],
+        charge_moving: None,
     }
 }
 
@@ -337,6 +339,8 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
             page_size: 4096,
             node_drift_pages: 48,
         },
+        moves: vec![],
+        charge_moving: None,
     }
 }
 
@@ -350,7 +354,15 @@ fn gl() -> Vec<String> {
 #[test]
 fn tracks_global_passes_when_the_group_follows() {
     let r = global_record(|_, g| g);
-    let c = tracks_global("g".into(), &r, "test", &dw(), &gl(), &["write".into()]);
+    let c = tracks_global(
+        "g".into(),
+        &r,
+        "test",
+        &dw(),
+        &gl(),
+        &["write".into()],
+        None,
+    );
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
     assert!(c.tolerance.unwrap().contains("vm stats threshold x 2 CPUs"));
 }
@@ -359,7 +371,15 @@ fn tracks_global_passes_when_the_group_follows() {
 fn clamped_underflow_fails_tracks_global_naming_counter_sample_and_deficit() {
     // The counter went negative earlier; reads clamp it to 0 while global nr_dirty rises.
     let r = global_record(|_, _| 0);
-    let c = tracks_global("g".into(), &r, "test", &dw(), &gl(), &["write".into()]);
+    let c = tracks_global(
+        "g".into(),
+        &r,
+        "test",
+        &dw(),
+        &gl(),
+        &["write".into()],
+        None,
+    );
     assert_eq!(c.outcome, Outcome::Fail);
     assert!(
         c.actual
@@ -383,6 +403,7 @@ fn clamped_underflow_timeline_marks_the_failing_sample() {
         &dw(),
         &gl(),
         &["write".into()],
+        None,
     );
     let svg =
         crate::report::svg::render("clamped", "fail", &c.actual, std::slice::from_ref(&c), &r);
@@ -470,6 +491,8 @@ fn cycles(settled: &[i64]) -> Record {
             page_size: 4096,
             node_drift_pages: 48,
         },
+        moves: vec![],
+        charge_moving: None,
     }
 }
 
@@ -555,4 +578,70 @@ fn observed_needs_global_activity() {
 fn zoneinfo_threshold_takes_the_largest_per_node() {
     let z = "Node 0, zone DMA\n  vm stats threshold: 4\nNode 0, zone Normal\n  vm stats threshold: 24\nNode 1, zone Normal\n  vm stats threshold: 16\n";
     assert_eq!(crate::record::zoneinfo_threshold(z), 40);
+}
+
+/// Groups a and b; a task holding 64 MiB moves a -> b over steps at t=1.0..1.1; `moved` is how
+/// much of it b receives (and a loses).
+fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
+    let mut series = Series::new(vec!["a.anon".into(), "b.anon".into()]);
+    for i in 0..30 {
+        let t = i as f64 * 0.1;
+        let x = if t > 1.05 { moved } else { 0 };
+        series.push(t, &[64 * MIB - x, x]);
+    }
+    Record {
+        series,
+        phases: vec![PhaseRecord {
+            name: "move".into(),
+            start: 0.0,
+            end: 2.9,
+            antagonists: vec![],
+            vmstat_start: Stat::default(),
+            vmstat_end: Stat::default(),
+        }],
+        steps: vec![StepRecord {
+            phase: 0,
+            rep: 0,
+            kind: "move",
+            describe: "move task t to b".into(),
+            start: 1.0,
+            end: 1.1,
+            bytes: 64 << 20,
+            seconds: 0.1,
+        }],
+        machine: Machine {
+            cpus: 2,
+            page_size: 4096,
+            node_drift_pages: 48,
+        },
+        moves: vec![],
+        charge_moving,
+    }
+}
+
+#[test]
+fn change_follows_a_moved_charge_and_catches_a_partial_move() {
+    let ok = move_record(64 * MIB, None);
+    let c = change("c".into(), &ok, "b.anon", "move", 64 * MIB, None, true);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    let c = change("c".into(), &ok, "a.anon", "move", -64 * MIB, None, true);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // Half the charge left behind.
+    let half = move_record(32 * MIB, None);
+    let c = change("c".into(), &half, "b.anon", "move", 64 * MIB, None, true);
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(
+        c.detail.contains("less moved than expected"),
+        "{}",
+        c.detail
+    );
+    assert!(c.actual.contains("+32.0 MiB"), "{}", c.actual);
+    // A kernel without charge moving: not exercised, with the reason.
+    let none = move_record(0, Some("EINVAL".into()));
+    let c = change("c".into(), &none, "b.anon", "move", 64 * MIB, None, true);
+    assert_eq!(c.outcome, Outcome::NotExercised);
+    assert!(c.detail.contains("EINVAL"));
+    // The same record holds "nothing moved" when moving is not needed.
+    let c = change("c".into(), &none, "b.anon", "move", 0, None, false);
+    assert_eq!(c.outcome, Outcome::Pass);
 }

@@ -209,6 +209,7 @@ mod tests {
             phases: vec![],
             checks: vec![],
             notes: vec![],
+            moves: vec![],
             record: None,
         }
     }

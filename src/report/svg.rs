@@ -459,11 +459,14 @@ pub fn render(name: &str, status: &str, sub: &str, checks: &[CheckResult], rec: 
                     r##"<line x1="{xa:.1}" y1="{top:.1}" x2="{xa:.1}" y2="{bottom:.1}" stroke="#dc2626" stroke-width="1.5"/>"##
                 );
                 if here {
+                    // Labels right of the middle grow leftwards, away from the legend.
+                    let right_half = xa > LEFT + plot_w / 2.0;
                     let _ = writeln!(
                         o,
-                        r##"<text x="{:.1}" y="{:.1}" fill="#dc2626">{} failed</text>"##,
-                        xa + 4.0,
+                        r##"<text x="{:.1}" y="{:.1}" fill="#dc2626" text-anchor="{}">{} failed</text>"##,
+                        if right_half { xa - 4.0 } else { xa + 4.0 },
                         top + 24.0,
+                        if right_half { "end" } else { "start" },
                         esc(&c.name)
                     );
                     // A ring on each failing column's value at that sample.

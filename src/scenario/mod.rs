@@ -33,6 +33,23 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "mmap-dirty.toml",
         include_str!("../../scenarios/mmap-dirty.toml"),
     ),
+    (
+        "move-charge-anon.toml",
+        include_str!("../../scenarios/move-charge-anon.toml"),
+    ),
+    (
+        "move-charge-file.toml",
+        include_str!("../../scenarios/move-charge-file.toml"),
+    ),
+    (
+        "move-during-writeback.toml",
+        include_str!("../../scenarios/move-during-writeback.toml"),
+    ),
+    (
+        "move-no-charge.toml",
+        include_str!("../../scenarios/move-no-charge.toml"),
+    ),
+    ("move-v2.toml", include_str!("../../scenarios/move-v2.toml")),
 ];
 
 /// A scenario file error: where, and what is wrong.
@@ -99,6 +116,7 @@ struct RawRequires {
 struct RawCgroup {
     name: Spanned<String>,
     limit: Option<Spanned<String>>,
+    move_charge: Option<Spanned<u32>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -134,6 +152,11 @@ struct RawStep {
     fsync: Option<Spanned<bool>>,
     duration: Option<Spanned<String>>,
     hold: Option<Spanned<String>>,
+    task: Option<Spanned<String>>,
+    to: Option<Spanned<String>>,
+    anon: Option<Spanned<String>>,
+    dirty: Option<Spanned<bool>>,
+    write: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -160,6 +183,11 @@ struct RawCheck {
     during: Option<Spanned<Vec<String>>>,
     parent: Option<Spanned<String>>,
     global: Option<Spanned<Vec<String>>>,
+    counter: Option<Spanned<String>>,
+    step: Option<Spanned<String>>,
+    by: Option<Spanned<String>>,
+    tolerance: Option<Spanned<String>>,
+    needs: Option<Spanned<String>>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -197,6 +225,9 @@ pub struct Requires {
 pub struct CgroupSpec {
     pub name: String,
     pub limit: Option<u64>,
+    /// v1 memory.move_charge_at_immigrate (1 anon, 2 mapped file, 3 both) of this group, the
+    /// destination of a move.
+    pub move_charge: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -237,6 +268,26 @@ pub enum Step {
         file: String,
         size: u64,
     },
+    /// Start task `task` in `cgroup` holding `anon` bytes of touched anonymous memory and, with
+    /// `file`, a shared mapping of `size` bytes of it (pages dirtied when `dirty`, else read); with
+    /// `write`, it keeps rewriting that many bytes of `<file>.written` in the background.
+    Hold {
+        task: String,
+        cgroup: String,
+        anon: u64,
+        file: Option<String>,
+        size: u64,
+        dirty: bool,
+        write: u64,
+    },
+    /// Move the task to cgroup `to` (its pid into cgroup.procs), timing the write.
+    Move { task: String, to: String },
+    /// The task allocates and touches `anon` more bytes where it is now.
+    Grow { task: String, anon: u64 },
+    /// Stop the task's background writer and wait for it.
+    Wait { task: String },
+    /// The task exits, freeing its memory.
+    Release { task: String },
 }
 
 impl Step {
@@ -265,6 +316,38 @@ impl Step {
                     crate::units::human_bytes(*size as i64)
                 )
             }
+            Step::Hold {
+                task,
+                cgroup,
+                anon,
+                file,
+                size,
+                dirty,
+                write,
+            } => {
+                let hb = |b: u64| crate::units::human_bytes(b as i64);
+                let mut d = format!("task {task} in {cgroup} holds {} anon", hb(*anon));
+                if let Some(f) = file {
+                    if *size > 0 {
+                        d += &format!(
+                            ", {} of {f} mapped{}",
+                            hb(*size),
+                            if *dirty { " and dirtied" } else { "" }
+                        );
+                    }
+                    if *write > 0 {
+                        d += &format!(", rewriting {} of {f}.written", hb(*write));
+                    }
+                }
+                d
+            }
+            Step::Move { task, to } => format!("move task {task} to {to}"),
+            Step::Grow { task, anon } => format!(
+                "task {task} allocates {} more",
+                crate::units::human_bytes(*anon as i64)
+            ),
+            Step::Wait { task } => format!("stop task {task}'s writer"),
+            Step::Release { task } => format!("task {task} exits"),
         }
     }
 
@@ -279,6 +362,11 @@ impl Step {
             Step::Unlink { .. } => "unlink",
             Step::MmapWrite { .. } => "mmap-write",
             Step::Probe { .. } => "probe",
+            Step::Hold { .. } => "hold",
+            Step::Move { .. } => "move",
+            Step::Grow { .. } => "grow",
+            Step::Wait { .. } => "wait",
+            Step::Release { .. } => "release",
         }
     }
 }
@@ -322,6 +410,8 @@ pub enum Check {
         counters: Vec<String>,
         global: Vec<String>,
         during: Vec<String>,
+        /// Only steps of this phase.
+        phase: Option<String>,
     },
     /// After each probe step, the group's dirty + writeback equals the bytes the probe wrote.
     DirtyProbe { cgroup: String },
@@ -350,6 +440,16 @@ pub enum Check {
         baseline: String,
         min_ratio: f64,
     },
+    /// Across each step of kind `step`, the group's counter changed by `by` bytes (+- tolerance).
+    /// With `needs_moving`, the check is not exercised where the kernel cannot move charges.
+    Change {
+        cgroup: String,
+        counter: String,
+        step: String,
+        by: i64,
+        tolerance: Option<u64>,
+        needs_moving: bool,
+    },
     /// /proc/vmstat `vmstat` rose by at least `min` during `phase`: the antagonist did its job.
     /// Otherwise the scenario is `skip`, never `pass`.
     Exercised {
@@ -376,6 +476,12 @@ impl Check {
             Check::Observed {
                 cgroup, counters, ..
             } => format!("observed({cgroup}: {})", counters.join("+")),
+            Check::Change {
+                cgroup,
+                counter,
+                step,
+                ..
+            } => format!("change({cgroup}.{counter} at {step})"),
         }
     }
 }
@@ -407,18 +513,32 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// Scales sizes and limits down for smoke runs on slow machines; checks stay as they are.
+    /// Scales sizes and limits down for smoke runs on slow machines; checks stay as they are,
+    /// except the expected change of a `change` check, which follows the sizes.
     pub fn scale_down(&mut self, divisor: u64) {
+        for c in &mut self.checks {
+            if let Check::Change { by, .. } = c {
+                *by /= divisor as i64;
+            }
+        }
         for c in &mut self.cgroups {
             c.limit = c.limit.map(|l| (l / divisor).max(16 << 20));
         }
         for p in &mut self.phases {
             for s in &mut p.steps {
-                if let Step::Write {
-                    size, block_size, ..
-                } = s
-                {
-                    *size = (*size / divisor).max(*block_size);
+                match s {
+                    Step::Write {
+                        size, block_size, ..
+                    } => *size = (*size / divisor).max(*block_size),
+                    Step::Hold {
+                        anon, size, write, ..
+                    } => {
+                        *anon /= divisor;
+                        *size /= divisor;
+                        *write /= divisor;
+                    }
+                    Step::Grow { anon, .. } => *anon /= divisor,
+                    _ => {}
                 }
             }
         }
@@ -542,9 +662,23 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
             ));
         }
         let limit = c.get_ref().limit.as_ref().map(|l| cx.size(l)).transpose()?;
+        let move_charge = match &c.get_ref().move_charge {
+            Some(m) if *m.get_ref() > 3 => {
+                return Err(cx.err(m.span(), "move_charge must be 0..3 (1 anon, 2 mapped file)"));
+            }
+            Some(m) if cgroup_versions.contains(&Version::V2) => {
+                return Err(cx.err(
+                    m.span(),
+                    "move_charge is a cgroup v1 setting: add requires.cgroup = [\"v1\"]",
+                ));
+            }
+            Some(m) => Some(*m.get_ref()),
+            None => None,
+        };
         cgroups.push(CgroupSpec {
             name: nm.clone(),
             limit,
+            move_charge,
         });
     }
     let cgroup_ref = |s: &Option<Spanned<String>>,
@@ -610,6 +744,7 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
     if phases.is_empty() {
         return Err(cx.err(0..0, "a scenario needs at least one [[phase]]"));
     }
+    check_tasks(cx, &raw, &phases)?;
 
     let mut counters: Vec<String> = Vec::new();
     for c in &raw.sample.counters {
@@ -640,6 +775,7 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
                 vec!["nr_dirty".into(), "nr_writeback".into()],
             ),
             Check::Exercised { vmstat, .. } => (vec![], vec![vmstat.clone()]),
+            Check::Change { counter, .. } => (vec![counter.clone()], vec![]),
             Check::Throughput { .. } => (vec![], vec![]),
         };
         for x in cs {
@@ -756,16 +892,20 @@ fn resolve_step(
         "sleep" => &["duration"],
         "mmap-write" => &["cgroup", "file", "size", "hold"],
         "probe" => &["cgroup", "file", "size"],
+        "hold" => &["task", "cgroup", "anon", "file", "size", "dirty", "write"],
+        "move" => &["task", "to"],
+        "grow" => &["task", "anon"],
+        "wait" | "release" => &["task"],
         other => {
             return Err(cx.err(
                 r.action.span(),
                 format!(
-                    "unknown action {other:?} (known: write, sync, fsync, sleep, truncate, unlink, mmap-write, probe)"
+                    "unknown action {other:?} (known: write, sync, fsync, sleep, truncate, unlink, mmap-write, probe, hold, move, grow, wait, release)"
                 ),
             ));
         }
     };
-    let present: [(&str, Option<std::ops::Range<usize>>); 7] = [
+    let present: [(&str, Option<std::ops::Range<usize>>); 12] = [
         ("cgroup", r.cgroup.as_ref().map(|x| x.span())),
         ("file", r.file.as_ref().map(|x| x.span())),
         ("size", r.size.as_ref().map(|x| x.span())),
@@ -773,6 +913,11 @@ fn resolve_step(
         ("fsync", r.fsync.as_ref().map(|x| x.span())),
         ("duration", r.duration.as_ref().map(|x| x.span())),
         ("hold", r.hold.as_ref().map(|x| x.span())),
+        ("task", r.task.as_ref().map(|x| x.span())),
+        ("to", r.to.as_ref().map(|x| x.span())),
+        ("anon", r.anon.as_ref().map(|x| x.span())),
+        ("dirty", r.dirty.as_ref().map(|x| x.span())),
+        ("write", r.write.as_ref().map(|x| x.span())),
     ];
     for (key, span) in present {
         if let Some(span) = span
@@ -865,8 +1010,100 @@ fn resolve_step(
                 .unwrap_or_else(|| "probe".into()),
             size: cx.size(&need(&r.size, "size")?)?,
         },
+        "hold" => {
+            let size = r
+                .size
+                .as_ref()
+                .map(|x| cx.size(x))
+                .transpose()?
+                .unwrap_or(0);
+            let write = r
+                .write
+                .as_ref()
+                .map(|x| cx.size(x))
+                .transpose()?
+                .unwrap_or(0);
+            if (size > 0 || write > 0) && r.file.is_none() {
+                return Err(cx.err(s.span(), "a hold with size or write needs a file"));
+            }
+            Step::Hold {
+                task: task_name(cx, &need(&r.task, "task")?)?,
+                cgroup: cgroup_ref(&r.cgroup, s.span())?,
+                anon: r
+                    .anon
+                    .as_ref()
+                    .map(|x| cx.size(x))
+                    .transpose()?
+                    .unwrap_or(0),
+                file: r.file.as_ref().map(|_| file_name(&r.file)).transpose()?,
+                size,
+                dirty: r.dirty.as_ref().map(|d| *d.get_ref()).unwrap_or(false),
+                write,
+            }
+        }
+        "move" => {
+            let to = need(&r.to, "to")?;
+            Step::Move {
+                task: task_name(cx, &need(&r.task, "task")?)?,
+                to: cgroup_ref(&Some(to), s.span())?,
+            }
+        }
+        "grow" => Step::Grow {
+            task: task_name(cx, &need(&r.task, "task")?)?,
+            anon: cx.size(&need(&r.anon, "anon")?)?,
+        },
+        "wait" => Step::Wait {
+            task: task_name(cx, &need(&r.task, "task")?)?,
+        },
+        "release" => Step::Release {
+            task: task_name(cx, &need(&r.task, "task")?)?,
+        },
         _ => unreachable!(),
     })
+}
+
+fn task_name(cx: &Ctx, t: &Spanned<String>) -> Result<String, ScenarioError> {
+    let ok = !t.get_ref().is_empty()
+        && t.get_ref()
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(t.get_ref().clone())
+    } else {
+        Err(cx.err(t.span(), "task name must be [A-Za-z0-9_-]"))
+    }
+}
+
+/// Tasks must be held before they are used, and not held twice while alive; a phase that holds
+/// a task cannot repeat.
+fn check_tasks(cx: &Ctx, raw: &RawScenario, phases: &[Phase]) -> Result<(), ScenarioError> {
+    let mut alive: Vec<String> = Vec::new();
+    for (p, rp) in phases.iter().zip(&raw.phase) {
+        for (st, rs) in p.steps.iter().zip(&rp.get_ref().steps) {
+            match st {
+                Step::Hold { task, .. } => {
+                    if p.repeat > 1 {
+                        return Err(cx.err(rs.span(), "a phase that holds a task cannot repeat"));
+                    }
+                    if alive.contains(task) {
+                        return Err(cx.err(rs.span(), format!("task {task:?} is already held")));
+                    }
+                    alive.push(task.clone());
+                }
+                Step::Move { task, .. }
+                | Step::Grow { task, .. }
+                | Step::Wait { task }
+                | Step::Release { task }
+                    if !alive.contains(task) =>
+                {
+                    return Err(cx.err(rs.span(), format!("no task {task:?} is held here")));
+                }
+                Step::Release { task } => alive.retain(|t| t != task),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 fn resolve_check(
@@ -914,6 +1151,11 @@ fn resolve_check(
         "unlink",
         "mmap-write",
         "probe",
+        "hold",
+        "move",
+        "grow",
+        "wait",
+        "release",
     ];
     let kinds = |v: &Option<Spanned<Vec<String>>>,
                  default: &[&str]|
@@ -944,16 +1186,17 @@ fn resolve_check(
         "settles" => &["cgroup", "counters", "within", "bound", "after"],
         "throughput" => &["phase", "baseline", "min_ratio"],
         "exercised" => &["phase", "vmstat", "min", "what"],
-        "tracks-global" => &["cgroup", "counters", "global", "during"],
+        "tracks-global" => &["cgroup", "counters", "global", "during", "phase"],
         "dirty-probe" => &["cgroup"],
         "hierarchy" => &["parent", "counters"],
         "no-ratchet" => &["cgroup", "counters", "bound"],
         "observed" => &["cgroup", "counters", "global"],
+        "change" => &["cgroup", "counter", "step", "by", "tolerance", "needs"],
         other => {
             return Err(cx.err(
                 r.kind.span(),
                 format!(
-                    "unknown check {other:?} (known: no-underflow, settles, throughput, exercised, tracks-global, dirty-probe, hierarchy, no-ratchet, observed)"
+                    "unknown check {other:?} (known: no-underflow, settles, throughput, exercised, tracks-global, dirty-probe, hierarchy, no-ratchet, observed, change)"
                 ),
             ))
         }
@@ -973,6 +1216,11 @@ fn resolve_check(
         ("during", r.during.as_ref().map(|x| x.span())),
         ("parent", r.parent.as_ref().map(|x| x.span())),
         ("global", r.global.as_ref().map(|x| x.span())),
+        ("counter", r.counter.as_ref().map(|x| x.span())),
+        ("step", r.step.as_ref().map(|x| x.span())),
+        ("by", r.by.as_ref().map(|x| x.span())),
+        ("tolerance", r.tolerance.as_ref().map(|x| x.span())),
+        ("needs", r.needs.as_ref().map(|x| x.span())),
     ];
     for (key, span) in present {
         if let Some(span) = span
@@ -1004,6 +1252,11 @@ fn resolve_check(
                 &r.during,
                 &["write", "sync", "mmap-write", "probe", "truncate", "unlink"],
             )?,
+            phase: r
+                .phase
+                .as_ref()
+                .map(|_| phase_ref(&r.phase, "phase"))
+                .transpose()?,
         },
         "dirty-probe" => Check::DirtyProbe {
             cgroup: cgroup_ref(&r.cgroup, c.span())?,
@@ -1046,6 +1299,43 @@ fn resolve_check(
                 phase,
                 baseline,
                 min_ratio: *m.get_ref(),
+            }
+        }
+        "change" => {
+            need(r.counter.is_some(), "counter")?;
+            let counter = r.counter.as_ref().unwrap();
+            check_counter(cx, counter.get_ref(), counter.span(), versions)?;
+            need(r.step.is_some(), "step")?;
+            let step = kinds(
+                &r.step
+                    .as_ref()
+                    .map(|s| Spanned::new(s.span(), vec![s.get_ref().clone()])),
+                &[],
+            )?;
+            need(r.by.is_some(), "by")?;
+            let by_s = r.by.as_ref().unwrap();
+            let (sign, mag) = match by_s.get_ref().trim().strip_prefix('-') {
+                Some(m) => (-1i64, m.to_string()),
+                None => (1, by_s.get_ref().trim().trim_start_matches('+').to_string()),
+            };
+            let by = sign * cx.size(&Spanned::new(by_s.span(), mag))? as i64;
+            let needs_moving = match &r.needs {
+                None => false,
+                Some(n) if n.get_ref() == "charge-moving" => true,
+                Some(n) => {
+                    return Err(cx.err(
+                        n.span(),
+                        format!("unknown need {:?} (known: charge-moving)", n.get_ref()),
+                    ));
+                }
+            };
+            Check::Change {
+                cgroup: cgroup_ref(&r.cgroup, c.span())?,
+                counter: counter.get_ref().clone(),
+                step: step[0].clone(),
+                by,
+                tolerance: r.tolerance.as_ref().map(|t| cx.size(t)).transpose()?,
+                needs_moving,
             }
         }
         "exercised" => {

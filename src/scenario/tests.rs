@@ -138,3 +138,78 @@ fn quick_scaling_keeps_checks() {
     assert!(matches!(s.phases[0].steps[0], Step::Write { size, .. } if size == 1 << 20));
     assert_eq!(s.checks, checks);
 }
+
+const MOVE: &str = r#"
+name = "m"
+summary = "s"
+[origin]
+subject = "x"
+[requires]
+cgroup = ["v1"]
+[[cgroup]]
+name = "a"
+[[cgroup]]
+name = "b"
+move_charge = 1
+[[phase]]
+name = "p"
+steps = [
+  { action = "hold", task = "t", cgroup = "a", anon = "64M" },
+  { action = "move", task = "t", to = "b" },
+  { action = "grow", task = "t", anon = "8M" },
+  { action = "release", task = "t" },
+]
+[[check]]
+kind = "change"
+cgroup = "b"
+counter = "anon"
+step = "move"
+by = "-64M"
+needs = "charge-moving"
+"#;
+
+#[test]
+fn task_steps_and_change_checks_parse() {
+    let mut s = parse("m.toml", MOVE).unwrap();
+    assert_eq!(s.cgroups[1].move_charge, Some(1));
+    assert_eq!(
+        s.phases[0].steps[1],
+        Step::Move {
+            task: "t".into(),
+            to: "b".into()
+        }
+    );
+    assert!(matches!(
+        s.checks[0],
+        Check::Change { by, needs_moving: true, .. } if by == -(64 << 20)
+    ));
+    // --quick scales the expected change with the sizes.
+    s.scale_down(8);
+    assert!(matches!(s.checks[0], Check::Change { by, .. } if by == -(8 << 20)));
+    assert!(matches!(s.phases[0].steps[0], Step::Hold { anon, .. } if anon == 8 << 20));
+}
+
+#[test]
+fn tasks_must_be_held_before_use() {
+    let e = err(&MOVE.replace(
+        r#"{ action = "hold", task = "t", cgroup = "a", anon = "64M" },"#,
+        "",
+    ));
+    assert!(e.to_string().contains("no task \"t\" is held here"), "{e}");
+    let e = err(&MOVE.replace(
+        r#"{ action = "release", task = "t" },"#,
+        r#"{ action = "release", task = "t" }, { action = "grow", task = "t", anon = "1M" },"#,
+    ));
+    assert!(e.to_string().contains("no task \"t\" is held here"), "{e}");
+}
+
+#[test]
+fn move_charge_is_v1_only() {
+    let e = err(&MOVE.replace(r#"cgroup = ["v1"]"#, r#"cgroup = ["v1", "v2"]"#));
+    assert!(
+        e.to_string().contains("move_charge is a cgroup v1 setting"),
+        "{e}"
+    );
+    let e = err(&MOVE.replace("needs = \"charge-moving\"", "needs = \"magic\""));
+    assert!(e.to_string().contains("unknown need"), "{e}");
+}

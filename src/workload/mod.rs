@@ -43,6 +43,17 @@ pub enum Job {
         size: u64,
         hold_ms: u64,
     },
+    /// A task that holds memory and waits for commands on stdin (see `Holder`): `anon` bytes of
+    /// touched anonymous memory and, with `file`, a shared mapping of `file_size` bytes of that
+    /// file, every page dirtied (`dirty`) or only read. With `write`, a thread rewrites the first
+    /// `write` bytes of `<file>.written` over and over (buffered, like dd) until told to stop.
+    Hold {
+        anon: u64,
+        file: Option<PathBuf>,
+        file_size: u64,
+        dirty: bool,
+        write: u64,
+    },
 }
 
 /// What a worker reports on stdout when it finishes.
@@ -84,7 +95,11 @@ pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
     let mut cmd = Command::new(exe);
     cmd.arg("__worker")
         .arg(serde_json::to_string(job)?)
-        .stdin(Stdio::null())
+        .stdin(if matches!(job, Job::Hold { .. }) {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Its own process group: Ctrl-C reaches the runner, which then stops workers in order.
@@ -163,6 +178,128 @@ impl Worker {
     }
 }
 
+/// A running holder task (`Job::Hold`) and its command channel.
+pub struct Holder {
+    pub worker: Worker,
+    pub pid: i32,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Holder {
+    /// Starts a holder in `cgroup` and waits until its memory is set up; returns the seconds the
+    /// set-up took.
+    pub fn start(
+        job: &Job,
+        cgroup: &Cgroup,
+        deadline: Instant,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<(Holder, f64), WaitError> {
+        let mut worker = spawn(job, cgroup).map_err(|e| WaitError::Failed(format!("{e:#}")))?;
+        let stdin = worker.child.stdin.take().expect("holder stdin is piped");
+        let stdout = std::io::BufReader::new(worker.child.stdout.take().expect("stdout piped"));
+        let pid = worker.child.id() as i32;
+        let mut h = Holder {
+            worker,
+            pid,
+            stdin,
+            stdout,
+        };
+        let secs = h.answer("ready", deadline, interrupted)?;
+        Ok((h, secs))
+    }
+
+    /// Reads the holder's next line, which must start with `word`; returns the seconds it reports.
+    fn answer(
+        &mut self,
+        word: &str,
+        deadline: Instant,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<f64, WaitError> {
+        use std::io::BufRead;
+        let fd = self.stdout.get_ref().as_raw_fd();
+        loop {
+            if !self.stdout.buffer().is_empty() {
+                break;
+            }
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let n = unsafe { libc::poll(&mut pfd, 1, 50) };
+            if n > 0 {
+                break;
+            }
+            if interrupted() {
+                return Err(WaitError::Interrupted);
+            }
+            if Instant::now() >= deadline {
+                return Err(WaitError::Timeout);
+            }
+        }
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .map_err(|e| WaitError::Failed(format!("read from holder: {e}")))?;
+        let mut it = line.split_whitespace();
+        if it.next() != Some(word) {
+            let mut err = String::new();
+            // Its stderr says why, once it has exited (reading earlier would block).
+            std::thread::sleep(Duration::from_millis(50));
+            if let Ok(Some(_)) = self.worker.child.try_wait()
+                && let Some(e) = self.worker.child.stderr.as_mut()
+            {
+                let _ = e.read_to_string(&mut err);
+            }
+            return Err(WaitError::Failed(format!(
+                "holder said {:?} instead of {word:?}: {}",
+                line.trim(),
+                err.trim()
+            )));
+        }
+        Ok(it.next().and_then(|x| x.parse().ok()).unwrap_or(0.0))
+    }
+
+    /// Sends one command and waits for its "ok"; returns the seconds the holder reports.
+    pub fn command(
+        &mut self,
+        cmd: &str,
+        deadline: Instant,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<f64, WaitError> {
+        writeln!(self.stdin, "{cmd}")
+            .and_then(|_| self.stdin.flush())
+            .map_err(|e| WaitError::Failed(format!("send {cmd:?} to holder: {e}")))?;
+        self.answer("ok", deadline, interrupted)
+    }
+
+    /// Tells the holder to exit (freeing its memory) and reaps it.
+    pub fn release(
+        mut self,
+        deadline: Instant,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<(), WaitError> {
+        let _ = writeln!(self.stdin, "exit").and_then(|_| self.stdin.flush());
+        loop {
+            match self.worker.child.try_wait() {
+                Ok(Some(st)) if st.success() => return Ok(()),
+                Ok(Some(st)) => return Err(WaitError::Failed(format!("holder exited with {st}"))),
+                Ok(None) => {}
+                Err(e) => return Err(WaitError::Failed(format!("wait for holder: {e}"))),
+            }
+            if interrupted() {
+                return Err(WaitError::Interrupted);
+            }
+            if Instant::now() >= deadline {
+                return Err(WaitError::Timeout);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
@@ -233,7 +370,192 @@ fn run_job(job: &Job) -> Result<JobResult> {
             size,
             hold_ms,
         } => mmap_write(path, *size, *hold_ms),
+        Job::Hold {
+            anon,
+            file,
+            file_size,
+            dirty,
+            write,
+        } => hold(*anon, file.as_deref(), *file_size, *dirty, *write),
     }
+}
+
+/// Maps `size` bytes of anonymous memory with 4 KiB pages (no THP, like the 2010 move-charge
+/// benchmark) and touches every page. The mapping is leaked on purpose: the task holds it.
+fn touch_anon(size: u64) -> Result<()> {
+    use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous};
+    let Some(len) = std::num::NonZeroUsize::new(size as usize) else {
+        return Ok(());
+    };
+    // SAFETY: a fresh private anonymous mapping, written only inside its length.
+    let ptr = unsafe {
+        mmap_anonymous(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE,
+        )
+    }
+    .context("mmap anonymous memory")?;
+    // SAFETY: advice on the mapping just made.
+    let _ = unsafe { madvise(ptr, size as usize, MmapAdvise::MADV_NOHUGEPAGE) };
+    let base = ptr.as_ptr() as *mut u8;
+    for off in (0..size as usize).step_by(4096) {
+        // SAFETY: off < size, inside the mapping.
+        unsafe { base.add(off).write_volatile(0x5a) };
+    }
+    Ok(())
+}
+
+/// Maps `size` bytes of `path` shared and dirties (or reads) every page; the mapping is kept.
+fn map_file(path: &std::path::Path, size: u64, dirty: bool) -> Result<()> {
+    use nix::sys::mman::{MapFlags, ProtFlags, mmap};
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    f.set_len(size)
+        .with_context(|| format!("truncate {}", path.display()))?;
+    let len = std::num::NonZeroUsize::new(size as usize).context("file mapping of 0 bytes")?;
+    // SAFETY: a fresh shared mapping of a file we own; kept until the task exits.
+    let ptr = unsafe {
+        mmap(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_SHARED,
+            &f,
+            0,
+        )
+    }
+    .with_context(|| format!("mmap {}", path.display()))?;
+    let base = ptr.as_ptr() as *mut u8;
+    let mut sum = 0u8;
+    for off in (0..size as usize).step_by(4096) {
+        // SAFETY: off < size, inside the mapping.
+        unsafe {
+            if dirty {
+                base.add(off).write_volatile(0xa5);
+            } else {
+                sum = sum.wrapping_add(base.add(off).read_volatile());
+            }
+        }
+    }
+    std::hint::black_box(sum);
+    Ok(())
+}
+
+/// Writes `size` bytes of `path` 1 MiB at a time, truncates it and starts again, until `stop` is
+/// set; then returns what it wrote in all.
+fn rewrite_until(
+    path: &std::path::Path,
+    size: u64,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<JobResult> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    let block = 1usize << 20;
+    let buf: Vec<u8> = (0..block).map(|i| (i % 251) as u8 + 1).collect();
+    let t = Instant::now();
+    let mut total = 0u64;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        // Truncate, so every round writes into new page-cache pages: pages are charged (and
+        // their dirty counts kept) in the group of the task that created them, so only new pages
+        // show where the writer is now.
+        f.set_len(0)
+            .with_context(|| format!("truncate {}", path.display()))?;
+        f.seek(SeekFrom::Start(0))
+            .with_context(|| format!("seek {}", path.display()))?;
+        let mut left = size;
+        while left > 0 && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let n = left.min(block as u64) as usize;
+            f.write_all(&buf[..n])
+                .with_context(|| format!("write {}", path.display()))?;
+            left -= n as u64;
+            total += n as u64;
+        }
+    }
+    Ok(JobResult {
+        bytes: total,
+        seconds: t.elapsed().as_secs_f64(),
+        fsync_seconds: 0.0,
+    })
+}
+
+/// The holder task: sets up its memory, says "ready SECONDS", then serves commands, one per line:
+/// "grow BYTES" (more anonymous memory; answers "ok SECONDS"), "wait" (stop the background
+/// writer after its current block; "ok SECONDS"), "exit". Its JobResult is printed by `worker_main` at exit.
+fn hold(
+    anon: u64,
+    file: Option<&std::path::Path>,
+    file_size: u64,
+    dirty: bool,
+    write: u64,
+) -> Result<JobResult> {
+    use std::io::BufRead;
+    let t = Instant::now();
+    touch_anon(anon)?;
+    if let Some(f) = file
+        && file_size > 0
+    {
+        map_file(f, file_size, dirty)?;
+    }
+    let mut total = anon + file_size;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut writer = match (file, write) {
+        (Some(f), w) if w > 0 => {
+            let p = f.with_extension("written");
+            let stop = stop.clone();
+            Some(std::thread::spawn(move || rewrite_until(&p, w, &stop)))
+        }
+        _ => None,
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready {}", t.elapsed().as_secs_f64())?;
+    out.flush()?;
+    for line in std::io::stdin().lock().lines() {
+        let line = line.context("read command")?;
+        let mut it = line.split_whitespace();
+        match (it.next(), it.next()) {
+            (Some("grow"), Some(n)) => {
+                let n: u64 = n.parse().context("grow BYTES")?;
+                let t = Instant::now();
+                touch_anon(n)?;
+                total += n;
+                writeln!(out, "ok {}", t.elapsed().as_secs_f64())?;
+            }
+            (Some("wait"), None) => {
+                let t = Instant::now();
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                if let Some(w) = writer.take() {
+                    let r = w
+                        .join()
+                        .map_err(|_| anyhow::anyhow!("writer thread panicked"))??;
+                    total += r.bytes;
+                }
+                writeln!(out, "ok {}", t.elapsed().as_secs_f64())?;
+            }
+            (Some("exit"), None) => break,
+            _ => bail!("unknown holder command {line:?}"),
+        }
+        out.flush()?;
+    }
+    drop(out);
+    Ok(JobResult {
+        bytes: total,
+        seconds: t.elapsed().as_secs_f64(),
+        fsync_seconds: 0.0,
+    })
 }
 
 /// Buffered writes as dd does them: the measured time is the write loop only (dd without

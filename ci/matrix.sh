@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Detection matrix: the stock 6.12 kernel and every mutant in kernel-patches/, each booted by
+# `memcgtest vm` (quick suite; cgroup v2 unless a patch's "Cgroup:" header says v1).
+# Prints a kernel x scenario table and one verdict line.
+# Fails unless the stock kernel passes every scenario in each of its runs (MEMCGTEST_STOCK_RUNS,
+# default 3; a flaky pass counts as a failure) and every mutant fails the scenario(s) named by its
+# "Caught-by:" header. Run as root from the repository root after `cargo build --release`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$PWD/target/release/memcgtest
+runs=${MEMCGTEST_STOCK_RUNS:-3}
+out=${MEMCGTEST_CI_OUT:-/tmp/memcgtest-ci}/matrix
+rm -rf "$out"
+mkdir -p "$out"
+
+stock=$(ci/build-kernel.sh)
+scenarios=$("$bin" list | awk '/^[a-z]/ {print $1}')
+
+# Runs the quick suite on KERNEL, saving LABEL.ktap, the console and the report directory.
+suite() {
+  local kernel=$1 label=$2 cg=${3:-v2}
+  echo "matrix: $label (cgroup $cg)" >&2
+  set +e
+  "$bin" --cgroup "$cg" vm --kernel "$kernel" --console-log "$out/$label.console" --report "$out/$label" \
+    -- run --quick --format ktap > "$out/$label.ktap" 2> "$out/$label.err"
+  echo $? > "$out/$label.rc"
+  set -e
+}
+
+# The status of SCENARIO in LABEL.ktap: pass, skip, FAIL, ERROR or '-' (did not run).
+status() {
+  local f="$out/$1.ktap" s=$2
+  if grep -qE "^ok [0-9]+ $s # SKIP" "$f"; then echo skip
+  elif grep -qE "^ok [0-9]+ $s\$" "$f"; then echo pass
+  elif grep -qE "^# $s: error:" "$f"; then echo ERROR
+  elif grep -qE "^not ok [0-9]+ $s\$" "$f"; then echo FAIL
+  else echo -; fi
+}
+
+labels=()
+for i in $(seq 1 "$runs"); do
+  suite "$stock" "stock-$i"
+  labels+=("stock-$i")
+done
+declare -A catches
+for p in kernel-patches/*.patch; do
+  name=$(basename "$p" .patch)
+  catches[$name]=$(sed -n 's/^Caught-by: *//p' "$p" | tr -d ' ')
+  [ -n "${catches[$name]}" ] || { echo "matrix: $p has no Caught-by: header"; exit 1; }
+  cg=$(sed -n 's/^Cgroup: *\(v[12]\).*/\1/p' "$p")
+  kernel=$(ci/build-kernel.sh "$p")
+  suite "$kernel" "$name" "${cg:-v2}"
+  labels+=("$name")
+done
+
+ok=1
+problems=()
+printf '\n%-22s' "kernel \\ scenario"
+for s in $scenarios; do printf ' %-20s' "$s"; done
+printf ' %s\n' "exit"
+for l in "${labels[@]}"; do
+  printf '%-22s' "$l"
+  for s in $scenarios; do
+    st=$(status "$l" "$s")
+    mark=""
+    case "$l" in
+      stock-*) [ "$st" = pass ] || { ok=0; problems+=("$l: $s is $st on the stock kernel"); } ;;
+      *) if [[ ",${catches[$l]}," == *",$s,"* ]]; then
+           mark="*"
+           [[ "$st" = FAIL || "$st" = ERROR ]] || { ok=0; problems+=("$l: not caught by $s ($st)"); }
+         fi ;;
+    esac
+    printf ' %-20s' "$st$mark"
+  done
+  printf ' %s\n' "$(cat "$out/$l.rc")"
+done
+echo "(* = the scenario the mutant's Caught-by: header names; reports in $out)"
+for p in "${problems[@]}"; do echo "matrix: $p"; done
+if [ $ok = 1 ]; then
+  echo "matrix: PASS: stock $(make -s -C /var/cache/memcgtest-ci/linux-6.12 kernelversion 2>/dev/null) passed every scenario $runs/$runs times; every mutant was caught by its scenario"
+else
+  echo "matrix: FAIL"
+  exit 1
+fi
