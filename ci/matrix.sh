@@ -3,7 +3,8 @@
 # `memcgtest vm` (quick suite; cgroup v2 unless a patch's "Cgroup:" header says v1).
 # Prints a kernel x scenario table and one verdict line.
 # Fails unless the stock kernel passes every scenario in each of its runs (MEMCGTEST_STOCK_RUNS,
-# default 3; a flaky pass counts as a failure) and every mutant fails the scenario(s) named by its
+# default 3, each under cgroup v2 and v1; a scenario that needs one version is n/a in the other;
+# a flaky pass counts as a failure) and every mutant fails the scenario(s) named by its
 # "Caught-by:" header. Run as root from the repository root after `cargo build --release`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,10 +28,12 @@ suite() {
   set -e
 }
 
-# The status of SCENARIO in LABEL.ktap: pass, skip, FAIL, ERROR or '-' (did not run).
+# The status of SCENARIO in LABEL.ktap: pass, skip, FAIL, ERROR or '-' (did not run); "n/a" is
+# a skip because the scenario needs the other cgroup version.
 status() {
   local f="$out/$1.ktap" s=$2
-  if grep -qE "^ok [0-9]+ $s # SKIP" "$f"; then echo skip
+  if grep -qE "^ok [0-9]+ $s # SKIP needs cgroup" "$f"; then echo n/a
+  elif grep -qE "^ok [0-9]+ $s # SKIP" "$f"; then echo skip
   elif grep -qE "^ok [0-9]+ $s\$" "$f"; then echo pass
   elif grep -qE "^# $s: error:" "$f"; then echo ERROR
   elif grep -qE "^not ok [0-9]+ $s\$" "$f"; then echo FAIL
@@ -39,8 +42,10 @@ status() {
 
 labels=()
 for i in $(seq 1 "$runs"); do
-  suite "$stock" "stock-$i"
-  labels+=("stock-$i")
+  for cg in v2 v1; do
+    suite "$stock" "stock-$cg-$i" "$cg"
+    labels+=("stock-$cg-$i")
+  done
 done
 declare -A catches
 for p in kernel-patches/*.patch; do
@@ -64,7 +69,7 @@ for l in "${labels[@]}"; do
     st=$(status "$l" "$s")
     mark=""
     case "$l" in
-      stock-*) [ "$st" = pass ] || { ok=0; problems+=("$l: $s is $st on the stock kernel"); } ;;
+      stock-*) [[ "$st" = pass || "$st" = n/a ]] || { ok=0; problems+=("$l: $s is $st on the stock kernel"); } ;;
       *) if [[ ",${catches[$l]}," == *",$s,"* ]]; then
            mark="*"
            [[ "$st" = FAIL || "$st" = ERROR ]] || { ok=0; problems+=("$l: not caught by $s ($st)"); }
@@ -74,10 +79,17 @@ for l in "${labels[@]}"; do
   done
   printf ' %s\n' "$(cat "$out/$l.rc")"
 done
-echo "(* = the scenario the mutant's Caught-by: header names; reports in $out)"
+echo "(* = the scenario the mutant's Caught-by: header names; n/a = needs the other cgroup version; reports in $out)"
+for s in $scenarios; do
+  passed=0
+  for i in $(seq 1 "$runs"); do
+    for cg in v2 v1; do [ "$(status "stock-$cg-$i" "$s")" = pass ] && passed=$((passed+1)); done
+  done
+  [ $passed -ge "$runs" ] || { ok=0; problems+=("$s passed only $passed times on the stock kernel"); }
+done
 for p in "${problems[@]}"; do echo "matrix: $p"; done
 if [ $ok = 1 ]; then
-  echo "matrix: PASS: stock $(make -s -C /var/cache/memcgtest-ci/linux-6.12 kernelversion 2>/dev/null) passed every scenario $runs/$runs times; every mutant was caught by its scenario"
+  echo "matrix: PASS: stock $(make -s -C "${MEMCGTEST_KERNEL_WORK:-/var/cache/memcgtest-ci}/linux-6.12" kernelversion 2>/dev/null) passed every scenario $runs/$runs times; every mutant was caught by its scenario"
 else
   echo "matrix: FAIL"
   exit 1

@@ -44,4 +44,7 @@ rm -rf "$report"
 
 log "the suite in VMs: Debian 6.1 and the project's 6.12 kernel, cgroup v1 and v2"
 ci/vm-tests.sh
+
+log "detection matrix: the stock 6.12 kernel and the mutants of kernel-patches/"
+ci/matrix.sh
 echo "ci/test.sh: all checks passed"

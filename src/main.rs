@@ -3,6 +3,7 @@
 mod cgroup;
 mod check;
 mod cleanup;
+mod compare;
 mod env;
 mod record;
 mod report;
@@ -96,6 +97,19 @@ enum Command {
         /// Per-scenario timeout overriding the scenario's own (e.g. 120s, 10m).
         #[arg(long, value_parser = units::parse_duration)]
         timeout: Option<std::time::Duration>,
+        /// Sampling interval overriding the scenarios' own (for measuring the sampler's cost).
+        #[arg(long, value_parser = units::parse_duration)]
+        sample_interval: Option<std::time::Duration>,
+    },
+    /// Compare the measurements of two `run --format json` result files (exit 1 on a regression).
+    Compare {
+        base: PathBuf,
+        new: PathBuf,
+        /// Minimum change of the median, in percent, that can count as a regression.
+        #[arg(long, default_value_t = 5.0)]
+        threshold: f64,
+        #[arg(long, value_enum, default_value = "human")]
+        format: Format,
     },
     /// Remove what runs killed with SIGKILL left behind (cgroups, scratch files, sysctls).
     Cleanup,
@@ -330,7 +344,48 @@ fn run(cli: Cli) -> Result<u8> {
             report,
             quick,
             timeout,
-        } => run_scenarios(&cli, names, *format, report.as_deref(), *quick, *timeout),
+            sample_interval,
+        } => run_scenarios(
+            &cli,
+            names,
+            *format,
+            report.as_deref(),
+            *quick,
+            (*timeout, *sample_interval),
+        ),
+        Command::Compare {
+            base,
+            new,
+            threshold,
+            format,
+        } => {
+            let (b, n) = match (compare::load(base), compare::load(new)) {
+                (Ok(b), Ok(n)) => (b, n),
+                (Err(e), _) | (_, Err(e)) => return usage_error(&format!("{e:#}")),
+            };
+            let rows = compare::compare(&b, &n, *threshold);
+            if rows.is_empty() {
+                return usage_error(&format!(
+                    "{} and {} have no measurement in common",
+                    base.display(),
+                    new.display()
+                ));
+            }
+            match format {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+                _ => print!("{}", compare::render(&rows, *threshold)),
+            }
+            Ok(
+                if rows
+                    .iter()
+                    .any(|r| r.verdict == compare::Verdict::Regression)
+                {
+                    exit::FAIL
+                } else {
+                    exit::OK
+                },
+            )
+        }
     }
 }
 
@@ -350,7 +405,7 @@ fn run_scenarios(
     format: Format,
     report_dir: Option<&Path>,
     quick: bool,
-    timeout: Option<std::time::Duration>,
+    (timeout, sample_interval): (Option<std::time::Duration>, Option<std::time::Duration>),
 ) -> Result<u8> {
     let all = match scenario::load_all(cli.scenario_dir.as_deref()) {
         Ok(a) => a,
@@ -371,6 +426,11 @@ fn run_scenarios(
     }
     if names.is_empty() {
         selected = all;
+    }
+    if let Some(i) = sample_interval {
+        for s in &mut selected {
+            s.sample.interval = i;
+        }
     }
     if !nix::unistd::geteuid().is_root() {
         return untestable("memcgtest run needs root (it creates cgroups and writes /proc/sys/vm)");

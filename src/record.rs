@@ -18,9 +18,14 @@ pub struct StepRecord {
     /// Seconds since the scenario started.
     pub start: f64,
     pub end: f64,
-    /// Bytes the step wrote, and the seconds its measured part took.
+    /// Bytes the step wrote or read (page faults for a fault step), and the seconds its measured
+    /// part took.
     pub bytes: u64,
     pub seconds: f64,
+    /// The group the step's workload ran in ("" for helpers such as sync).
+    pub cgroup: String,
+    /// CPU seconds (user + system) the workload used, where it reports them.
+    pub cpu_seconds: f64,
 }
 
 /// One executed phase.
@@ -202,6 +207,87 @@ impl Record {
             .find(|p| t >= p.start && t <= p.end)
             .map(|p| p.name.as_str())
             .unwrap_or("between phases")
+    }
+}
+
+/// A named set of samples of one quantity, higher is better (for `memcgtest compare`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Measurement {
+    pub name: String,
+    pub unit: String,
+    pub samples: Vec<f64>,
+}
+
+/// The rate of a step: MB/s for reads and writes, faults/s for fault loops.
+pub fn step_rate(s: &StepRecord) -> Option<f64> {
+    if s.seconds <= 0.0 || s.bytes == 0 {
+        return None;
+    }
+    let per_s = s.bytes as f64 / s.seconds;
+    Some(if s.kind == "fault" {
+        per_s
+    } else {
+        per_s / 1e6
+    })
+}
+
+impl Record {
+    /// Everything measurable in the run, as sample sets: write MB/s per phase (one sample per
+    /// repetition), read MB/s and faults/s (and faults per CPU-second) per phase and group, and the
+    /// MiB/s of each task move.
+    pub fn measurements(&self) -> Vec<Measurement> {
+        let mut out = Vec::new();
+        for (i, p) in self.phases.iter().enumerate() {
+            let m = self.phase_measure(i);
+            if !m.samples_mb_per_s.is_empty() {
+                out.push(Measurement {
+                    name: format!("{}: write", p.name),
+                    unit: "MB/s".into(),
+                    samples: m.samples_mb_per_s,
+                });
+            }
+            let mut keys: Vec<(&str, &str)> = Vec::new();
+            for s in self
+                .steps
+                .iter()
+                .filter(|s| s.phase == i && (s.kind == "read" || s.kind == "fault"))
+            {
+                if !keys.contains(&(s.kind, s.cgroup.as_str())) {
+                    keys.push((s.kind, s.cgroup.as_str()));
+                }
+            }
+            for (kind, cg) in keys {
+                let steps: Vec<&StepRecord> = self
+                    .steps
+                    .iter()
+                    .filter(|s| s.phase == i && s.kind == kind && s.cgroup == cg)
+                    .collect();
+                out.push(Measurement {
+                    name: format!("{}: {kind} in {cg}", p.name),
+                    unit: if kind == "fault" { "faults/s" } else { "MB/s" }.into(),
+                    samples: steps.iter().filter_map(|s| step_rate(s)).collect(),
+                });
+                if kind == "fault" {
+                    out.push(Measurement {
+                        name: format!("{}: fault in {cg} per CPU", p.name),
+                        unit: "faults/CPU-s".into(),
+                        samples: steps
+                            .iter()
+                            .filter(|s| s.cpu_seconds > 0.0)
+                            .map(|s| s.bytes as f64 / s.cpu_seconds)
+                            .collect(),
+                    });
+                }
+            }
+        }
+        for m in self.moves.iter().filter(|m| m.bytes > 0) {
+            out.push(Measurement {
+                name: format!("move {} {} -> {}", m.task, m.from, m.to),
+                unit: "MiB/s".into(),
+                samples: vec![m.mib_per_s()],
+            });
+        }
+        out
     }
 }
 

@@ -24,10 +24,22 @@ use crate::workload::{self, Holder, Job, JobResult, WaitError, Worker};
 /// kernel (domain_dirty_limits) puts background writeback at half the dirtyable memory. With
 /// cgroup writeback (v2) the group is a dirty domain of its own whose dirtyable memory is its file
 /// pages plus at most the other clean page cache, scaled by the same ratios: in a fresh VM that is
-/// a few MiB and background writeback would start at once. The probe step therefore first writes
-/// and fsyncs a clean ballast of 3x the probe in the group (see `PROBE_BALLAST`).
-/// Clean page cache written before a probe, as a multiple of the probe's size.
+/// a few MiB and background writeback would start at once. The probe step therefore first makes
+/// sure the group has clean file pages of 3x the probe (see `probe_ballast`).
+/// Clean page cache a v2 group needs before a probe, as a multiple of the probe's size.
 const PROBE_BALLAST: u64 = 3;
+
+/// How much clean ballast to write before a probe of `size` in `cg`: none on v1 (no per-group
+/// dirty domain; extra pages there would only push a limited group into reclaim, which starts
+/// writeback); on v2 what the group's file pages lack of PROBE_BALLAST x size.
+fn probe_ballast(cg: &Cgroup, size: u64) -> Result<u64, String> {
+    if cg.version == Version::V1 {
+        return Ok(0);
+    }
+    let st = cg.stat().map_err(|e| e.to_string())?;
+    let file = st.get("file").unwrap_or(0).max(0) as u64;
+    Ok((PROBE_BALLAST * size).saturating_sub(file))
+}
 
 fn hold_writeback(sysctls: &mut SysctlGuard) -> Result<()> {
     let total = crate::env::mem_total_bytes().max(1 << 30).to_string();
@@ -86,6 +98,8 @@ pub struct ScenarioResult {
     /// Task moves and what they cost.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub moves: Vec<MoveRecord>,
+    /// Sample sets of everything measured (for `memcgtest compare`).
+    pub measurements: Vec<crate::record::Measurement>,
     #[serde(skip)]
     pub record: Option<Record>,
 }
@@ -104,6 +118,7 @@ impl ScenarioResult {
             checks: Vec::new(),
             notes: Vec::new(),
             moves: Vec::new(),
+            measurements: Vec::new(),
             record: None,
         }
     }
@@ -426,14 +441,18 @@ fn execute(
     result.samples = series.len();
     for m in &moves {
         result.notes.push(format!(
-            "moved task {} ({}) from {} to {} in {:.3} s wall, {:.3} s system: {:.0} MiB/s",
+            "moved task {} ({} held) from {} to {} in {:.3} s wall, {:.3} s system{}",
             m.task,
             crate::units::human_bytes(m.bytes as i64),
             m.from,
             m.to,
             m.wall_seconds,
             m.sys_seconds,
-            m.mib_per_s()
+            if m.bytes > 0 {
+                format!(": {:.0} MiB/s", m.mib_per_s())
+            } else {
+                String::new()
+            }
         ));
     }
     if let Some(why) = &charge_moving {
@@ -495,6 +514,7 @@ fn execute(
         (Status::Pass, String::new())
     };
     result.moves = record.moves.clone();
+    result.measurements = record.measurements();
     result.record = Some(record);
     Ok(())
 }
@@ -608,30 +628,29 @@ fn run_phases(
                 | Step::Move { .. }
                 | Step::Grow { .. }
                 | Step::Wait { .. }
-                | Step::Release { .. } => (None, aux),
+                | Step::Release { .. }
+                | Step::Create { .. }
+                | Step::Read { .. }
+                | Step::Fault { .. } => (None, aux),
             };
             // The probe holds writeback off while it writes and while the sampler looks.
             let probe_mark = guard.sysctls.mark();
             if let Step::Probe { size, file, .. } = step {
-                let ballast = Job::Write {
-                    path: path(&format!("{file}.ballast")),
-                    size: PROBE_BALLAST * size,
-                    block_size: 1 << 20,
-                    fsync: true,
-                };
-                let mut w = workload::spawn(&ballast, cg)?;
-                match w.wait(deadline, &interrupted) {
-                    Ok(_) => {}
-                    Err(WaitError::Timeout) => {
-                        return Err(Stop::Timeout(format!(
-                            "phase {}, probe ballast",
-                            phase.name
-                        )));
-                    }
-                    Err(WaitError::Interrupted) => return Err(Stop::Interrupted),
-                    Err(WaitError::Failed(m)) => return Err(Stop::Failed(anyhow!(m))),
+                let need = probe_ballast(cg, *size).map_err(|e| Stop::Failed(anyhow!(e)))?;
+                if need > 0 {
+                    let ballast = Job::Write {
+                        path: path(&format!("{file}.ballast")),
+                        size: need,
+                        block_size: 1 << 20,
+                        fsync: true,
+                    };
+                    let mut w = workload::spawn(&ballast, cg)?;
+                    w.wait(deadline, &interrupted)
+                        .map_err(|e| stop_of(e, &phase.name, step))?;
                 }
                 hold_writeback(&mut guard.sysctls)?;
+                // The window starts from a sample taken after the ballast is clean.
+                sampler.wait_fresh(2);
             }
             let s_start = now();
             let res = match (job, step) {
@@ -752,6 +771,67 @@ fn run_phases(
                         ..Default::default()
                     }
                 }
+                (None, Step::Create { file, size, count }) => {
+                    let jobs = (0..*count)
+                        .map(|i| Job::Create {
+                            path: path(&format!("{file}.{i}")),
+                            size: *size,
+                        })
+                        .collect();
+                    run_parallel(jobs, aux, deadline).map_err(|e| stop_of(e, &phase.name, step))?
+                }
+                (
+                    None,
+                    Step::Read {
+                        cgroup,
+                        file,
+                        count,
+                    },
+                ) => {
+                    let jobs = (0..*count)
+                        .map(|i| Job::Read {
+                            path: path(&format!("{file}.{i}")),
+                        })
+                        .collect();
+                    let r = run_parallel(jobs, group(cgroup), deadline)
+                        .map_err(|e| stop_of(e, &phase.name, step))?;
+                    ctx.progress.say(&format!(
+                        "{}:     {:.1} MB/s",
+                        sc.name,
+                        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
+                    ));
+                    r
+                }
+                (
+                    None,
+                    Step::Fault {
+                        cgroup,
+                        size,
+                        clients,
+                        duration,
+                    },
+                ) => {
+                    let n = if *clients == 0 {
+                        ctx.machine.cpus as u32
+                    } else {
+                        *clients
+                    };
+                    let jobs = (0..n)
+                        .map(|_| Job::Fault {
+                            size: *size,
+                            duration_ms: duration.as_millis() as u64,
+                        })
+                        .collect();
+                    let r = run_parallel(jobs, group(cgroup), deadline)
+                        .map_err(|e| stop_of(e, &phase.name, step))?;
+                    ctx.progress.say(&format!(
+                        "{}:     {:.0} faults/s, {:.0} faults/CPU-s",
+                        sc.name,
+                        r.bytes as f64 / r.seconds.max(1e-9),
+                        r.bytes as f64 / r.cpu_seconds.max(1e-9)
+                    ));
+                    r
+                }
                 (None, Step::Release { task }) => {
                     let (h, _, _) = holders.remove(task).expect("validated task");
                     h.release(deadline, &interrupted)
@@ -777,6 +857,8 @@ fn run_phases(
                 end: s_end,
                 bytes: res.bytes,
                 seconds: res.seconds,
+                cgroup: step.cgroup().unwrap_or_default().to_string(),
+                cpu_seconds: res.cpu_seconds,
             });
             // At least one sample after every step, so checks see its effect before the next.
             sampler.wait_fresh(2);
@@ -822,4 +904,21 @@ fn thread_sys_seconds() -> f64 {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     ru.ru_stime.tv_sec as f64 + ru.ru_stime.tv_usec as f64 / 1e6
+}
+
+/// Runs jobs in parallel in one group and sums them up: bytes and CPU seconds add, the seconds are
+/// the slowest job's (the step lasts as long as its last worker).
+fn run_parallel(jobs: Vec<Job>, cg: &Cgroup, deadline: Instant) -> Result<JobResult, WaitError> {
+    let mut workers = Vec::new();
+    for j in &jobs {
+        workers.push(workload::spawn(j, cg).map_err(|e| WaitError::Failed(format!("{e:#}")))?);
+    }
+    let mut total = JobResult::default();
+    for w in &mut workers {
+        let r = w.wait(deadline, &interrupted)?;
+        total.bytes += r.bytes;
+        total.cpu_seconds += r.cpu_seconds;
+        total.seconds = total.seconds.max(r.seconds);
+    }
+    Ok(total)
 }

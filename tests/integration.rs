@@ -327,3 +327,93 @@ fn ktap_and_report_dir() {
         assert!(csv.lines().count() > 10);
     });
 }
+
+/// On this machine: move-no-charge passes; the charge-moving scenarios either pass (a kernel that
+/// still moves charges) or skip naming the EINVAL, never fail.
+#[test]
+fn task_moving_scenarios_pass_or_skip_with_the_reason() {
+    isolated(|| {
+        let o = bin()
+            .args([
+                "run",
+                "move-no-charge",
+                "move-charge-anon",
+                "move-charge-file",
+                "--quick",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let sc = v["scenarios"].as_array().unwrap();
+        let version = sc[0]["cgroup_version"].as_str().unwrap_or("").to_string();
+        for s in sc {
+            let st = s["status"].as_str().unwrap();
+            let reason = s["reason"].as_str().unwrap();
+            assert!(st == "pass" || st == "skip", "{}: {st} {reason}", s["name"]);
+            if st == "skip" {
+                assert!(
+                    reason.contains("EINVAL") || reason.contains("needs cgroup"),
+                    "{}: skipped without the reason: {reason}",
+                    s["name"]
+                );
+            }
+        }
+        if version == "v1" {
+            assert_eq!(sc[0]["status"], "pass", "move-no-charge: {}", text(&o));
+            // Every move is timed.
+            assert!(sc[0]["moves"][0]["wall_seconds"].as_f64().unwrap() > 0.0);
+        }
+    });
+}
+
+/// fault-overhead reports its ratio and measurements, and compare says "no significant change"
+/// for two runs of the same kernel.
+#[test]
+fn fault_overhead_runs_and_compare_sees_no_change_between_two_runs() {
+    isolated(|| {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a.json", "b.json"] {
+            let o = bin()
+                .args(["run", "fault-overhead", "--quick", "--format", "json"])
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let s = &v["scenarios"][0];
+            assert_eq!(s["status"], "pass", "{}", text(&o));
+            let checks = s["checks"].as_array().unwrap();
+            assert!(
+                checks
+                    .iter()
+                    .all(|c| c["actual"].as_str().unwrap().contains("faults/s"))
+            );
+            assert!(s["measurements"].as_array().unwrap().len() >= 4);
+            std::fs::write(dir.path().join(name), &o.stdout).unwrap();
+        }
+        let o = bin()
+            .arg("compare")
+            .arg(dir.path().join("a.json"))
+            .arg(dir.path().join("b.json"))
+            .args(["--threshold", "10", "--format", "json"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        for r in rows.as_array().unwrap() {
+            assert_ne!(r["verdict"], "regression", "{r}");
+        }
+        // Bad input: exit 2 naming the file.
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, "not json").unwrap();
+        let o = bin()
+            .arg("compare")
+            .arg(&bad)
+            .arg(dir.path().join("a.json"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(text(&o).contains("bad.json"), "{}", text(&o));
+    });
+}

@@ -35,6 +35,8 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
             end: t0 + 5.0,
             bytes,
             seconds: bytes as f64 / (mbps[p] * 1e6),
+            cgroup: "test".into(),
+            cpu_seconds: 0.0,
         });
         steps.push(StepRecord {
             phase: p,
@@ -45,6 +47,8 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
             end: t0 + 6.0,
             bytes: 0,
             seconds: 1.0,
+            cgroup: "test".into(),
+            cpu_seconds: 0.0,
         });
     }
     Record {
@@ -236,6 +240,8 @@ fn with_reps(mut r: Record, base: [f64; 2], after: [f64; 2]) -> Record {
                 end: 0.0,
                 bytes,
                 seconds: bytes as f64 / (mbps * 1e6),
+                cgroup: "test".into(),
+                cpu_seconds: 0.0,
             });
         }
     }
@@ -321,6 +327,8 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
                 end: 5.0,
                 bytes: 500 << 20,
                 seconds: 5.0,
+                cgroup: "test".into(),
+                cpu_seconds: 0.0,
             },
             // A probe window: the global side rose by 500 MiB by t=5.
             StepRecord {
@@ -332,6 +340,8 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
                 end: 4.95,
                 bytes: probe_bytes,
                 seconds: 0.5,
+                cgroup: "test".into(),
+                cpu_seconds: 0.0,
             },
         ],
         machine: Machine {
@@ -463,6 +473,8 @@ fn cycles(settled: &[i64]) -> Record {
             end: t0 + 0.4,
             bytes: 1,
             seconds: 1.0,
+            cgroup: "test".into(),
+            cpu_seconds: 0.0,
         });
         steps.push(StepRecord {
             phase: 0,
@@ -473,6 +485,8 @@ fn cycles(settled: &[i64]) -> Record {
             end: t0 + 0.5,
             bytes: 0,
             seconds: 0.1,
+            cgroup: "test".into(),
+            cpu_seconds: 0.0,
         });
     }
     Record {
@@ -608,6 +622,8 @@ fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
             end: 1.1,
             bytes: 64 << 20,
             seconds: 0.1,
+            cgroup: "test".into(),
+            cpu_seconds: 0.0,
         }],
         machine: Machine {
             cpus: 2,
@@ -644,4 +660,19 @@ fn change_follows_a_moved_charge_and_catches_a_partial_move() {
     // The same record holds "nothing moved" when moving is not needed.
     let c = change("c".into(), &none, "b.anon", "move", 0, None, false);
     assert_eq!(c.outcome, Outcome::Pass);
+}
+
+#[test]
+fn a_one_sample_burst_is_read_skew_but_a_lasting_gap_fails() {
+    // A task exits between the parent's read and its child's: one sample disagrees.
+    let mut r = tree(30 * MIB, MIB, 20 * MIB, 9 * MIB);
+    let ncols = r.series.columns.len();
+    r.series.values[4 * ncols] = 62 * MIB;
+    let c = hierarchy("h".into(), &r, "p", &["dirty".into()]);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // Two samples in a row: stale totals.
+    r.series.values[5 * ncols] = 62 * MIB;
+    let c = hierarchy("h".into(), &r, "p", &["dirty".into()]);
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(c.detail.contains("as in the sample before"), "{}", c.detail);
 }

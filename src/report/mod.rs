@@ -210,6 +210,7 @@ mod tests {
             checks: vec![],
             notes: vec![],
             moves: vec![],
+            measurements: vec![],
             record: None,
         }
     }

@@ -50,6 +50,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../scenarios/move-no-charge.toml"),
     ),
     ("move-v2.toml", include_str!("../../scenarios/move-v2.toml")),
+    (
+        "reclaim-parallel-read.toml",
+        include_str!("../../scenarios/reclaim-parallel-read.toml"),
+    ),
+    (
+        "fault-overhead.toml",
+        include_str!("../../scenarios/fault-overhead.toml"),
+    ),
 ];
 
 /// A scenario file error: where, and what is wrong.
@@ -157,6 +165,8 @@ struct RawStep {
     anon: Option<Spanned<String>>,
     dirty: Option<Spanned<bool>>,
     write: Option<Spanned<String>>,
+    count: Option<Spanned<u32>>,
+    clients: Option<Spanned<u32>>,
 }
 
 #[derive(Deserialize)]
@@ -188,6 +198,8 @@ struct RawCheck {
     by: Option<Spanned<String>>,
     tolerance: Option<Spanned<String>>,
     needs: Option<Spanned<String>>,
+    inside: Option<Spanned<String>>,
+    outside: Option<Spanned<String>>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,6 +300,25 @@ pub enum Step {
     Wait { task: String },
     /// The task exits, freeing its memory.
     Release { task: String },
+    /// Not measured: write `count` files `<file>.<i>` of `size` bytes in the helper group, fsync
+    /// them and drop them from the page cache, for read steps.
+    Create { file: String, size: u64, count: u32 },
+    /// `count` readers in parallel, reader i streaming `<file>.<i>` from a cold cache
+    /// (POSIX_FADV_DONTNEED first) in 1 MiB reads; measured: total bytes over the slowest reader.
+    Read {
+        cgroup: String,
+        file: String,
+        count: u32,
+    },
+    /// pft-style page-fault loop: `clients` processes (0: one per CPU) each map `size` bytes of
+    /// anonymous memory, touch every page, unmap, over and over for `duration`; measured: faults
+    /// per second and per CPU-second.
+    Fault {
+        cgroup: String,
+        size: u64,
+        clients: u32,
+        duration: Duration,
+    },
 }
 
 impl Step {
@@ -348,6 +379,46 @@ impl Step {
             ),
             Step::Wait { task } => format!("stop task {task}'s writer"),
             Step::Release { task } => format!("task {task} exits"),
+            Step::Create { file, size, count } => format!(
+                "create {count} files {file}.N of {}",
+                crate::units::human_bytes(*size as i64)
+            ),
+            Step::Read {
+                cgroup,
+                file,
+                count,
+            } => format!("{count} readers of {file}.N in {cgroup}, cold cache"),
+            Step::Fault {
+                cgroup,
+                size,
+                clients,
+                duration,
+            } => format!(
+                "{} fault clients in {cgroup}, {} regions, {duration:?}",
+                if *clients == 0 {
+                    "per-CPU".to_string()
+                } else {
+                    clients.to_string()
+                },
+                crate::units::human_bytes(*size as i64)
+            ),
+        }
+    }
+
+    /// The group the step's workload runs in, if it names one.
+    pub fn cgroup(&self) -> Option<&str> {
+        match self {
+            Step::Write { cgroup, .. }
+            | Step::Fsync { cgroup, .. }
+            | Step::Truncate { cgroup, .. }
+            | Step::Unlink { cgroup, .. }
+            | Step::MmapWrite { cgroup, .. }
+            | Step::Probe { cgroup, .. }
+            | Step::Hold { cgroup, .. }
+            | Step::Read { cgroup, .. }
+            | Step::Fault { cgroup, .. } => Some(cgroup),
+            Step::Move { to, .. } => Some(to),
+            _ => None,
         }
     }
 
@@ -367,6 +438,9 @@ impl Step {
             Step::Grow { .. } => "grow",
             Step::Wait { .. } => "wait",
             Step::Release { .. } => "release",
+            Step::Create { .. } => "create",
+            Step::Read { .. } => "read",
+            Step::Fault { .. } => "fault",
         }
     }
 }
@@ -450,6 +524,16 @@ pub enum Check {
         tolerance: Option<u64>,
         needs_moving: bool,
     },
+    /// Paired A/B: the rate of `step` steps in `inside` is at least `min_ratio` times that in
+    /// `outside` (medians), unless the sample sets overlap (then the difference is noise).
+    Ratio {
+        step: String,
+        inside: String,
+        outside: String,
+        min_ratio: f64,
+        /// Only steps of this phase.
+        phase: Option<String>,
+    },
     /// /proc/vmstat `vmstat` rose by at least `min` during `phase`: the antagonist did its job.
     /// Otherwise the scenario is `skip`, never `pass`.
     Exercised {
@@ -482,6 +566,16 @@ impl Check {
                 step,
                 ..
             } => format!("change({cgroup}.{counter} at {step})"),
+            Check::Ratio {
+                step,
+                inside,
+                outside,
+                phase,
+                ..
+            } => match phase {
+                Some(p) => format!("ratio({p}: {step} {inside}/{outside})"),
+                None => format!("ratio({step}: {inside}/{outside})"),
+            },
         }
     }
 }
@@ -538,6 +632,8 @@ impl Scenario {
                         *write /= divisor;
                     }
                     Step::Grow { anon, .. } => *anon /= divisor,
+                    Step::Create { size, .. } => *size = (*size / divisor).max(1 << 20),
+                    Step::Fault { duration, .. } => *duration /= divisor as u32,
                     _ => {}
                 }
             }
@@ -776,6 +872,7 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
             ),
             Check::Exercised { vmstat, .. } => (vec![], vec![vmstat.clone()]),
             Check::Change { counter, .. } => (vec![counter.clone()], vec![]),
+            Check::Ratio { .. } => (vec![], vec![]),
             Check::Throughput { .. } => (vec![], vec![]),
         };
         for x in cs {
@@ -896,16 +993,19 @@ fn resolve_step(
         "move" => &["task", "to"],
         "grow" => &["task", "anon"],
         "wait" | "release" => &["task"],
+        "create" => &["file", "size", "count"],
+        "read" => &["cgroup", "file", "count"],
+        "fault" => &["cgroup", "size", "clients", "duration"],
         other => {
             return Err(cx.err(
                 r.action.span(),
                 format!(
-                    "unknown action {other:?} (known: write, sync, fsync, sleep, truncate, unlink, mmap-write, probe, hold, move, grow, wait, release)"
+                    "unknown action {other:?} (known: write, sync, fsync, sleep, truncate, unlink, mmap-write, probe, hold, move, grow, wait, release, create, read, fault)"
                 ),
             ));
         }
     };
-    let present: [(&str, Option<std::ops::Range<usize>>); 12] = [
+    let present: [(&str, Option<std::ops::Range<usize>>); 14] = [
         ("cgroup", r.cgroup.as_ref().map(|x| x.span())),
         ("file", r.file.as_ref().map(|x| x.span())),
         ("size", r.size.as_ref().map(|x| x.span())),
@@ -918,6 +1018,8 @@ fn resolve_step(
         ("anon", r.anon.as_ref().map(|x| x.span())),
         ("dirty", r.dirty.as_ref().map(|x| x.span())),
         ("write", r.write.as_ref().map(|x| x.span())),
+        ("count", r.count.as_ref().map(|x| x.span())),
+        ("clients", r.clients.as_ref().map(|x| x.span())),
     ];
     for (key, span) in present {
         if let Some(span) = span
@@ -1058,6 +1160,47 @@ fn resolve_step(
         "release" => Step::Release {
             task: task_name(cx, &need(&r.task, "task")?)?,
         },
+        "create" | "read" => {
+            let count = match &r.count {
+                Some(c) if *c.get_ref() == 0 || *c.get_ref() > 64 => {
+                    return Err(cx.err(c.span(), "count must be 1..64"));
+                }
+                Some(c) => *c.get_ref(),
+                None => 1,
+            };
+            if action == "create" {
+                Step::Create {
+                    file: file_name(&r.file)?,
+                    size: cx.size(&need(&r.size, "size")?)?,
+                    count,
+                }
+            } else {
+                Step::Read {
+                    cgroup: cgroup_ref(&r.cgroup, s.span())?,
+                    file: file_name(&r.file)?,
+                    count,
+                }
+            }
+        }
+        "fault" => {
+            let clients = match &r.clients {
+                Some(c) if *c.get_ref() > 64 => {
+                    return Err(cx.err(c.span(), "clients must be 0..64 (0: one per CPU)"));
+                }
+                Some(c) => *c.get_ref(),
+                None => 1,
+            };
+            let size = cx.size(&need(&r.size, "size")?)?;
+            if size < 4096 {
+                return Err(cx.err(r.size.as_ref().unwrap().span(), "size must be at least 4K"));
+            }
+            Step::Fault {
+                cgroup: cgroup_ref(&r.cgroup, s.span())?,
+                size,
+                clients,
+                duration: cx.duration(&need(&r.duration, "duration")?)?,
+            }
+        }
         _ => unreachable!(),
     })
 }
@@ -1156,6 +1299,9 @@ fn resolve_check(
         "grow",
         "wait",
         "release",
+        "create",
+        "read",
+        "fault",
     ];
     let kinds = |v: &Option<Spanned<Vec<String>>>,
                  default: &[&str]|
@@ -1192,11 +1338,12 @@ fn resolve_check(
         "no-ratchet" => &["cgroup", "counters", "bound"],
         "observed" => &["cgroup", "counters", "global"],
         "change" => &["cgroup", "counter", "step", "by", "tolerance", "needs"],
+        "ratio" => &["step", "inside", "outside", "min_ratio", "phase"],
         other => {
             return Err(cx.err(
                 r.kind.span(),
                 format!(
-                    "unknown check {other:?} (known: no-underflow, settles, throughput, exercised, tracks-global, dirty-probe, hierarchy, no-ratchet, observed, change)"
+                    "unknown check {other:?} (known: no-underflow, settles, throughput, exercised, tracks-global, dirty-probe, hierarchy, no-ratchet, observed, change, ratio)"
                 ),
             ))
         }
@@ -1221,6 +1368,8 @@ fn resolve_check(
         ("by", r.by.as_ref().map(|x| x.span())),
         ("tolerance", r.tolerance.as_ref().map(|x| x.span())),
         ("needs", r.needs.as_ref().map(|x| x.span())),
+        ("inside", r.inside.as_ref().map(|x| x.span())),
+        ("outside", r.outside.as_ref().map(|x| x.span())),
     ];
     for (key, span) in present {
         if let Some(span) = span
@@ -1336,6 +1485,33 @@ fn resolve_check(
                 by,
                 tolerance: r.tolerance.as_ref().map(|t| cx.size(t)).transpose()?,
                 needs_moving,
+            }
+        }
+        "ratio" => {
+            need(r.step.is_some(), "step")?;
+            let step = kinds(
+                &r.step
+                    .as_ref()
+                    .map(|s| Spanned::new(s.span(), vec![s.get_ref().clone()])),
+                &[],
+            )?;
+            need(r.inside.is_some(), "inside")?;
+            need(r.outside.is_some(), "outside")?;
+            need(r.min_ratio.is_some(), "min_ratio")?;
+            let m = r.min_ratio.as_ref().unwrap();
+            if !(*m.get_ref() > 0.0 && m.get_ref().is_finite()) {
+                return Err(cx.err(m.span(), "min_ratio must be a positive number"));
+            }
+            Check::Ratio {
+                step: step[0].clone(),
+                inside: cgroup_ref(&r.inside, c.span())?,
+                outside: cgroup_ref(&r.outside, c.span())?,
+                min_ratio: *m.get_ref(),
+                phase: r
+                    .phase
+                    .as_ref()
+                    .map(|_| phase_ref(&r.phase, "phase"))
+                    .transpose()?,
             }
         }
         "exercised" => {

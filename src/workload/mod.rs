@@ -54,6 +54,12 @@ pub enum Job {
         dirty: bool,
         write: u64,
     },
+    /// Write a file of `size`, fsync it and drop it from the page cache (POSIX_FADV_DONTNEED).
+    Create { path: PathBuf, size: u64 },
+    /// Read a file from a cold cache (POSIX_FADV_DONTNEED first) in 1 MiB reads.
+    Read { path: PathBuf },
+    /// Page-fault loop for `duration_ms`: map `size` bytes anonymous, touch every page, unmap.
+    Fault { size: u64, duration_ms: u64 },
 }
 
 /// What a worker reports on stdout when it finishes.
@@ -65,6 +71,9 @@ pub struct JobResult {
     pub seconds: f64,
     /// Seconds spent in fsync after the writes, when asked for.
     pub fsync_seconds: f64,
+    /// CPU seconds (user + system) the worker used, for jobs that measure it.
+    #[serde(default)]
+    pub cpu_seconds: f64,
 }
 
 /// A running worker process.
@@ -377,7 +386,105 @@ fn run_job(job: &Job) -> Result<JobResult> {
             dirty,
             write,
         } => hold(*anon, file.as_deref(), *file_size, *dirty, *write),
+        Job::Create { path, size } => {
+            let r = write_file(path, *size, 1 << 20, true)?;
+            drop_cache(path)?;
+            Ok(r)
+        }
+        Job::Read { path } => read_cold(path),
+        Job::Fault { size, duration_ms } => fault_loop(*size, *duration_ms),
     }
+}
+
+/// CPU seconds (user + system) this process used so far.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Drops a file's clean pages from the page cache.
+fn drop_cache(path: &std::path::Path) -> Result<()> {
+    let f = fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+    // SAFETY: advice on an open descriptor.
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if r != 0 {
+        bail!(
+            "posix_fadvise DONTNEED {}: {}{}",
+            path.display(),
+            std::io::Error::from_raw_os_error(r),
+            if r == libc::ENOSYS {
+                " (a kernel without CONFIG_ADVISE_SYSCALLS cannot drop a file's cache)"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(())
+}
+
+/// Streams a file from a cold cache, like `dd of=/dev/null bs=1M`.
+fn read_cold(path: &std::path::Path) -> Result<JobResult> {
+    drop_cache(path)?;
+    let mut f = fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    let mut total = 0u64;
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+    }
+    Ok(JobResult {
+        bytes: total,
+        seconds: t.elapsed().as_secs_f64(),
+        fsync_seconds: 0.0,
+        cpu_seconds: cpu_seconds() - cpu0,
+    })
+}
+
+/// pft's loop: map anonymous memory, fault in every page by writing it, unmap; for `duration_ms`.
+/// Reports the faults (pages touched) as `bytes`.
+fn fault_loop(size: u64, duration_ms: u64) -> Result<JobResult> {
+    use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous, munmap};
+    let len = std::num::NonZeroUsize::new(size as usize).context("fault region of 0 bytes")?;
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    let until = Duration::from_millis(duration_ms);
+    let mut faults = 0u64;
+    while t.elapsed() < until {
+        // SAFETY: a fresh private anonymous mapping, written inside its length, then unmapped.
+        let ptr = unsafe {
+            mmap_anonymous(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE,
+            )
+        }
+        .context("mmap")?;
+        let _ = unsafe { madvise(ptr, size as usize, MmapAdvise::MADV_NOHUGEPAGE) };
+        let base = ptr.as_ptr() as *mut u8;
+        for off in (0..size as usize).step_by(4096) {
+            // SAFETY: inside the mapping.
+            unsafe { base.add(off).write_volatile(1) };
+            faults += 1;
+        }
+        unsafe { munmap(ptr, size as usize) }.context("munmap")?;
+    }
+    Ok(JobResult {
+        bytes: faults,
+        seconds: t.elapsed().as_secs_f64(),
+        fsync_seconds: 0.0,
+        cpu_seconds: cpu_seconds() - cpu0,
+    })
 }
 
 /// Maps `size` bytes of anonymous memory with 4 KiB pages (no THP, like the 2010 move-charge
@@ -489,6 +596,7 @@ fn rewrite_until(
         bytes: total,
         seconds: t.elapsed().as_secs_f64(),
         fsync_seconds: 0.0,
+        cpu_seconds: 0.0,
     })
 }
 
@@ -555,6 +663,7 @@ fn hold(
         bytes: total,
         seconds: t.elapsed().as_secs_f64(),
         fsync_seconds: 0.0,
+        cpu_seconds: 0.0,
     })
 }
 
@@ -594,6 +703,7 @@ fn write_file(path: &PathBuf, size: u64, block_size: u64, fsync: bool) -> Result
         bytes: size,
         seconds,
         fsync_seconds,
+        cpu_seconds: 0.0,
     })
 }
 
@@ -644,6 +754,7 @@ fn mmap_write(path: &PathBuf, size: u64, hold_ms: u64) -> Result<JobResult> {
         bytes: size,
         seconds,
         fsync_seconds,
+        cpu_seconds: 0.0,
     })
 }
 

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Benchmarks of memcgtest itself. Not tests: they print figures and ratios, and never fail on a
+# number (machines are noisy). Run as root from the repository root after `cargo build --release`.
+#   1. The sampler's cost: dirty-accounting's writes with sampling every 10 ms vs every hour (that
+#      is, only at the start), RUNS alternating runs each (default 5, each with 5 write cycles);
+#      `memcgtest compare` prints the change of the write MB/s medians and whether it is
+#      significant.
+#   2. The cost of one sampler pass (memory.stat of the group, /proc/vmstat twice): the median
+#      and 99th percentile of the sampler.pass_us column over those runs.
+#   3. The suite's wall time, quick and full profiles.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$PWD/target/release/memcgtest
+out=${MEMCGTEST_BENCH_OUT:-/tmp/memcgtest-bench}
+runs=${RUNS:-5}
+rm -rf "$out"
+mkdir -p "$out/off" "$out/on"
+
+echo "== 1. sampler cost: dirty-accounting writes, sampling every 10 ms vs none ($runs runs each)"
+for i in $(seq 1 "$runs"); do
+  "$bin" run dirty-accounting --format json --sample-interval 1h > "$out/off/$i.json"
+  "$bin" run dirty-accounting --format json --sample-interval 10ms --report "$out/on/report-$i" > "$out/on/$i.json"
+done
+set +e
+"$bin" compare "$out/off" "$out/on" --threshold 2 | grep -E "measurement|cycles: write|compared"
+set -e
+
+echo
+echo "== 2. one sampler pass (group memory.stat + /proc/vmstat twice), microseconds"
+for f in "$out"/on/report-*/dirty-accounting.csv; do tail -n +2 "$f" | awk -F, '{print $NF}'; done | sort -n > "$out/pass_us"
+n=$(wc -l < "$out/pass_us")
+echo "passes: $n  median: $(sed -n "$(( (n + 1) / 2 ))p" "$out/pass_us")  p99: $(sed -n "$(( n * 99 / 100 ))p" "$out/pass_us")  max: $(tail -1 "$out/pass_us")"
+
+echo
+echo "== 3. suite wall time"
+for profile in quick full; do
+  flag=""; [ $profile = quick ] && flag=--quick
+  start=$(date +%s.%N)
+  set +e
+  "$bin" run $flag --format json > "$out/suite-$profile.json"
+  rc=$?
+  set -e
+  echo "$profile: $(echo "$(date +%s.%N) - $start" | bc) s (exit $rc)"
+done

@@ -1,0 +1,237 @@
+//! `memcgtest compare BASE.json NEW.json`: the measurements of two result files (`run --format
+//! json`, e.g. the kernel before and after a patch series), side by side. The rule is lkp-tests':
+//! a change counts only when the medians differ by more than the threshold AND the two sample
+//! sets separate (every new sample below every base sample for a regression, above for an
+//! improvement); anything else is "no significant change". Every measurement is higher-is-better.
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::record::median;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Regression,
+    Improvement,
+    NoSignificantChange,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Regression => "REGRESSION",
+            Verdict::Improvement => "improvement",
+            Verdict::NoSignificantChange => "no significant change",
+        }
+    }
+}
+
+/// One measurement in both files.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub scenario: String,
+    pub measurement: String,
+    pub unit: String,
+    pub base: Vec<f64>,
+    pub new: Vec<f64>,
+    pub base_median: f64,
+    pub new_median: f64,
+    /// Change of the median, percent of the base.
+    pub change_pct: f64,
+    pub verdict: Verdict,
+}
+
+/// The verdict for two sample sets of a higher-is-better quantity.
+pub fn verdict(base: &[f64], new: &[f64], threshold_pct: f64) -> (f64, Verdict) {
+    let (b, n) = (median(base).unwrap_or(0.0), median(new).unwrap_or(0.0));
+    if b <= 0.0 {
+        return (0.0, Verdict::NoSignificantChange);
+    }
+    let change = (n - b) / b * 100.0;
+    let max = |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max);
+    let min = |v: &[f64]| v.iter().cloned().fold(f64::MAX, f64::min);
+    let v = if change <= -threshold_pct && max(new) < min(base) {
+        Verdict::Regression
+    } else if change >= threshold_pct && min(new) > max(base) {
+        Verdict::Improvement
+    } else {
+        Verdict::NoSignificantChange
+    };
+    (change, v)
+}
+
+/// (scenario, measurement name, unit, samples) of result files; the samples of the same
+/// measurement in several files are pooled.
+fn measurements(files: &[serde_json::Value]) -> Vec<(String, String, String, Vec<f64>)> {
+    let mut out: Vec<(String, String, String, Vec<f64>)> = Vec::new();
+    for s in files
+        .iter()
+        .flat_map(|v| v["scenarios"].as_array().into_iter().flatten())
+    {
+        let sc = s["name"].as_str().unwrap_or("?").to_string();
+        for m in s["measurements"].as_array().into_iter().flatten() {
+            let samples: Vec<f64> = m["samples"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|x| x.as_f64())
+                .collect();
+            if samples.is_empty() {
+                continue;
+            }
+            let name = m["name"].as_str().unwrap_or("?").to_string();
+            match out.iter_mut().find(|(s, n, _, _)| *s == sc && *n == name) {
+                Some(e) => e.3.extend(samples),
+                None => out.push((
+                    sc.clone(),
+                    name,
+                    m["unit"].as_str().unwrap_or("").to_string(),
+                    samples,
+                )),
+            }
+        }
+    }
+    out
+}
+
+/// Reads a result file written by `memcgtest run --format json`, or every *.json file of a
+/// directory (repeated runs whose samples are pooled).
+pub fn load(path: &std::path::Path) -> Result<Vec<serde_json::Value>> {
+    if path.is_dir() {
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("read {}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            bail!("{}: no .json result files", path.display());
+        }
+        return files.iter().map(|f| load_file(f)).collect();
+    }
+    Ok(vec![load_file(path)?])
+}
+
+fn load_file(path: &std::path::Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not JSON (write it with memcgtest run --format json)",
+            path.display()
+        )
+    })?;
+    if v.get("tool").and_then(|t| t.as_str()) != Some("memcgtest") {
+        bail!(
+            "{}: not a memcgtest result file (no \"tool\": \"memcgtest\")",
+            path.display()
+        );
+    }
+    Ok(v)
+}
+
+/// Compares every measurement present in both results.
+pub fn compare(
+    base: &[serde_json::Value],
+    new: &[serde_json::Value],
+    threshold_pct: f64,
+) -> Vec<Row> {
+    let nm = measurements(new);
+    let mut rows = Vec::new();
+    for (sc, name, unit, b) in measurements(base) {
+        let Some((_, _, _, n)) = nm.iter().find(|(s, m, _, _)| *s == sc && *m == name) else {
+            continue;
+        };
+        let (change, v) = verdict(&b, n, threshold_pct);
+        rows.push(Row {
+            scenario: sc,
+            measurement: name,
+            unit,
+            base_median: median(&b).unwrap_or(0.0),
+            new_median: median(n).unwrap_or(0.0),
+            base: b,
+            new: n.clone(),
+            change_pct: change,
+            verdict: v,
+        });
+    }
+    rows
+}
+
+/// The human table.
+pub fn render(rows: &[Row], threshold_pct: f64) -> String {
+    let spread = |v: &[f64]| {
+        let lo = v.iter().cloned().fold(f64::MAX, f64::min);
+        let hi = v.iter().cloned().fold(f64::MIN, f64::max);
+        format!("{lo:.0}..{hi:.0}")
+    };
+    let mut s = format!(
+        "{:<24} {:<34} {:>12} {:>12} {:>8}  {:<21} {:<21} verdict\n",
+        "scenario", "measurement", "base", "new", "change", "base spread (n)", "new spread (n)"
+    );
+    for r in rows {
+        s += &format!(
+            "{:<24} {:<34} {:>12} {:>12} {:>+7.1}%  {:<21} {:<21} {}\n",
+            r.scenario,
+            r.measurement,
+            format!("{:.0} {}", r.base_median, r.unit),
+            format!("{:.0}", r.new_median),
+            r.change_pct,
+            format!("{} ({})", spread(&r.base), r.base.len()),
+            format!("{} ({})", spread(&r.new), r.new.len()),
+            r.verdict.as_str()
+        );
+    }
+    let reg = rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Regression)
+        .count();
+    s += &format!(
+        "\n{} measurements compared; {reg} regressions (rule: median change beyond {threshold_pct}% and the sample sets separate)\n",
+        rows.len()
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clear_regression() {
+        let (c, v) = verdict(&[100.0, 102.0, 98.0], &[80.0, 79.0, 82.0], 5.0);
+        assert_eq!(v, Verdict::Regression);
+        assert!((c + 20.0).abs() < 0.5, "{c}");
+    }
+
+    #[test]
+    fn a_noisy_no_change() {
+        // The medians differ by 10%, but the sample sets overlap.
+        let (_, v) = verdict(&[100.0, 60.0, 140.0], &[90.0, 130.0, 50.0], 5.0);
+        assert_eq!(v, Verdict::NoSignificantChange);
+        // Separated but tiny.
+        let (_, v) = verdict(&[100.0, 101.0], &[99.0, 98.5], 5.0);
+        assert_eq!(v, Verdict::NoSignificantChange);
+    }
+
+    #[test]
+    fn an_improvement() {
+        let (_, v) = verdict(&[100.0, 101.0, 99.0], &[130.0, 128.0, 131.0], 5.0);
+        assert_eq!(v, Verdict::Improvement);
+    }
+
+    #[test]
+    fn measurements_are_matched_by_scenario_and_name() {
+        let base = serde_json::json!({"tool": "memcgtest", "scenarios": [
+            {"name": "s", "measurements": [{"name": "baseline: write", "unit": "MB/s", "samples": [100.0, 101.0, 99.0]},
+                                            {"name": "only-in-base", "unit": "MB/s", "samples": [1.0]}]}]});
+        let new = serde_json::json!({"tool": "memcgtest", "scenarios": [
+            {"name": "s", "measurements": [{"name": "baseline: write", "unit": "MB/s", "samples": [70.0, 71.0, 69.0]}]}]});
+        let rows = compare(&[base], &[new], 5.0);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].verdict, Verdict::Regression);
+        let text = render(&rows, 5.0);
+        assert!(text.contains("REGRESSION"));
+        assert!(text.contains("1 regressions"));
+    }
+}
