@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks of memcgtest itself. Not tests: they print figures and ratios, and never fail on a
 # number (machines are noisy). Run as root from the repository root after `cargo build --release`.
-#   1. The sampler's cost: dirty-accounting's writes with sampling every 10 ms vs every hour (that
+#   1. The sampler's cost: dirty-accounting's writes with sampling every 10 ms vs every hour (60m, that
 #      is, only at the start), RUNS alternating runs each (default 5, each with 5 write cycles);
 #      `memcgtest compare` prints the change of the write MB/s medians and whether it is
 #      significant.
@@ -17,9 +17,10 @@ rm -rf "$out"
 mkdir -p "$out/off" "$out/on"
 
 echo "== 1. sampler cost: dirty-accounting writes, sampling every 10 ms vs none ($runs runs each)"
+# Without samples the accounting checks cannot pass (exit 1); only the measurements matter here.
 for i in $(seq 1 "$runs"); do
-  "$bin" run dirty-accounting --format json --sample-interval 1h > "$out/off/$i.json"
-  "$bin" run dirty-accounting --format json --sample-interval 10ms --report "$out/on/report-$i" > "$out/on/$i.json"
+  "$bin" run dirty-accounting --format json --sample-interval 60m > "$out/off/$i.json" || true
+  "$bin" run dirty-accounting --format json --sample-interval 10ms --report "$out/on/report-$i" > "$out/on/$i.json" || true
 done
 set +e
 "$bin" compare "$out/off" "$out/on" --threshold 2 | grep -E "measurement|cycles: write|compared"

@@ -46,6 +46,14 @@ suite debian-6.1 v1 "${deb[0]}" --modules "${deb[1]}"
 suite linux-6.12 v2 "$stock"
 suite linux-6.12 v1 "$stock"
 
+log "the move rate of a task holding 2 GiB (full size, 6.12, cgroup v1, 4 GiB guest)"
+set +e
+"$bin" --cgroup v1 vm --kernel "$stock" --memory 4G --swap 0 -- run move-charge-anon --format ktap > "$out/move-2g.ktap"
+rc=$?
+set -e
+grep -E "moved task|^(not )?ok" "$out/move-2g.ktap"
+[ "$rc" = 0 ] || fail "move-charge-anon (2 GiB) exited $rc"
+
 log "a kernel panic is a failure (exit 1, 'kernel panic')"
 set +e
 "$bin" vm --kernel "$stock" --selftest panic -- run > /dev/null 2> "$out/panic.err"

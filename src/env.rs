@@ -108,6 +108,13 @@ pub fn vmstat_has(key: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether any swap area is enabled (/proc/swaps lists one below its header).
+pub fn swap_enabled() -> bool {
+    std::fs::read_to_string("/proc/swaps")
+        .map(|s| s.lines().count() > 1)
+        .unwrap_or(false)
+}
+
 /// Where test cgroups go: --parent, or the cgroup this process runs in.
 pub fn test_parent(
     layout: &Layout,

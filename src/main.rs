@@ -135,6 +135,9 @@ enum Command {
         /// Size of the sparse ext4 scratch disk.
         #[arg(long, default_value = "4G", value_parser = units::parse_size)]
         disk: u64,
+        /// Swap file on the scratch disk, enabled in the guest (0 for none).
+        #[arg(long, default_value = "256M", value_parser = units::parse_size)]
+        swap: u64,
         /// Kill the VM after this long (default 60m under TCG, 20m under KVM): failure "timeout".
         #[arg(long, value_parser = units::parse_duration)]
         timeout: Option<std::time::Duration>,
@@ -305,6 +308,7 @@ fn run(cli: Cli) -> Result<u8> {
             cpus,
             memory,
             disk,
+            swap,
             timeout,
             console_log,
             report,
@@ -331,6 +335,7 @@ fn run(cli: Cli) -> Result<u8> {
                 allow_splats: *allow_splats,
                 show_console: *show_console,
                 selftest: selftest.clone(),
+                swap: *swap,
                 work_parent: cli.scratch.clone(),
                 scenario_dir: cli.scenario_dir.clone(),
                 guest_args: guest.clone(),

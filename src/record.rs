@@ -250,7 +250,7 @@ impl Record {
             for s in self
                 .steps
                 .iter()
-                .filter(|s| s.phase == i && (s.kind == "read" || s.kind == "fault"))
+                .filter(|s| s.phase == i && ["read", "fault", "usemem"].contains(&s.kind))
             {
                 if !keys.contains(&(s.kind, s.cgroup.as_str())) {
                     keys.push((s.kind, s.cgroup.as_str()));

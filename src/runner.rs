@@ -228,6 +228,7 @@ pub fn unmet_requirement(sc: &Scenario, version: Version) -> Option<String> {
         let ok = match f {
             Feature::Compaction => std::path::Path::new("/proc/sys/vm/compact_memory").exists(),
             Feature::VmEvents => crate::env::vmstat_has("pgmigrate_success"),
+            Feature::Swap => crate::env::swap_enabled(),
         };
         if !ok {
             return Some(format!("kernel lacks {} (see `memcgtest env`)", f.name()));
@@ -380,10 +381,7 @@ fn execute(
             columns.push(format!("{name}.{c}"));
             match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
                 Some(key) => keyed.push((key, col)),
-                None => sources.push(Source::single(
-                    &cg.file(file_name(cg.version, "usage")),
-                    col,
-                )?),
+                None => sources.push(Source::single(&cg.file(file_name(cg.version, c)), col)?),
             }
         }
         sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
@@ -631,7 +629,8 @@ fn run_phases(
                 | Step::Release { .. }
                 | Step::Create { .. }
                 | Step::Read { .. }
-                | Step::Fault { .. } => (None, aux),
+                | Step::Fault { .. }
+                | Step::Usemem { .. } => (None, aux),
             };
             // The probe holds writeback off while it writes and while the sampler looks.
             let probe_mark = guard.sysctls.mark();
@@ -829,6 +828,29 @@ fn run_phases(
                         sc.name,
                         r.bytes as f64 / r.seconds.max(1e-9),
                         r.bytes as f64 / r.cpu_seconds.max(1e-9)
+                    ));
+                    r
+                }
+                (
+                    None,
+                    Step::Usemem {
+                        cgroup,
+                        size,
+                        clients,
+                    },
+                ) => {
+                    let n = if *clients == 0 {
+                        ctx.machine.cpus as u32
+                    } else {
+                        *clients
+                    };
+                    let jobs = (0..n).map(|_| Job::Usemem { size: *size }).collect();
+                    let r = run_parallel(jobs, group(cgroup), deadline)
+                        .map_err(|e| stop_of(e, &phase.name, step))?;
+                    ctx.progress.say(&format!(
+                        "{}:     {:.1} MB/s",
+                        sc.name,
+                        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
                     ));
                     r
                 }

@@ -100,6 +100,7 @@ pub fn file_name(version: Version, what: &str) -> &'static str {
         (Version::V2, "limit") => "memory.max",
         (Version::V1, "usage") => "memory.usage_in_bytes",
         (Version::V2, "usage") => "memory.current",
+        (Version::V1, "memsw") => "memory.memsw.usage_in_bytes",
         (Version::V1, "procs") => "cgroup.procs",
         (Version::V2, "procs") => "cgroup.procs",
         (_, "stat") => "memory.stat",

@@ -120,6 +120,8 @@ pub const COUNTERS: &[CounterName] = &[
 
 /// Counters read from a file of their own rather than memory.stat.
 pub const USAGE: &str = "usage";
+/// Memory + swap usage (v1 memory.memsw.usage_in_bytes, with swap accounting).
+pub const MEMSW: &str = "memsw";
 
 /// Where a counter comes from for a version: the memory.stat key, or None for `usage`.
 /// Errors name the unknown counter and list the known ones.
@@ -131,10 +133,18 @@ pub fn stat_key(counter: &str, version: Version) -> Result<Option<String>, Strin
     if base == USAGE && !local {
         return Ok(None);
     }
+    if base == MEMSW && !local {
+        return match version {
+            Version::V1 => Ok(None),
+            Version::V2 => Err(format!(
+                "{counter}: cgroup v1 only (memory.memsw.usage_in_bytes); v2 has memory.swap.current"
+            )),
+        };
+    }
     let c = COUNTERS.iter().find(|c| c.name == base).ok_or_else(|| {
         let names: Vec<&str> = COUNTERS.iter().map(|c| c.name).collect();
         format!(
-            "unknown counter {counter:?} (known: {}, {USAGE}; add .local for a group's own value)",
+            "unknown counter {counter:?} (known: {}, {USAGE}, {MEMSW}; add .local for a group's own value)",
             names.join(", ")
         )
     })?;

@@ -676,3 +676,20 @@ fn a_one_sample_burst_is_read_skew_but_a_lasting_gap_fails() {
     assert_eq!(c.outcome, Outcome::Fail);
     assert!(c.detail.contains("as in the sample before"), "{}", c.detail);
 }
+
+#[test]
+fn follows_needs_everything_to_move() {
+    // a held 64 MiB; after the move b has all of it.
+    let all = move_record(64 * MIB, None);
+    let c = follows("f".into(), &all, ("a.anon", "b.anon"), "move", true);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // Half stayed behind.
+    let half = move_record(32 * MIB, None);
+    let c = follows("f".into(), &half, ("a.anon", "b.anon"), "move", true);
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(c.detail.contains("stayed behind"), "{}", c.detail);
+    // Nothing held in the source: not exercised.
+    let c = follows("f".into(), &all, ("b.anon", "a.anon"), "move", true);
+    assert_eq!(c.outcome, Outcome::NotExercised);
+    assert!(c.detail.contains("nothing to move"), "{}", c.detail);
+}

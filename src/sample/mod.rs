@@ -213,9 +213,16 @@ impl Sampler {
             .spawn(move || {
                 let mut next = Instant::now() + interval;
                 while !sh.stop.load(Ordering::Relaxed) {
-                    let now = Instant::now();
-                    if next > now {
-                        std::thread::sleep(next - now);
+                    // Sleep in slices of at most 50 ms, so stop() is prompt at long intervals.
+                    loop {
+                        let now = Instant::now();
+                        if next <= now || sh.stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        std::thread::sleep((next - now).min(Duration::from_millis(50)));
+                    }
+                    if sh.stop.load(Ordering::Relaxed) {
+                        break;
                     }
                     // Fixed schedule; when a read took longer than the interval, skip ahead.
                     next = (next + interval).max(Instant::now());

@@ -58,6 +58,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "fault-overhead.toml",
         include_str!("../../scenarios/fault-overhead.toml"),
     ),
+    (
+        "move-charge-swap.toml",
+        include_str!("../../scenarios/move-charge-swap.toml"),
+    ),
 ];
 
 /// A scenario file error: where, and what is wrong.
@@ -200,6 +204,8 @@ struct RawCheck {
     needs: Option<Spanned<String>>,
     inside: Option<Spanned<String>>,
     outside: Option<Spanned<String>>,
+    from: Option<Spanned<String>>,
+    to: Option<Spanned<String>>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -213,12 +219,15 @@ pub enum Feature {
     Compaction,
     /// pgmigrate_* / compact_* in /proc/vmstat (CONFIG_VM_EVENT_COUNTERS).
     VmEvents,
+    /// Swap enabled (an entry in /proc/swaps); `memcgtest vm` gives its guests a swap file.
+    Swap,
 }
 
 impl Feature {
     const ALL: &'static [(&'static str, Feature)] = &[
         ("compaction", Feature::Compaction),
         ("vm-events", Feature::VmEvents),
+        ("swap", Feature::Swap),
     ];
     pub fn name(self) -> &'static str {
         Feature::ALL.iter().find(|(_, f)| *f == self).unwrap().0
@@ -319,6 +328,13 @@ pub enum Step {
         clients: u32,
         duration: Duration,
     },
+    /// usemem: `clients` processes (0: one per CPU) each write `size` bytes of fresh anonymous
+    /// memory once; measured: MB/s over the slowest.
+    Usemem {
+        cgroup: String,
+        size: u64,
+        clients: u32,
+    },
 }
 
 impl Step {
@@ -402,6 +418,19 @@ impl Step {
                 },
                 crate::units::human_bytes(*size as i64)
             ),
+            Step::Usemem {
+                cgroup,
+                size,
+                clients,
+            } => format!(
+                "usemem: {} clients in {cgroup} write {} of fresh anonymous memory",
+                if *clients == 0 {
+                    "per-CPU".to_string()
+                } else {
+                    clients.to_string()
+                },
+                crate::units::human_bytes(*size as i64)
+            ),
         }
     }
 
@@ -416,7 +445,8 @@ impl Step {
             | Step::Probe { cgroup, .. }
             | Step::Hold { cgroup, .. }
             | Step::Read { cgroup, .. }
-            | Step::Fault { cgroup, .. } => Some(cgroup),
+            | Step::Fault { cgroup, .. }
+            | Step::Usemem { cgroup, .. } => Some(cgroup),
             Step::Move { to, .. } => Some(to),
             _ => None,
         }
@@ -441,6 +471,7 @@ impl Step {
             Step::Create { .. } => "create",
             Step::Read { .. } => "read",
             Step::Fault { .. } => "fault",
+            Step::Usemem { .. } => "usemem",
         }
     }
 }
@@ -524,6 +555,15 @@ pub enum Check {
         tolerance: Option<u64>,
         needs_moving: bool,
     },
+    /// Across each step of kind `step`, all of `from`'s counter moves to `to`: `from` ends near 0
+    /// and `to` rises by what `from` had.
+    Follows {
+        from: String,
+        to: String,
+        counter: String,
+        step: String,
+        needs_moving: bool,
+    },
     /// Paired A/B: the rate of `step` steps in `inside` is at least `min_ratio` times that in
     /// `outside` (medians), unless the sample sets overlap (then the difference is noise).
     Ratio {
@@ -566,6 +606,13 @@ impl Check {
                 step,
                 ..
             } => format!("change({cgroup}.{counter} at {step})"),
+            Check::Follows {
+                from,
+                to,
+                counter,
+                step,
+                ..
+            } => format!("follows({from} -> {to}: {counter} at {step})"),
             Check::Ratio {
                 step,
                 inside,
@@ -634,6 +681,7 @@ impl Scenario {
                     Step::Grow { anon, .. } => *anon /= divisor,
                     Step::Create { size, .. } => *size = (*size / divisor).max(1 << 20),
                     Step::Fault { duration, .. } => *duration /= divisor as u32,
+                    Step::Usemem { size, .. } => *size = (*size / divisor).max(1 << 20),
                     _ => {}
                 }
             }
@@ -873,6 +921,7 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
             Check::Exercised { vmstat, .. } => (vec![], vec![vmstat.clone()]),
             Check::Change { counter, .. } => (vec![counter.clone()], vec![]),
             Check::Ratio { .. } => (vec![], vec![]),
+            Check::Follows { counter, .. } => (vec![counter.clone()], vec![]),
             Check::Throughput { .. } => (vec![], vec![]),
         };
         for x in cs {
@@ -996,11 +1045,12 @@ fn resolve_step(
         "create" => &["file", "size", "count"],
         "read" => &["cgroup", "file", "count"],
         "fault" => &["cgroup", "size", "clients", "duration"],
+        "usemem" => &["cgroup", "size", "clients"],
         other => {
             return Err(cx.err(
                 r.action.span(),
                 format!(
-                    "unknown action {other:?} (known: write, sync, fsync, sleep, truncate, unlink, mmap-write, probe, hold, move, grow, wait, release, create, read, fault)"
+                    "unknown action {other:?} (known: write, sync, fsync, sleep, truncate, unlink, mmap-write, probe, hold, move, grow, wait, release, create, read, fault, usemem)"
                 ),
             ));
         }
@@ -1182,7 +1232,7 @@ fn resolve_step(
                 }
             }
         }
-        "fault" => {
+        "fault" | "usemem" => {
             let clients = match &r.clients {
                 Some(c) if *c.get_ref() > 64 => {
                     return Err(cx.err(c.span(), "clients must be 0..64 (0: one per CPU)"));
@@ -1194,11 +1244,19 @@ fn resolve_step(
             if size < 4096 {
                 return Err(cx.err(r.size.as_ref().unwrap().span(), "size must be at least 4K"));
             }
-            Step::Fault {
-                cgroup: cgroup_ref(&r.cgroup, s.span())?,
-                size,
-                clients,
-                duration: cx.duration(&need(&r.duration, "duration")?)?,
+            if action == "usemem" {
+                Step::Usemem {
+                    cgroup: cgroup_ref(&r.cgroup, s.span())?,
+                    size,
+                    clients,
+                }
+            } else {
+                Step::Fault {
+                    cgroup: cgroup_ref(&r.cgroup, s.span())?,
+                    size,
+                    clients,
+                    duration: cx.duration(&need(&r.duration, "duration")?)?,
+                }
             }
         }
         _ => unreachable!(),
@@ -1302,6 +1360,7 @@ fn resolve_check(
         "create",
         "read",
         "fault",
+        "usemem",
     ];
     let kinds = |v: &Option<Spanned<Vec<String>>>,
                  default: &[&str]|
@@ -1339,11 +1398,12 @@ fn resolve_check(
         "observed" => &["cgroup", "counters", "global"],
         "change" => &["cgroup", "counter", "step", "by", "tolerance", "needs"],
         "ratio" => &["step", "inside", "outside", "min_ratio", "phase"],
+        "follows" => &["from", "to", "counter", "step", "needs"],
         other => {
             return Err(cx.err(
                 r.kind.span(),
                 format!(
-                    "unknown check {other:?} (known: no-underflow, settles, throughput, exercised, tracks-global, dirty-probe, hierarchy, no-ratchet, observed, change, ratio)"
+                    "unknown check {other:?} (known: no-underflow, settles, throughput, exercised, tracks-global, dirty-probe, hierarchy, no-ratchet, observed, change, ratio, follows)"
                 ),
             ))
         }
@@ -1370,6 +1430,8 @@ fn resolve_check(
         ("needs", r.needs.as_ref().map(|x| x.span())),
         ("inside", r.inside.as_ref().map(|x| x.span())),
         ("outside", r.outside.as_ref().map(|x| x.span())),
+        ("from", r.from.as_ref().map(|x| x.span())),
+        ("to", r.to.as_ref().map(|x| x.span())),
     ];
     for (key, span) in present {
         if let Some(span) = span
@@ -1485,6 +1547,36 @@ fn resolve_check(
                 by,
                 tolerance: r.tolerance.as_ref().map(|t| cx.size(t)).transpose()?,
                 needs_moving,
+            }
+        }
+        "follows" => {
+            need(r.counter.is_some(), "counter")?;
+            let counter = r.counter.as_ref().unwrap();
+            check_counter(cx, counter.get_ref(), counter.span(), versions)?;
+            need(r.step.is_some(), "step")?;
+            let step = kinds(
+                &r.step
+                    .as_ref()
+                    .map(|s| Spanned::new(s.span(), vec![s.get_ref().clone()])),
+                &[],
+            )?;
+            need(r.from.is_some(), "from")?;
+            need(r.to.is_some(), "to")?;
+            Check::Follows {
+                from: cgroup_ref(&r.from, c.span())?,
+                to: cgroup_ref(&r.to, c.span())?,
+                counter: counter.get_ref().clone(),
+                step: step[0].clone(),
+                needs_moving: match &r.needs {
+                    None => false,
+                    Some(n) if n.get_ref() == "charge-moving" => true,
+                    Some(n) => {
+                        return Err(cx.err(
+                            n.span(),
+                            format!("unknown need {:?} (known: charge-moving)", n.get_ref()),
+                        ));
+                    }
+                },
             }
         }
         "ratio" => {

@@ -27,6 +27,9 @@ pub struct GuestConfig {
     pub modules: Vec<String>,
     /// Hidden self-tests of the VM runner: "panic" (sysrq crash) or "hang".
     pub selftest: Option<String>,
+    /// Bytes of swap file to create on the scratch disk and enable (0: none).
+    #[serde(default)]
+    pub swap: u64,
 }
 
 pub const CONFIG_PATH: &str = "/vm.json";
@@ -145,10 +148,51 @@ fn setup(cfg: &GuestConfig) -> Result<()> {
         }
         other => bail!("unknown cgroup layout {other:?}"),
     }
+    if cfg.swap > 0 {
+        make_swap(&format!("{SCRATCH}/swapfile"), cfg.swap)?;
+    }
     say(&format!(
-        "scratch disk {disk} on {SCRATCH}, cgroup {}",
-        cfg.cgroup
+        "scratch disk {disk} on {SCRATCH}, cgroup {}, swap {} MiB",
+        cfg.cgroup,
+        cfg.swap >> 20
     ));
+    Ok(())
+}
+
+/// The first page of a version-1 swap area (include/linux/swap.h, union swap_header): after 1024
+/// boot bytes, version 1, the last usable page, no bad pages; "SWAPSPACE2" ends the page.
+pub fn swap_header(bytes: u64, page: usize) -> Vec<u8> {
+    let mut h = vec![0u8; page];
+    let last_page = (bytes / page as u64 - 1) as u32;
+    h[1024..1028].copy_from_slice(&1u32.to_le_bytes());
+    h[1028..1032].copy_from_slice(&last_page.to_le_bytes());
+    h[page - 10..].copy_from_slice(b"SWAPSPACE2");
+    h
+}
+
+/// Creates a swap file without holes and enables it.
+fn make_swap(path: &str, bytes: u64) -> Result<()> {
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .unwrap_or(4096) as usize;
+    let mut f = File::create(path).with_context(|| format!("create {path}"))?;
+    f.write_all(&swap_header(bytes, page))?;
+    let zeros = vec![0u8; 1 << 20];
+    let mut left = bytes - page as u64;
+    while left > 0 {
+        let n = left.min(zeros.len() as u64) as usize;
+        f.write_all(&zeros[..n])
+            .with_context(|| format!("write {path}"))?;
+        left -= n as u64;
+    }
+    f.sync_all().with_context(|| format!("fsync {path}"))?;
+    drop(f);
+    let c = std::ffi::CString::new(path).unwrap();
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::swapon(c.as_ptr(), 0) } != 0 {
+        bail!("swapon {path}: {}", std::io::Error::last_os_error());
+    }
     Ok(())
 }
 
@@ -218,5 +262,19 @@ pub fn init_main() -> ! {
     let _ = nix::sys::reboot::reboot(nix::sys::reboot::RebootMode::RB_AUTOBOOT);
     loop {
         std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swap_header_is_version_1_with_the_last_page_and_the_magic() {
+        let h = swap_header(1 << 20, 4096);
+        assert_eq!(h.len(), 4096);
+        assert_eq!(u32::from_le_bytes(h[1024..1028].try_into().unwrap()), 1);
+        assert_eq!(u32::from_le_bytes(h[1028..1032].try_into().unwrap()), 255);
+        assert_eq!(&h[4086..], b"SWAPSPACE2");
     }
 }

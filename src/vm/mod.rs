@@ -47,6 +47,8 @@ pub struct Options {
     pub allow_splats: bool,
     pub show_console: bool,
     pub selftest: Option<String>,
+    /// Swap file size in the guest (0: none).
+    pub swap: u64,
     /// Where the temporary directory (initramfs, disk image, channel files) goes.
     pub work_parent: PathBuf,
     pub scenario_dir: Option<PathBuf>,
@@ -509,6 +511,7 @@ pub fn run(opts: &Options) -> Result<u8> {
             .map(|(n, _)| format!("/modules/{n}.ko"))
             .collect(),
         selftest: opts.selftest.clone(),
+        swap: opts.swap,
     };
     let dir = opts
         .work_parent

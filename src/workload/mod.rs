@@ -60,6 +60,8 @@ pub enum Job {
     Read { path: PathBuf },
     /// Page-fault loop for `duration_ms`: map `size` bytes anonymous, touch every page, unmap.
     Fault { size: u64, duration_ms: u64 },
+    /// usemem: map `size` bytes anonymous and write every byte once; measured: MB/s.
+    Usemem { size: u64 },
 }
 
 /// What a worker reports on stdout when it finishes.
@@ -393,6 +395,7 @@ fn run_job(job: &Job) -> Result<JobResult> {
         }
         Job::Read { path } => read_cold(path),
         Job::Fault { size, duration_ms } => fault_loop(*size, *duration_ms),
+        Job::Usemem { size } => usemem(*size),
     }
 }
 
@@ -445,6 +448,34 @@ fn read_cold(path: &std::path::Path) -> Result<JobResult> {
     Ok(JobResult {
         bytes: total,
         seconds: t.elapsed().as_secs_f64(),
+        fsync_seconds: 0.0,
+        cpu_seconds: cpu_seconds() - cpu0,
+    })
+}
+
+/// usemem's measure: the throughput of writing fresh anonymous memory (faults, zeroing, charging
+/// and the writes themselves).
+fn usemem(size: u64) -> Result<JobResult> {
+    use nix::sys::mman::{MapFlags, ProtFlags, mmap_anonymous, munmap};
+    let len = std::num::NonZeroUsize::new(size as usize).context("usemem of 0 bytes")?;
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    // SAFETY: a fresh private anonymous mapping, written inside its length, then unmapped.
+    let ptr = unsafe {
+        mmap_anonymous(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE,
+        )
+    }
+    .context("mmap")?;
+    unsafe { std::ptr::write_bytes(ptr.as_ptr() as *mut u8, 0x5a, size as usize) };
+    let seconds = t.elapsed().as_secs_f64();
+    unsafe { munmap(ptr, size as usize) }.context("munmap")?;
+    Ok(JobResult {
+        bytes: size,
+        seconds,
         fsync_seconds: 0.0,
         cpu_seconds: cpu_seconds() - cpu0,
     })
