@@ -517,6 +517,11 @@ pub fn tracks_global(
         .iter()
         .filter(|s| during.iter().any(|k| k == s.kind))
         .filter(|s| phase.is_none_or(|p| rec.phases.get(s.phase).is_some_and(|x| x.name == p)))
+        // The group's own steps (or its descendants'), and helpers such as sync; another
+        // group's writes are not this group's to follow.
+        .filter(|s| {
+            s.cgroup.is_empty() || s.cgroup == cgroup || s.cgroup.starts_with(&format!("{cgroup}/"))
+        })
         .collect();
     let merged;
     let spans: Vec<(f64, f64, &str)> = match (phase, matching.first(), matching.last()) {
