@@ -316,15 +316,22 @@ fn ktap_and_report_dir() {
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         assert!(out.starts_with("KTAP version 1\n1..1\n"), "{out}");
         assert!(out.contains("\nok 1 dirty-migration\n"), "{out}");
-        for f in ["results.ktap", "results.json", "dirty-migration.csv"] {
+        for f in [
+            "results.ktap",
+            "results.json",
+            "dirty-migration.csv",
+            "dirty-migration.svg",
+        ] {
             assert!(rep.path().join(f).exists(), "{f} missing");
         }
         let csv = std::fs::read_to_string(rep.path().join("dirty-migration.csv")).unwrap();
         assert!(
-            csv.starts_with("t,vmstat.pre.nr_dirty,vmstat.pre.nr_writeback,test.dirty,test.writeback,test.file,test.usage,vmstat.nr_dirty"),
+            csv.starts_with("t,vmstat.pre.nr_dirty,vmstat.pre.nr_writeback,test.dirty,test.writeback,test.file,test.usage,control.dirty,"),
             "{csv}"
         );
         assert!(csv.lines().count() > 10);
+        let svg = std::fs::read_to_string(rep.path().join("dirty-migration.svg")).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("global nr_dirty"));
     });
 }
 
