@@ -882,8 +882,17 @@ fn run_phases(
                 cgroup: step.cgroup().unwrap_or_default().to_string(),
                 cpu_seconds: res.cpu_seconds,
             });
-            // At least one sample after every step, so checks see its effect before the next.
+            // At least one sample after every step, so checks see its effect before the next;
+            // after a sync, samples for STALE_WINDOW, so a reading left stale by a concurrent
+            // stats flush is refreshed before the next step starts.
             sampler.wait_fresh(2);
+            if kind == "sync" {
+                let until = Instant::now() + Duration::from_secs_f64(check::STALE_WINDOW);
+                while Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                sampler.wait_fresh(1);
+            }
             guard.sysctls.restore_to(probe_mark)?;
             if let Some(e) = sampler.error() {
                 return Err(Stop::Failed(anyhow!("sampler: {e}")));
