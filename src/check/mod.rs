@@ -519,17 +519,25 @@ pub fn tracks_global(
     let (mut windows, mut samples, mut worst, mut max_rise) = (0, 0, 0i64, 0i64);
     // Windows: each matching step; with `phase`, one window from the first matching step's start
     // to the last one's end in that phase (a workload that keeps running across steps).
-    let matching: Vec<&crate::record::StepRecord> = rec
-        .steps
-        .iter()
-        .filter(|s| during.iter().any(|k| k == s.kind))
-        .filter(|s| phase.is_none_or(|p| rec.phases.get(s.phase).is_some_and(|x| x.name == p)))
-        // The group's own steps (or its descendants'), and helpers such as sync; another
-        // group's writes are not this group's to follow.
-        .filter(|s| {
-            s.cgroup.is_empty() || s.cgroup == cgroup || s.cgroup.starts_with(&format!("{cgroup}/"))
-        })
-        .collect();
+    // The group's own steps (or its descendants'), and helpers such as sync that follow one of
+    // them; another group's writes, and the sync after them, are not this group's to follow.
+    let mine = |g: &str| g == cgroup || g.starts_with(&format!("{cgroup}/"));
+    let mut last_owner_mine = true;
+    let mut matching: Vec<&crate::record::StepRecord> = Vec::new();
+    for s in &rec.steps {
+        let include = if s.cgroup.is_empty() {
+            last_owner_mine
+        } else {
+            last_owner_mine = mine(&s.cgroup);
+            last_owner_mine
+        };
+        if include
+            && during.iter().any(|k| k == s.kind)
+            && phase.is_none_or(|p| rec.phases.get(s.phase).is_some_and(|x| x.name == p))
+        {
+            matching.push(s);
+        }
+    }
     let merged;
     let spans: Vec<(f64, f64, &str)> = match (phase, matching.first(), matching.last()) {
         (Some(p), Some(first), Some(last)) => {
