@@ -810,11 +810,7 @@ fn run_phases(
                         duration,
                     },
                 ) => {
-                    let n = if *clients == 0 {
-                        ctx.machine.cpus as u32
-                    } else {
-                        *clients
-                    };
+                    let n = clients_or_cpus(*clients, ctx.machine.cpus);
                     let jobs = (0..n)
                         .map(|_| Job::Fault {
                             size: *size,
@@ -839,11 +835,7 @@ fn run_phases(
                         clients,
                     },
                 ) => {
-                    let n = if *clients == 0 {
-                        ctx.machine.cpus as u32
-                    } else {
-                        *clients
-                    };
+                    let n = clients_or_cpus(*clients, ctx.machine.cpus);
                     let jobs = (0..n).map(|_| Job::Usemem { size: *size }).collect();
                     let r = run_parallel(jobs, group(cgroup), deadline)
                         .map_err(|e| stop_of(e, &phase.name, step))?;
@@ -952,4 +944,9 @@ fn run_parallel(jobs: Vec<Job>, cg: &Cgroup, deadline: Instant) -> Result<JobRes
         total.seconds = total.seconds.max(r.seconds);
     }
     Ok(total)
+}
+
+/// A step's client count: 0 means one per CPU.
+fn clients_or_cpus(clients: u32, cpus: u64) -> u32 {
+    if clients == 0 { cpus as u32 } else { clients }
 }

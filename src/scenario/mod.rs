@@ -337,6 +337,15 @@ pub enum Step {
     },
 }
 
+/// "per-CPU" for 0 clients, else the number.
+fn clients_text(clients: u32) -> String {
+    if clients == 0 {
+        "per-CPU".to_string()
+    } else {
+        clients.to_string()
+    }
+}
+
 impl Step {
     pub fn describe(&self) -> String {
         match self {
@@ -411,11 +420,7 @@ impl Step {
                 duration,
             } => format!(
                 "{} fault clients in {cgroup}, {} regions, {duration:?}",
-                if *clients == 0 {
-                    "per-CPU".to_string()
-                } else {
-                    clients.to_string()
-                },
+                clients_text(*clients),
                 crate::units::human_bytes(*size as i64)
             ),
             Step::Usemem {
@@ -424,11 +429,7 @@ impl Step {
                 clients,
             } => format!(
                 "usemem: {} clients in {cgroup} write {} of fresh anonymous memory",
-                if *clients == 0 {
-                    "per-CPU".to_string()
-                } else {
-                    clients.to_string()
-                },
+                clients_text(*clients),
                 crate::units::human_bytes(*size as i64)
             ),
         }
@@ -1386,6 +1387,32 @@ fn resolve_check(
             .map(|g| g.get_ref().clone())
             .unwrap_or_else(|| default.iter().map(|x| x.to_string()).collect())
     };
+    // `counter`, `step` and `needs` of the checks that take one of each.
+    let one_counter = || -> Result<String, ScenarioError> {
+        need(r.counter.is_some(), "counter")?;
+        let c = r.counter.as_ref().unwrap();
+        check_counter(cx, c.get_ref(), c.span(), versions)?;
+        Ok(c.get_ref().clone())
+    };
+    let one_step = || -> Result<String, ScenarioError> {
+        need(r.step.is_some(), "step")?;
+        let st = r.step.as_ref().unwrap();
+        Ok(kinds(
+            &Some(Spanned::new(st.span(), vec![st.get_ref().clone()])),
+            &[],
+        )?
+        .remove(0))
+    };
+    let needs_moving = || -> Result<bool, ScenarioError> {
+        match &r.needs {
+            None => Ok(false),
+            Some(n) if n.get_ref() == "charge-moving" => Ok(true),
+            Some(n) => Err(cx.err(
+                n.span(),
+                format!("unknown need {:?} (known: charge-moving)", n.get_ref()),
+            )),
+        }
+    };
     let allowed: &[&str] = match kind {
         "no-underflow" => &["cgroup", "counters"],
         "settles" => &["cgroup", "counters", "within", "bound", "after"],
@@ -1513,16 +1540,8 @@ fn resolve_check(
             }
         }
         "change" => {
-            need(r.counter.is_some(), "counter")?;
-            let counter = r.counter.as_ref().unwrap();
-            check_counter(cx, counter.get_ref(), counter.span(), versions)?;
-            need(r.step.is_some(), "step")?;
-            let step = kinds(
-                &r.step
-                    .as_ref()
-                    .map(|s| Spanned::new(s.span(), vec![s.get_ref().clone()])),
-                &[],
-            )?;
+            let counter = one_counter()?;
+            let step = one_step()?;
             need(r.by.is_some(), "by")?;
             let by_s = r.by.as_ref().unwrap();
             let (sign, mag) = match by_s.get_ref().trim().strip_prefix('-') {
@@ -1530,63 +1549,31 @@ fn resolve_check(
                 None => (1, by_s.get_ref().trim().trim_start_matches('+').to_string()),
             };
             let by = sign * cx.size(&Spanned::new(by_s.span(), mag))? as i64;
-            let needs_moving = match &r.needs {
-                None => false,
-                Some(n) if n.get_ref() == "charge-moving" => true,
-                Some(n) => {
-                    return Err(cx.err(
-                        n.span(),
-                        format!("unknown need {:?} (known: charge-moving)", n.get_ref()),
-                    ));
-                }
-            };
+            let needs_moving = needs_moving()?;
             Check::Change {
                 cgroup: cgroup_ref(&r.cgroup, c.span())?,
-                counter: counter.get_ref().clone(),
-                step: step[0].clone(),
+                counter,
+                step,
                 by,
                 tolerance: r.tolerance.as_ref().map(|t| cx.size(t)).transpose()?,
                 needs_moving,
             }
         }
         "follows" => {
-            need(r.counter.is_some(), "counter")?;
-            let counter = r.counter.as_ref().unwrap();
-            check_counter(cx, counter.get_ref(), counter.span(), versions)?;
-            need(r.step.is_some(), "step")?;
-            let step = kinds(
-                &r.step
-                    .as_ref()
-                    .map(|s| Spanned::new(s.span(), vec![s.get_ref().clone()])),
-                &[],
-            )?;
+            let counter = one_counter()?;
+            let step = one_step()?;
             need(r.from.is_some(), "from")?;
             need(r.to.is_some(), "to")?;
             Check::Follows {
                 from: cgroup_ref(&r.from, c.span())?,
                 to: cgroup_ref(&r.to, c.span())?,
-                counter: counter.get_ref().clone(),
-                step: step[0].clone(),
-                needs_moving: match &r.needs {
-                    None => false,
-                    Some(n) if n.get_ref() == "charge-moving" => true,
-                    Some(n) => {
-                        return Err(cx.err(
-                            n.span(),
-                            format!("unknown need {:?} (known: charge-moving)", n.get_ref()),
-                        ));
-                    }
-                },
+                counter,
+                step,
+                needs_moving: needs_moving()?,
             }
         }
         "ratio" => {
-            need(r.step.is_some(), "step")?;
-            let step = kinds(
-                &r.step
-                    .as_ref()
-                    .map(|s| Spanned::new(s.span(), vec![s.get_ref().clone()])),
-                &[],
-            )?;
+            let step = one_step()?;
             need(r.inside.is_some(), "inside")?;
             need(r.outside.is_some(), "outside")?;
             need(r.min_ratio.is_some(), "min_ratio")?;
@@ -1595,7 +1582,7 @@ fn resolve_check(
                 return Err(cx.err(m.span(), "min_ratio must be a positive number"));
             }
             Check::Ratio {
-                step: step[0].clone(),
+                step,
                 inside: cgroup_ref(&r.inside, c.span())?,
                 outside: cgroup_ref(&r.outside, c.span())?,
                 min_ratio: *m.get_ref(),

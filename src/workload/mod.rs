@@ -453,14 +453,12 @@ fn read_cold(path: &std::path::Path) -> Result<JobResult> {
     })
 }
 
-/// usemem's measure: the throughput of writing fresh anonymous memory (faults, zeroing, charging
-/// and the writes themselves).
-fn usemem(size: u64) -> Result<JobResult> {
-    use nix::sys::mman::{MapFlags, ProtFlags, mmap_anonymous, munmap};
-    let len = std::num::NonZeroUsize::new(size as usize).context("usemem of 0 bytes")?;
-    let cpu0 = cpu_seconds();
-    let t = Instant::now();
-    // SAFETY: a fresh private anonymous mapping, written inside its length, then unmapped.
+/// A fresh private anonymous mapping of `size` bytes, read-write; with `small_pages`, advised
+/// MADV_NOHUGEPAGE so every 4 KiB page faults on its own (pft, the 2010 move benchmark).
+fn map_anon(size: u64, small_pages: bool) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+    use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous};
+    let len = std::num::NonZeroUsize::new(size as usize).context("mapping of 0 bytes")?;
+    // SAFETY: a new mapping; callers write only inside its length.
     let ptr = unsafe {
         mmap_anonymous(
             None,
@@ -469,7 +467,53 @@ fn usemem(size: u64) -> Result<JobResult> {
             MapFlags::MAP_PRIVATE,
         )
     }
-    .context("mmap")?;
+    .context("mmap anonymous memory")?;
+    if small_pages {
+        // SAFETY: advice on the mapping just made.
+        let _ = unsafe { madvise(ptr, size as usize, MmapAdvise::MADV_NOHUGEPAGE) };
+    }
+    Ok(ptr)
+}
+
+/// Creates `path` with `size` bytes and maps it shared, read-write.
+fn map_shared_file(
+    path: &std::path::Path,
+    size: u64,
+) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+    use nix::sys::mman::{MapFlags, ProtFlags, mmap};
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    f.set_len(size)
+        .with_context(|| format!("truncate {}", path.display()))?;
+    let len = std::num::NonZeroUsize::new(size as usize).context("file mapping of 0 bytes")?;
+    // SAFETY: a shared mapping of a file we own; callers stay inside its length.
+    unsafe {
+        mmap(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_SHARED,
+            &f,
+            0,
+        )
+    }
+    .with_context(|| format!("mmap {}", path.display()))
+}
+
+/// usemem's measure: the throughput of writing fresh anonymous memory (faults, zeroing, charging
+/// and the writes themselves).
+fn usemem(size: u64) -> Result<JobResult> {
+    use nix::sys::mman::munmap;
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    let ptr = map_anon(size, false)?;
+    // SAFETY: written inside the fresh mapping, then unmapped.
     unsafe { std::ptr::write_bytes(ptr.as_ptr() as *mut u8, 0x5a, size as usize) };
     let seconds = t.elapsed().as_secs_f64();
     unsafe { munmap(ptr, size as usize) }.context("munmap")?;
@@ -484,24 +528,13 @@ fn usemem(size: u64) -> Result<JobResult> {
 /// pft's loop: map anonymous memory, fault in every page by writing it, unmap; for `duration_ms`.
 /// Reports the faults (pages touched) as `bytes`.
 fn fault_loop(size: u64, duration_ms: u64) -> Result<JobResult> {
-    use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous, munmap};
-    let len = std::num::NonZeroUsize::new(size as usize).context("fault region of 0 bytes")?;
+    use nix::sys::mman::munmap;
     let cpu0 = cpu_seconds();
     let t = Instant::now();
     let until = Duration::from_millis(duration_ms);
     let mut faults = 0u64;
     while t.elapsed() < until {
-        // SAFETY: a fresh private anonymous mapping, written inside its length, then unmapped.
-        let ptr = unsafe {
-            mmap_anonymous(
-                None,
-                len,
-                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-                MapFlags::MAP_PRIVATE,
-            )
-        }
-        .context("mmap")?;
-        let _ = unsafe { madvise(ptr, size as usize, MmapAdvise::MADV_NOHUGEPAGE) };
+        let ptr = map_anon(size, true)?;
         let base = ptr.as_ptr() as *mut u8;
         for off in (0..size as usize).step_by(4096) {
             // SAFETY: inside the mapping.
@@ -521,22 +554,10 @@ fn fault_loop(size: u64, duration_ms: u64) -> Result<JobResult> {
 /// Maps `size` bytes of anonymous memory with 4 KiB pages (no THP, like the 2010 move-charge
 /// benchmark) and touches every page. The mapping is leaked on purpose: the task holds it.
 fn touch_anon(size: u64) -> Result<()> {
-    use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous};
-    let Some(len) = std::num::NonZeroUsize::new(size as usize) else {
+    if size == 0 {
         return Ok(());
-    };
-    // SAFETY: a fresh private anonymous mapping, written only inside its length.
-    let ptr = unsafe {
-        mmap_anonymous(
-            None,
-            len,
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_PRIVATE,
-        )
     }
-    .context("mmap anonymous memory")?;
-    // SAFETY: advice on the mapping just made.
-    let _ = unsafe { madvise(ptr, size as usize, MmapAdvise::MADV_NOHUGEPAGE) };
+    let ptr = map_anon(size, true)?;
     let base = ptr.as_ptr() as *mut u8;
     for off in (0..size as usize).step_by(4096) {
         // SAFETY: off < size, inside the mapping.
@@ -547,30 +568,8 @@ fn touch_anon(size: u64) -> Result<()> {
 
 /// Maps `size` bytes of `path` shared and dirties (or reads) every page; the mapping is kept.
 fn map_file(path: &std::path::Path, size: u64, dirty: bool) -> Result<()> {
-    use nix::sys::mman::{MapFlags, ProtFlags, mmap};
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("create {}", path.display()))?;
-    f.set_len(size)
-        .with_context(|| format!("truncate {}", path.display()))?;
-    let len = std::num::NonZeroUsize::new(size as usize).context("file mapping of 0 bytes")?;
-    // SAFETY: a fresh shared mapping of a file we own; kept until the task exits.
-    let ptr = unsafe {
-        mmap(
-            None,
-            len,
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_SHARED,
-            &f,
-            0,
-        )
-    }
-    .with_context(|| format!("mmap {}", path.display()))?;
+    // Kept until the task exits.
+    let ptr = map_shared_file(path, size)?;
     let base = ptr.as_ptr() as *mut u8;
     let mut sum = 0u8;
     for off in (0..size as usize).step_by(4096) {
@@ -740,31 +739,9 @@ fn write_file(path: &PathBuf, size: u64, block_size: u64, fsync: bool) -> Result
 
 /// Dirties a shared file mapping page by page (each first write faults, and the page is marked
 /// dirty and accounted then), keeps the pages dirty for a while, then msyncs them.
-fn mmap_write(path: &PathBuf, size: u64, hold_ms: u64) -> Result<JobResult> {
-    use nix::sys::mman::{MapFlags, MsFlags, ProtFlags, mmap, msync, munmap};
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("create {}", path.display()))?;
-    f.set_len(size)
-        .with_context(|| format!("truncate {}", path.display()))?;
-    let len = std::num::NonZeroUsize::new(size as usize).context("mmap-write of 0 bytes")?;
-    // SAFETY: a fresh shared mapping of a file we own, unmapped before returning.
-    let ptr = unsafe {
-        mmap(
-            None,
-            len,
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_SHARED,
-            &f,
-            0,
-        )
-    }
-    .with_context(|| format!("mmap {}", path.display()))?;
+fn mmap_write(path: &std::path::Path, size: u64, hold_ms: u64) -> Result<JobResult> {
+    use nix::sys::mman::{MsFlags, msync, munmap};
+    let ptr = map_shared_file(path, size)?;
     let page = 4096usize;
     let t = Instant::now();
     let base = ptr.as_ptr() as *mut u8;
