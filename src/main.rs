@@ -5,6 +5,7 @@ mod check;
 mod cleanup;
 mod compare;
 mod env;
+mod oracle;
 mod record;
 mod report;
 mod runner;

@@ -346,6 +346,10 @@ fn execute(
     // Sampler columns: <group>.<counter> for every group, then vmstat.<key> present on this kernel.
     let mut columns = Vec::new();
     let mut sources = Vec::new();
+    let (truth_pre, truth_post, machine) =
+        oracle_sources(ctx, sc, &root, &groups, &scratch, &mut columns, result)?;
+    sources.extend(truth_pre);
+    sources.extend(machine);
     // On v1 the hierarchy check also needs each group's own (non-hierarchical) value.
     let mut counters = sc.sample.counters.clone();
     if root.version == Version::V1 {
@@ -403,6 +407,7 @@ fn execute(
             vm_keys,
         )?);
     }
+    sources.extend(truth_post);
 
     let t0 = Instant::now();
     let sampler = Sampler::start(columns, sources, sc.sample.interval, t0)?;
@@ -515,6 +520,102 @@ fn execute(
     result.measurements = record.measurements();
     result.record = Some(record);
     Ok(())
+}
+
+/// The references the accounting checks need (see `oracle`): the per-file truth, read before and
+/// after the cgroup files (so the truth at the moment of the cgroup read lies in that bracket),
+/// and, for groups without it, the run's top group and the memcg root, read before the test groups
+/// (a parent read after its children can be stale on 6.18 v1, see README Findings).
+/// Returns (truth before, truth after, machine view); each may be empty.
+fn oracle_sources(
+    ctx: &Context,
+    sc: &Scenario,
+    root: &Cgroup,
+    groups: &[(String, Cgroup)],
+    scratch: &std::path::Path,
+    columns: &mut Vec<String>,
+    result: &mut ScenarioResult,
+) -> Result<(Option<Source>, Option<Source>, Vec<Source>), Stop> {
+    use crate::oracle;
+    use crate::sample::pagecache::{self, FileTruth};
+    let accounting: Vec<&str> = sc
+        .checks
+        .iter()
+        .filter_map(|c| match c {
+            crate::scenario::Check::TracksGlobal { cgroup, .. }
+            | crate::scenario::Check::Observed { cgroup, .. }
+            | crate::scenario::Check::DirtyProbe { cgroup } => Some(cgroup.as_str()),
+            _ => None,
+        })
+        .collect();
+    if accounting.is_empty() {
+        return Ok((None, None, Vec::new()));
+    }
+    let plan = oracle::plan(sc);
+    let mut truth_groups: Vec<&str> = Vec::new();
+    let mut truth = None;
+    match pagecache::support() {
+        Ok(()) => {
+            for (g, why) in &plan.unavailable {
+                if accounting.contains(&g.as_str()) {
+                    result.notes.push(format!(
+                        "no per-file truth for {g}: {why}; its accounting checks compare with machine-wide /proc/vmstat"
+                    ));
+                }
+            }
+            for (name, _) in groups {
+                if plan.files.iter().any(|(_, gs)| gs.contains(name)) {
+                    truth_groups.push(name);
+                }
+            }
+            let mut make = |pre: bool| {
+                let first = columns.len();
+                for g in &truth_groups {
+                    for c in pagecache::COUNTERS {
+                        columns.push(oracle::files_column(g, c, pre));
+                    }
+                }
+                let base = |g: &str| first + 3 * truth_groups.iter().position(|x| *x == g).unwrap();
+                Source::Truth(FileTruth {
+                    files: plan
+                        .files
+                        .iter()
+                        .map(|(f, gs)| (scratch.join(f), gs.iter().map(|g| base(g)).collect()))
+                        .collect(),
+                    groups: (0..truth_groups.len()).map(|i| first + 3 * i).collect(),
+                    page_size: ctx.machine.page_size as i64,
+                })
+            };
+            if !truth_groups.is_empty() {
+                truth = Some((make(true), make(false)));
+            }
+        }
+        Err(why) => result.notes.push(format!(
+            "no per-file truth: {why}; accounting checks compare with machine-wide /proc/vmstat, and a window in which other writers moved it beyond the tolerance is inconclusive"
+        )),
+    }
+    let mut machine = Vec::new();
+    if accounting.iter().any(|g| !truth_groups.contains(g)) {
+        let mut views = vec![("run", root.clone())];
+        let top = oracle::hierarchy_root(&root.path);
+        if top.join("memory.stat").exists() {
+            views.insert(0, ("root", Cgroup::new(top, root.version)));
+        }
+        for (which, cg) in views {
+            let mut keyed = Vec::new();
+            for c in ["dirty", "writeback"] {
+                if let Some(key) = stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
+                    keyed.push((key, columns.len()));
+                    columns.push(oracle::machine_column(which, c));
+                }
+            }
+            machine.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
+        }
+    }
+    Ok(match truth {
+        Some((pre, post)) => (Some(pre), Some(post), machine),
+        None => (None, None, machine),
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -64,7 +64,7 @@ fn panels(rec: &Record) -> Vec<Panel> {
     let mut order: Vec<String> = Vec::new();
     let mut groups: Vec<String> = Vec::new();
     for (i, c) in cols.iter().enumerate() {
-        if c.starts_with("vmstat.") || c.starts_with("sampler.") {
+        if crate::sample::is_meta_column(c) {
             continue;
         }
         let Some((group, counter)) = c.split_once('.') else {

@@ -14,6 +14,20 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cgroup::stat;
 
+pub mod pagecache;
+
+/// Column-name prefixes that are not test groups: /proc/vmstat, the sampler's own timing, and the
+/// references the accounting checks compare with (per-file truth, the run's and the memcg root's
+/// totals).
+pub const META_PREFIXES: [&str; 3] = ["vmstat", "sampler", "oracle"];
+
+/// Whether a column belongs to no test group (see META_PREFIXES).
+pub fn is_meta_column(column: &str) -> bool {
+    META_PREFIXES
+        .iter()
+        .any(|p| column.strip_prefix(p).is_some_and(|r| r.starts_with('.')))
+}
+
 /// A time series: one row of values per sample, `t` in seconds since the scenario started.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Series {
@@ -80,8 +94,37 @@ impl Series {
     }
 }
 
+/// What one sampler pass reads, in order: a counter file, or the page cache's count of the files
+/// the groups wrote.
+pub enum Source {
+    File(FileSource),
+    Truth(pagecache::FileTruth),
+}
+
+impl Source {
+    /// A "key value" file; `keys` pairs a key in the file with a column index.
+    pub fn keyed(path: &Path, keys: Vec<(String, usize)>) -> Result<Source> {
+        FileSource::keyed(path, keys).map(Source::File)
+    }
+    /// A file holding one number.
+    pub fn single(path: &Path, col: usize) -> Result<Source> {
+        FileSource::single(path, col).map(Source::File)
+    }
+    fn read_into(
+        &self,
+        buf: &mut Vec<u8>,
+        row: &mut [i64],
+        scratch: &mut Vec<Option<i64>>,
+    ) -> Result<()> {
+        match self {
+            Source::File(f) => f.read_into(buf, row, scratch),
+            Source::Truth(t) => t.read_into(row).map_err(|e| anyhow!(e)),
+        }
+    }
+}
+
 /// One file the sampler reads and the columns it fills.
-pub struct Source {
+pub struct FileSource {
     path: PathBuf,
     file: File,
     /// memory.stat / vmstat keys (in the file) and the column each fills; empty: the whole file is
@@ -91,12 +134,11 @@ pub struct Source {
     single: Option<usize>,
 }
 
-impl Source {
-    /// A "key value" file; `keys` pairs a key in the file with a column index.
-    pub fn keyed(path: &Path, keys: Vec<(String, usize)>) -> Result<Source> {
+impl FileSource {
+    fn keyed(path: &Path, keys: Vec<(String, usize)>) -> Result<FileSource> {
         let file = File::open(path).with_context(|| format!("open {}", path.display()))?;
         let (keys, cols) = keys.into_iter().unzip();
-        Ok(Source {
+        Ok(FileSource {
             path: path.to_path_buf(),
             file,
             keys,
@@ -104,10 +146,9 @@ impl Source {
             single: None,
         })
     }
-    /// A file holding one number.
-    pub fn single(path: &Path, col: usize) -> Result<Source> {
+    fn single(path: &Path, col: usize) -> Result<FileSource> {
         let file = File::open(path).with_context(|| format!("open {}", path.display()))?;
-        Ok(Source {
+        Ok(FileSource {
             path: path.to_path_buf(),
             file,
             keys: Vec::new(),
