@@ -2,12 +2,14 @@
 //! json`, e.g. the kernel before and after a patch series), side by side. The rule is lkp-tests':
 //! a change counts only when the medians differ by more than the threshold AND the two sample
 //! sets separate (every new sample below every base sample for a regression, above for an
-//! improvement); anything else is "no significant change". Every measurement is higher-is-better.
+//! improvement); anything else is "no significant change". Sample sets too small for separation to
+//! mean anything (`stats::enough_samples`) get no verdict: "too few samples". Every measurement is
+//! higher-is-better.
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use crate::record::median;
+use crate::stats::{self, Separation, median};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -15,6 +17,8 @@ pub enum Verdict {
     Regression,
     Improvement,
     NoSignificantChange,
+    /// Neither pass nor failure: the sample sets are too small to judge.
+    TooFewSamples,
 }
 
 impl Verdict {
@@ -23,6 +27,7 @@ impl Verdict {
             Verdict::Regression => "REGRESSION",
             Verdict::Improvement => "improvement",
             Verdict::NoSignificantChange => "no significant change",
+            Verdict::TooFewSamples => "too few samples",
         }
     }
 }
@@ -42,23 +47,28 @@ pub struct Row {
     pub verdict: Verdict,
 }
 
-/// The verdict for two sample sets of a higher-is-better quantity.
+/// The change of the median in percent and the verdict for two sample sets of a
+/// higher-is-better quantity.
 pub fn verdict(base: &[f64], new: &[f64], threshold_pct: f64) -> (f64, Verdict) {
     let (b, n) = (median(base).unwrap_or(0.0), median(new).unwrap_or(0.0));
-    if b <= 0.0 {
-        return (0.0, Verdict::NoSignificantChange);
-    }
-    let change = (n - b) / b * 100.0;
-    let max = |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max);
-    let min = |v: &[f64]| v.iter().cloned().fold(f64::MAX, f64::min);
-    let v = if change <= -threshold_pct && max(new) < min(base) {
-        Verdict::Regression
-    } else if change >= threshold_pct && min(new) > max(base) {
-        Verdict::Improvement
-    } else {
-        Verdict::NoSignificantChange
+    let change = if b > 0.0 { (n - b) / b * 100.0 } else { 0.0 };
+    let v = match stats::separation(base, new) {
+        Separation::TooFewSamples => Verdict::TooFewSamples,
+        Separation::Worse if b > 0.0 && change <= -threshold_pct => Verdict::Regression,
+        Separation::Better if b > 0.0 && change >= threshold_pct => Verdict::Improvement,
+        _ => Verdict::NoSignificantChange,
     };
     (change, v)
+}
+
+/// The verdict column: "too few samples" says the counts (base v new).
+fn verdict_text(r: &Row) -> String {
+    match r.verdict {
+        Verdict::TooFewSamples => {
+            format!("too few samples (n={} v n={})", r.base.len(), r.new.len())
+        }
+        v => v.as_str().to_string(),
+    }
 }
 
 /// (scenario, measurement name, unit, samples) of result files; the samples of the same
@@ -179,17 +189,22 @@ pub fn render(rows: &[Row], threshold_pct: f64) -> String {
             r.change_pct,
             format!("{} ({})", spread(&r.base), r.base.len()),
             format!("{} ({})", spread(&r.new), r.new.len()),
-            r.verdict.as_str()
+            verdict_text(r)
         );
     }
-    let reg = rows
-        .iter()
-        .filter(|r| r.verdict == Verdict::Regression)
-        .count();
+    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
     s += &format!(
-        "\n{} measurements compared; {reg} regressions (rule: median change beyond {threshold_pct}% and the sample sets separate)\n",
-        rows.len()
+        "\n{} measurements compared; {} regressions (rule: median change beyond {threshold_pct}% and the sample sets separate)\n",
+        rows.len(),
+        count(Verdict::Regression)
     );
+    let few = count(Verdict::TooFewSamples);
+    if few > 0 {
+        s += &format!(
+            "{few} not judged: too few samples (a verdict needs sets that separate by chance at most {} % of the time, 1 / C(n+m, n): at least 3 v 3). To get more, raise the scenario's repeat (pairs), or repeat the runs and pool them: memcgtest compare BASE_DIR NEW_DIR\n",
+            stats::MAX_CHANCE_PCT
+        );
+    }
     s
 }
 
@@ -209,8 +224,8 @@ mod tests {
         // The medians differ by 10%, but the sample sets overlap.
         let (_, v) = verdict(&[100.0, 60.0, 140.0], &[90.0, 130.0, 50.0], 5.0);
         assert_eq!(v, Verdict::NoSignificantChange);
-        // Separated but tiny.
-        let (_, v) = verdict(&[100.0, 101.0], &[99.0, 98.5], 5.0);
+        // Separated but tiny (3 v 3: enough samples to judge).
+        let (_, v) = verdict(&[100.0, 101.0, 100.5], &[99.0, 98.5, 99.5], 5.0);
         assert_eq!(v, Verdict::NoSignificantChange);
     }
 
@@ -233,5 +248,45 @@ mod tests {
         let text = render(&rows, 5.0);
         assert!(text.contains("REGRESSION"));
         assert!(text.contains("1 regressions"));
+    }
+
+    #[test]
+    fn too_few_samples_is_no_verdict() {
+        // Halved, but one sample each: chance separates them half the time.
+        let (c, v) = verdict(&[100.0], &[50.0], 5.0);
+        assert_eq!(v, Verdict::TooFewSamples);
+        assert!((c + 50.0).abs() < 1e-9, "{c}");
+        // 2 v 4 separates by chance 1 time in 15: still too few; 2 v 5 (1 in 21) is judged.
+        let base = [100.0, 101.0];
+        let (_, v) = verdict(&base, &[50.0, 51.0, 52.0, 53.0], 5.0);
+        assert_eq!(v, Verdict::TooFewSamples);
+        let (_, v) = verdict(&base, &[50.0, 51.0, 52.0, 53.0, 54.0], 5.0);
+        assert_eq!(v, Verdict::Regression);
+        let (_, v) = verdict(&[], &[], 5.0);
+        assert_eq!(v, Verdict::TooFewSamples);
+        assert_eq!(
+            serde_json::to_value(Verdict::TooFewSamples).unwrap(),
+            "too-few-samples"
+        );
+    }
+
+    #[test]
+    fn pooled_files_reach_a_verdict_single_files_cannot() {
+        let file = |x: f64| {
+            serde_json::json!({"tool": "memcgtest", "scenarios": [
+                {"name": "s", "measurements": [{"name": "m", "unit": "MB/s", "samples": [x]}]}]})
+        };
+        let rows = compare(&[file(100.0)], &[file(50.0)], 5.0);
+        assert_eq!(rows[0].verdict, Verdict::TooFewSamples);
+        let text = render(&rows, 5.0);
+        assert!(text.contains("too few samples (n=1 v n=1)"), "{text}");
+        assert!(text.contains("0 regressions"), "{text}");
+        assert!(text.contains("compare BASE_DIR NEW_DIR"), "{text}");
+        let base = [file(100.0), file(101.0), file(102.0)];
+        let new = [file(50.0), file(51.0), file(52.0)];
+        let rows = compare(&base, &new, 5.0);
+        assert_eq!((rows[0].base.len(), rows[0].new.len()), (3, 3));
+        assert_eq!(rows[0].verdict, Verdict::Regression);
+        assert!(!render(&rows, 5.0).contains("too few"));
     }
 }

@@ -11,6 +11,7 @@ mod report;
 mod runner;
 mod sample;
 mod scenario;
+mod stats;
 mod sysctl;
 mod units;
 mod vm;

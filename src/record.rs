@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::cgroup::stat::Stat;
 use crate::sample::Series;
+use crate::stats::median;
 
 /// One executed step.
 #[derive(Debug, Clone, Serialize)]
@@ -35,6 +36,8 @@ pub struct PhaseRecord {
     pub start: f64,
     pub end: f64,
     pub antagonists: Vec<String>,
+    /// A warm-up phase (`warmup = true`): it runs, but yields no measurements.
+    pub warmup: bool,
     #[serde(skip)]
     pub vmstat_start: Stat,
     #[serde(skip)]
@@ -234,10 +237,13 @@ pub fn step_rate(s: &StepRecord) -> Option<f64> {
 impl Record {
     /// Everything measurable in the run, as sample sets: write MB/s per phase (one sample per
     /// repetition), read MB/s and faults/s (and faults per CPU-second) per phase and group, and the
-    /// MiB/s of each task move.
+    /// MiB/s of each task move. Warm-up phases yield none.
     pub fn measurements(&self) -> Vec<Measurement> {
         let mut out = Vec::new();
         for (i, p) in self.phases.iter().enumerate() {
+            if p.warmup {
+                continue;
+            }
             let m = self.phase_measure(i);
             if !m.samples_mb_per_s.is_empty() {
                 out.push(Measurement {
@@ -289,19 +295,4 @@ impl Record {
         }
         out
     }
-}
-
-/// The median of a sample set (mean of the middle two for an even count).
-pub fn median(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    let mut v = xs.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }

@@ -1006,6 +1006,7 @@ fn run_phases(
                 .iter()
                 .map(|a| format!("{a:?}").to_lowercase())
                 .collect(),
+            warmup: phase.warmup,
             vmstat_start,
             vmstat_end: read_vmstat()?,
         });

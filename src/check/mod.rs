@@ -5,8 +5,9 @@
 
 use serde::Serialize;
 
-use crate::record::{Record, median};
+use crate::record::Record;
 use crate::scenario::Check;
+use crate::stats::{self, Separation, median};
 use crate::units::human_bytes;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -339,7 +340,8 @@ pub fn settles(
 /// (c) the write throughput of `phase` is at least `min_ratio` times that of `baseline`: median
 /// over each phase's repetitions. Machines are noisy, so as lkp-tests decides a regression, it
 /// fails only when the ratio is below the minimum AND the two sample sets separate (every sample of
-/// `phase` below every sample of `baseline`). The samples are printed either way.
+/// `phase` below every sample of `baseline`). With too few repetitions to judge
+/// (`stats::enough_samples`) it is not exercised. The samples are printed either way.
 pub fn throughput(
     name: String,
     rec: &Record,
@@ -361,40 +363,57 @@ pub fn throughput(
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let max_new = mp.samples_mb_per_s.iter().cloned().fold(f64::MIN, f64::max);
-    let min_base = mb.samples_mb_per_s.iter().cloned().fold(f64::MAX, f64::min);
-    let separate = max_new < min_base;
-    let outcome = if ratio >= min_ratio || !separate {
-        Outcome::Pass
-    } else {
-        Outcome::Fail
-    };
     let samples = format!(
         "MB/s samples: {phase} [{}], {baseline} [{}]",
         fmt(&mp.samples_mb_per_s),
         fmt(&mb.samples_mb_per_s)
     );
+    let (outcome, detail) = match stats::separation(&mb.samples_mb_per_s, &mp.samples_mb_per_s) {
+        Separation::TooFewSamples => (
+            Outcome::NotExercised,
+            format!(
+                "{}; {MORE_SAMPLES}; {samples}",
+                stats::too_few(mp.samples_mb_per_s.len(), mb.samples_mb_per_s.len())
+            ),
+        ),
+        _ if ratio >= min_ratio => (
+            Outcome::Pass,
+            format!("{phase} writes at {ratio:.2}x the {baseline} speed; {samples}"),
+        ),
+        Separation::Worse => (
+            Outcome::Fail,
+            format!(
+                "{phase} writes at only {ratio:.2}x the {baseline} speed and every {phase} sample is slower than every {baseline} sample: writers in the group are being throttled; {samples}"
+            ),
+        ),
+        _ => (
+            Outcome::Pass,
+            format!(
+                "median ratio {ratio:.2} is below {min_ratio} but the sample sets overlap (noise, not a regression); {samples}"
+            ),
+        ),
+    };
     let mut r = CheckResult::new(
         name,
         outcome,
         format!("{ratio:.2} (median {new:.1} MB/s in {phase} vs {base:.1} MB/s in {baseline})"),
         format!(">= {min_ratio:.2}"),
-        match (outcome, ratio >= min_ratio) {
-            (Outcome::Pass, true) => {
-                format!("{phase} writes at {ratio:.2}x the {baseline} speed; {samples}")
-            }
-            (Outcome::Pass, false) => format!(
-                "median ratio {ratio:.2} is below {min_ratio} but the sample sets overlap (noise, not a regression); {samples}"
-            ),
-            _ => format!(
-                "{phase} writes at only {ratio:.2}x the {baseline} speed and every {phase} sample is slower than every {baseline} sample: writers in the group are being throttled; {samples}"
-            ),
-        },
+        detail,
     );
-    r.tolerance = Some(format!(
-        "minimum ratio {min_ratio} set in the scenario; a failure also needs the sample sets to separate"
-    ));
+    r.tolerance = Some(ratio_tolerance(min_ratio));
     r
+}
+
+/// How a too-small throughput or ratio check gets enough samples.
+const MORE_SAMPLES: &str =
+    "raise the phase's repeat (one sample per repetition, or per pair) to at least 3 per side";
+
+/// The tolerance of the throughput and ratio checks.
+fn ratio_tolerance(min_ratio: f64) -> String {
+    format!(
+        "minimum ratio {min_ratio} set in the scenario; a failure also needs the sample sets to separate, any verdict enough samples that chance separates them at most {} % of the time (at least 3 v 3)",
+        stats::MAX_CHANCE_PCT
+    )
 }
 
 /// (d) the antagonist did its job: a /proc/vmstat event counter rose during the phase.
@@ -804,7 +823,9 @@ fn signed(b: i64) -> String {
 /// ratio: paired A/B. The rates of `step` steps in `inside` and in `outside` (alternating in the
 /// scenario, so drift hits both); the median ratio must be at least `min_ratio`. Like lkp-tests,
 /// a lower ratio fails only when the two sample sets separate (every inside sample below every
-/// outside one); otherwise the difference is within the noise and is reported as such.
+/// outside one); otherwise the difference is within the noise and is reported as such. With too
+/// few samples to judge (`stats::enough_samples`) it is not exercised. Without `phase`, every
+/// phase but the warm-up ones counts.
 pub fn ratio(
     name: String,
     rec: &Record,
@@ -817,7 +838,12 @@ pub fn ratio(
         rec.steps
             .iter()
             .filter(|s| s.kind == step && s.cgroup == g)
-            .filter(|s| phase.is_none_or(|p| rec.phases.get(s.phase).is_some_and(|x| x.name == p)))
+            .filter(|s| {
+                rec.phases.get(s.phase).is_some_and(|x| match phase {
+                    Some(p) => x.name == p,
+                    None => !x.warmup,
+                })
+            })
             .filter_map(crate::record::step_rate)
             .collect()
     };
@@ -841,31 +867,35 @@ pub fn ratio(
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let separated = a.iter().all(|x| b.iter().all(|y| x < y));
     let samples = format!(
         "{unit} samples: {inside} [{}], {outside} [{}]; pair ratios {pmin:.2}..{pmax:.2}",
         fmt(&a),
         fmt(&b)
     );
-    let (outcome, detail) = if r >= min_ratio {
-        (
+    let (outcome, detail) = match stats::separation(&b, &a) {
+        Separation::TooFewSamples => (
+            Outcome::NotExercised,
+            format!(
+                "{}; {MORE_SAMPLES}; {samples}",
+                stats::too_few(a.len(), b.len())
+            ),
+        ),
+        _ if r >= min_ratio => (
             Outcome::Pass,
             format!("{step} in {inside} runs at {r:.2}x the rate in {outside}; {samples}"),
-        )
-    } else if separated {
-        (
+        ),
+        Separation::Worse => (
             Outcome::Fail,
             format!(
                 "{step} in {inside} runs at {r:.2}x the rate in {outside}, below {min_ratio}, and every {inside} sample is below every {outside} sample; {samples}"
             ),
-        )
-    } else {
-        (
+        ),
+        _ => (
             Outcome::Pass,
             format!(
                 "{step} in {inside} runs at {r:.2}x the rate in {outside}, below {min_ratio}, but the sample sets overlap: within the noise; {samples}"
             ),
-        )
+        ),
     };
     let mut res = CheckResult::new(
         name,
@@ -874,9 +904,7 @@ pub fn ratio(
         format!(">= {min_ratio:.2}"),
         detail,
     );
-    res.tolerance = Some(format!(
-        "minimum ratio {min_ratio} set in the scenario; a failure also needs the sample sets to separate"
-    ));
+    res.tolerance = Some(ratio_tolerance(min_ratio));
     res
 }
 

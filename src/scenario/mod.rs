@@ -147,6 +147,8 @@ struct RawPhase {
     name: Spanned<String>,
     repeat: Option<Spanned<u32>>,
     #[serde(default)]
+    warmup: bool,
+    #[serde(default)]
     steps: Vec<Spanned<RawStep>>,
     #[serde(default)]
     antagonists: Vec<Spanned<RawAntagonist>>,
@@ -489,6 +491,8 @@ pub struct Phase {
     pub name: String,
     /// How many times the steps run in a row; measurements keep one sample per repetition.
     pub repeat: u32,
+    /// Runs to bring the machine to speed (first-touch faults, cold caches); measures nothing.
+    pub warmup: bool,
     pub steps: Vec<Step>,
     pub antagonists: Vec<Antagonist>,
 }
@@ -882,6 +886,7 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
         phases.push(Phase {
             name: rp.name.get_ref().clone(),
             repeat,
+            warmup: rp.warmup,
             steps,
             antagonists,
         });

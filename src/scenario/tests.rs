@@ -213,3 +213,56 @@ fn move_charge_is_v1_only() {
     let e = err(&MOVE.replace("needs = \"charge-moving\"", "needs = \"magic\""));
     assert!(e.to_string().contains("unknown need"), "{e}");
 }
+
+#[test]
+fn warmup_marks_a_phase_and_is_parsed_strictly() {
+    let s = parse("f.toml", GOOD).unwrap();
+    assert!(!s.phases[0].warmup);
+    let s = parse(
+        "f.toml",
+        &GOOD.replace("name = \"p1\"\n", "name = \"p1\"\nwarmup = true\n"),
+    )
+    .unwrap();
+    assert!(s.phases[0].warmup);
+    assert!(!s.phases[1].warmup);
+    let e = err(&GOOD.replace("name = \"p1\"\n", "name = \"p1\"\nwarmup = \"yes\"\n"));
+    assert_eq!((e.line, e.col), (15, 10), "{e}");
+    let e = err(&GOOD.replace("name = \"p1\"\n", "name = \"p1\"\nwarm_up = true\n"));
+    assert!(e.msg.contains("warm_up"), "{e}");
+}
+
+#[test]
+fn builtin_warm_up_phases_are_marked() {
+    for s in load_all(None).unwrap() {
+        for p in &s.phases {
+            assert_eq!(p.warmup, p.name == "warmup", "{}: phase {}", s.name, p.name);
+        }
+    }
+}
+
+/// Every throughput and ratio check of the built-in scenarios gets at least 3 samples per side (one
+/// per repetition of its phases, at least)
+/// under --quick, the least `stats::enough_samples` judges on.
+#[test]
+fn builtin_performance_checks_have_enough_samples_when_quick() {
+    for mut s in load_all(None).unwrap() {
+        s.scale_down(8);
+        let reps = |name: &str| s.phases.iter().find(|p| p.name == name).unwrap().repeat as usize;
+        for c in &s.checks {
+            let (n, m) = match c {
+                Check::Throughput {
+                    phase, baseline, ..
+                } => (reps(phase), reps(baseline)),
+                Check::Ratio { phase: Some(p), .. } => (reps(p), reps(p)),
+                Check::Ratio { phase: None, .. } => panic!("{}: ratio without phase", s.name),
+                _ => continue,
+            };
+            assert!(
+                crate::stats::enough_samples(n, m),
+                "{}: {} has {n} v {m} samples",
+                s.name,
+                c.name()
+            );
+        }
+    }
+}
