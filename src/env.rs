@@ -42,6 +42,19 @@ pub struct EnvInfo {
     pub capabilities: Capabilities,
     pub scratch: ScratchInfo,
     pub sysctls: Vec<(String, String)>,
+    pub oracle: OracleInfo,
+}
+
+/// What the accounting checks can compare with on this kernel, and whether the machine is quiet.
+#[derive(Debug, Clone, Serialize)]
+pub struct OracleInfo {
+    /// "page-cache truth" (cachestat per file) or "machine-wide counters".
+    pub kind: &'static str,
+    /// Why there is no per-file truth, when there is none.
+    pub why_not: Option<String>,
+    /// Pages other processes dirtied during one second (/proc/vmstat nr_dirtied; memcgtest
+    /// itself writes nothing meanwhile); None when the counter is missing.
+    pub pages_dirtied_last_second: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -240,7 +253,20 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
         compaction: Path::new("/proc/sys/vm/compact_memory").exists(),
     };
     let fstype = fstype_of(scratch);
+    let cachestat = crate::sample::pagecache::support();
+    let oracle = OracleInfo {
+        kind: if cachestat.is_ok() {
+            "page-cache truth"
+        } else {
+            "machine-wide counters"
+        },
+        why_not: cachestat.err(),
+        pages_dirtied_last_second: crate::oracle::pages_dirtied_during(
+            std::time::Duration::from_secs(1),
+        ),
+    };
     EnvInfo {
+        oracle,
         kernel: s(|u| u.release()),
         kernel_build: s(|u| u.version()),
         arch: s(|u| u.machine()),
@@ -324,6 +350,31 @@ pub fn render(e: &EnvInfo) -> String {
         e.scratch.path.display(),
         e.scratch.fstype.as_deref().unwrap_or("unknown fs"),
         yn(e.scratch.writeback)
+    );
+    s += &format!(
+        "accounting oracle: {}\n",
+        match &e.oracle.why_not {
+            None => "page-cache truth: cachestat(2) of the files each group wrote, independent of other processes".to_string(),
+            Some(w) => format!(
+                "machine-wide counters (/proc/vmstat); windows in which other writers moved them are inconclusive ({w})"
+            ),
+        }
+    );
+    s += &format!(
+        "other writers:     {}\n",
+        match e.oracle.pages_dirtied_last_second {
+            None => "unknown (no nr_dirtied in /proc/vmstat)".to_string(),
+            Some(0) => "none in the last second".to_string(),
+            Some(n) => format!(
+                "active: {} dirtied in the last second{}",
+                crate::units::human_bytes(n * e.page_size as i64),
+                if e.oracle.why_not.is_some() {
+                    " (expect inconclusive accounting windows)"
+                } else {
+                    " (the per-file truth is not affected)"
+                }
+            ),
+        }
     );
     s += "sysctls:          ";
     s += &e

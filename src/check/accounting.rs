@@ -247,7 +247,10 @@ pub fn tracks_global(
     let spans = windows(rec, cgroup, during, phase);
     for (w_start, w_end, w_what) in &spans {
         let r0 = row_at_or_before(rec, *w_start);
-        let rows: Vec<usize> = rec.series.rows_between(*w_start, *w_end).collect();
+        // Up to the first sample after the step: the one that shows what it did (a short write
+        // can fall between two samples; the runner samples after every step).
+        let w_end = row_at_or_after(rec, *w_end).map_or(*w_end, |r| rec.series.t[r]);
+        let rows: Vec<usize> = rec.series.rows_between(*w_start, w_end).collect();
         let cg0 = sum(rec, r0, &cols);
         let (ref0_lo, ref0_hi) = (reference.lo(rec, r0), reference.hi(rec, r0));
         // Pages one side holds at the window's start and the other does not may be written back

@@ -87,7 +87,11 @@ pub fn pages(path: &Path) -> std::io::Result<Pages> {
 /// Whether this kernel has cachestat(2): Ok, or why not. A call on an invalid descriptor answers
 /// EBADF where the syscall exists and ENOSYS where it does not (older than 6.5, or built without
 /// CONFIG_CACHESTAT_SYSCALL, which `make tinyconfig` turns off).
+/// `MEMCGTEST_NO_CACHESTAT=1` makes it answer no, to exercise the fallback on a kernel that has it.
 pub fn support() -> Result<(), String> {
+    if std::env::var_os("MEMCGTEST_NO_CACHESTAT").is_some_and(|v| v == "1") {
+        return Err("cachestat(2) disabled by MEMCGTEST_NO_CACHESTAT=1".into());
+    }
     match call(-1) {
         Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(()),
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => Err(
