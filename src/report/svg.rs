@@ -100,6 +100,24 @@ fn panels(rec: &Record) -> Vec<Panel> {
             delta: false,
         });
     }
+    // The per-file truth (cachestat of the files a group wrote): dashed, in the group's colour.
+    for (gi, group) in groups.iter().enumerate() {
+        for (counter, p) in by_counter.iter_mut() {
+            if let Some(i) = rec
+                .series
+                .col(&crate::oracle::files_column(group, counter, false))
+            {
+                p.lines.push(Line {
+                    label: format!("{group}'s files (cachestat)"),
+                    col: i,
+                    color: COLORS[gi % COLORS.len()],
+                    dashed: true,
+                    scale: 1,
+                    delta: false,
+                });
+            }
+        }
+    }
     let page = rec.machine.page_size as i64;
     for (counter, p) in by_counter.iter_mut() {
         let global =

@@ -219,15 +219,22 @@ struct Work {
     child: Option<Child>,
 }
 
-impl Drop for Work {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.child {
+impl Work {
+    /// Kills qemu (its whole process group) and waits for it, so its disk image lock is released.
+    fn stop_qemu(&mut self) {
+        if let Some(mut c) = self.child.take() {
             let _ = nix::sys::signal::killpg(
                 nix::unistd::Pid::from_raw(c.id() as i32),
                 nix::sys::signal::Signal::SIGKILL,
             );
             let _ = c.wait();
         }
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        self.stop_qemu();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -404,6 +411,8 @@ fn boot(
             let ql = std::fs::read_to_string(&qlog).unwrap_or_default();
             let silent = off_con == 0 && start.elapsed() > Duration::from_secs(30);
             if ql.contains("KVM internal error") || ql.contains("emulation failure") || silent {
+                // A failed KVM guest is paused, not gone: qemu still holds the disk image.
+                work.stop_qemu();
                 return Ok(None);
             }
         }
@@ -419,13 +428,7 @@ fn boot(
             break;
         }
     }
-    if let Some(mut c) = work.child.take() {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(c.id() as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-        let _ = c.wait();
-    }
+    work.stop_qemu();
     b.seconds = start.elapsed().as_secs_f64();
     let rest = read_new(&serial[2], &mut off_prog);
     let _ = stderr.lock().write_all(&rest);
