@@ -84,10 +84,10 @@ enum Command {
         #[arg(long)]
         quick: bool,
         /// Per-scenario timeout overriding the scenario's own (e.g. 120s, 10m).
-        #[arg(long, value_parser = units::parse_duration)]
+        #[arg(long, value_parser = units::parse_cli_duration)]
         timeout: Option<std::time::Duration>,
         /// Sampling interval overriding the scenarios' own (for measuring the sampler's cost).
-        #[arg(long, value_parser = units::parse_duration)]
+        #[arg(long, value_parser = units::parse_cli_duration)]
         sample_interval: Option<std::time::Duration>,
     },
     /// Compare the measurements of two `run --format json` result files (exit 1 on a regression).
@@ -128,7 +128,7 @@ enum Command {
         #[arg(long, default_value = "256M", value_parser = units::parse_size)]
         swap: u64,
         /// Kill the VM after this long (default 60m under TCG, 20m under KVM): failure "timeout".
-        #[arg(long, value_parser = units::parse_duration)]
+        #[arg(long, value_parser = units::parse_cli_duration)]
         timeout: Option<std::time::Duration>,
         /// Save the kernel console to FILE.
         #[arg(long, value_name = "FILE")]

@@ -351,7 +351,9 @@ fn execute(
         groups.push((spec.name.clone(), cg));
     }
     // Helpers (sync, antagonists) run in a group of their own, outside the measured ones.
-    let aux = root.create_child("aux").map_err(anyhow::Error::from)?;
+    let aux = root
+        .create_child(crate::scenario::HELPER_GROUP)
+        .map_err(anyhow::Error::from)?;
 
     for (k, v) in &sc.sysctls {
         guard.sysctls.set(&format!("vm.{k}"), v)?;
