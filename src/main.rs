@@ -525,18 +525,29 @@ fn run_scenarios(
         Format::Json => print!("{}", report::json(&rep)),
     }
     let verdict = run_verdict(&rep.scenarios, cleanup::interrupted());
-    if let Some(dir) = report_dir
-        && let Err(e) = report::write_dir(&rep, dir)
-    {
-        // A kernel found bad stays bad (exit 1) when its report cannot be written: git bisect
-        // would take 125 for "skip" and let the bad commit escape.
-        if verdict.as_ref().is_ok_and(|v| *v == exit::FAIL) {
+    match report_dir {
+        Some(dir) => with_report(verdict, report::write_dir(&rep, dir)),
+        None => verdict,
+    }
+}
+
+/// The run's exit once its report was written or not. A kernel found bad stays bad (1) when the
+/// report cannot be written (the error goes to stderr): git bisect would take 125 for "skip" and
+/// let the bad commit escape. Otherwise an unwritable report is the machine's (125); a verdict
+/// that is already an error stays that error.
+fn with_report(verdict: Result<u8, Error>, written: anyhow::Result<()>) -> Result<u8, Error> {
+    match (verdict, written) {
+        (v, Ok(())) => v,
+        (Ok(exit::FAIL), Err(e)) => {
             eprintln!("memcgtest: report: {e:#}");
-        } else {
-            return Err(Error::Environment(format!("report: {e:#}")));
+            Ok(exit::FAIL)
+        }
+        (Ok(_), Err(e)) => Err(Error::Environment(format!("report: {e:#}"))),
+        (Err(v), Err(e)) => {
+            eprintln!("memcgtest: report: {e:#}");
+            Err(v)
         }
     }
-    verdict
 }
 
 /// The exit of a run from its scenarios' results, in this order: interrupted by a signal: 125
@@ -637,5 +648,23 @@ mod tests {
         assert_eq!(code(&[pass(), interrupted], false), 125);
         let e = run_verdict(&[pass(), machine()], false).unwrap_err();
         assert!(e.to_string().contains("s could not run: ENOSPC"), "{e}");
+    }
+
+    #[test]
+    fn a_failed_run_stays_1_when_the_report_cannot_be_written() {
+        let unwritable = || {
+            Err(anyhow::anyhow!(
+                "write /r/results.json: No space left on device"
+            ))
+        };
+        let code = |r: Result<u8, Error>| r.unwrap_or_else(|e| e.exit_code());
+        assert_eq!(code(with_report(Ok(exit::FAIL), unwritable())), 1);
+        assert_eq!(code(with_report(Ok(exit::OK), unwritable())), 125);
+        assert_eq!(
+            code(with_report(Err(Error::Interrupted), unwritable())),
+            125
+        );
+        assert_eq!(code(with_report(Ok(exit::OK), Ok(()))), 0);
+        assert_eq!(code(with_report(Ok(exit::FAIL), Ok(()))), 1);
     }
 }
