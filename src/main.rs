@@ -5,6 +5,7 @@ mod check;
 mod cleanup;
 mod compare;
 mod env;
+mod error;
 mod oracle;
 mod record;
 mod report;
@@ -21,22 +22,10 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use cgroup::detect::{self, Choice};
-
-/// Exit codes, chosen for CI gating and `git bisect run` (never 126..255, which abort a bisect).
-pub mod exit {
-    /// Every scenario that ran passed (skips allowed).
-    pub const OK: u8 = 0;
-    /// A check failed or a scenario errored (the kernel is bad, as far as bisect is concerned).
-    pub const FAIL: u8 = 1;
-    /// Usage or scenario-file error.
-    pub const USAGE: u8 = 2;
-    /// Nothing could be tested: not root, no memory controller, no writable cgroup, interrupted.
-    pub const UNTESTABLE: u8 = 125;
-}
+use error::{Error, exit};
 
 #[derive(Parser)]
 #[command(
@@ -97,10 +86,10 @@ enum Command {
         #[arg(long)]
         quick: bool,
         /// Per-scenario timeout overriding the scenario's own (e.g. 120s, 10m).
-        #[arg(long, value_parser = units::parse_duration)]
+        #[arg(long, value_parser = units::parse_cli_duration)]
         timeout: Option<std::time::Duration>,
         /// Sampling interval overriding the scenarios' own (for measuring the sampler's cost).
-        #[arg(long, value_parser = units::parse_duration)]
+        #[arg(long, value_parser = units::parse_cli_duration)]
         sample_interval: Option<std::time::Duration>,
     },
     /// Compare the measurements of two `run --format json` result files (exit 1 on a regression).
@@ -141,7 +130,7 @@ enum Command {
         #[arg(long, default_value = "256M", value_parser = units::parse_size)]
         swap: u64,
         /// Kill the VM after this long (default 60m under TCG, 20m under KVM): failure "timeout".
-        #[arg(long, value_parser = units::parse_duration)]
+        #[arg(long, value_parser = units::parse_cli_duration)]
         timeout: Option<std::time::Duration>,
         /// Save the kernel console to FILE.
         #[arg(long, value_name = "FILE")]
@@ -187,39 +176,46 @@ fn main() -> ExitCode {
         }
     };
     // A panic still unwinds through the runner's guards (cleanup); then it is a tool failure.
-    match std::panic::catch_unwind(|| run(cli)) {
-        Ok(Ok(code)) => ExitCode::from(code),
-        Ok(Err(e)) => {
-            eprintln!("memcgtest: {e:#}");
-            ExitCode::from(exit::UNTESTABLE)
-        }
-        Err(_) => {
-            eprintln!("memcgtest: internal error (panic); test cgroups were cleaned up");
-            ExitCode::from(exit::UNTESTABLE)
+    let result = std::panic::catch_unwind(|| run(cli)).unwrap_or_else(|_| {
+        Err(Error::Internal(
+            "panic; test cgroups were cleaned up".into(),
+        ))
+    });
+    match result {
+        Ok(verdict) => ExitCode::from(verdict),
+        Err(e) => {
+            match e {
+                // file:line:column first, as compilers print it, for editors.
+                Error::Scenario(_) => eprintln!("{e}"),
+                _ => eprintln!("memcgtest: {e}"),
+            }
+            ExitCode::from(e.exit_code())
         }
     }
 }
 
-fn run(cli: Cli) -> Result<u8> {
+/// Runs a command. `Ok` is the verdict of a command that finished and reported it: `exit::OK`,
+/// `exit::FAIL` (a check failed, a scenario the kernel stopped, a regression), or for `vm` the
+/// guest's code passed through. Everything else is an [`Error`], whose kind is the exit code.
+fn run(cli: Cli) -> Result<u8, Error> {
     match &cli.command {
         Command::Worker { job } => {
-            workload::worker_main(job)?;
+            // Exits 1 when a system call failed for the kernel's reasons, else 125 (see
+            // `Error::of_worker`); the runner reads the code back (`Error::of_worker_status`).
+            workload::worker_main(job).map_err(|e| Error::of_worker(&e))?;
             Ok(exit::OK)
         }
         Command::Env { json } => {
             let e = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
             if *json {
-                println!("{}", serde_json::to_string_pretty(&e)?);
+                println!("{}", serde_json::to_string_pretty(&e).map_err(internal)?);
             } else {
                 print!("{}", env::render(&e));
             }
             Ok(exit::OK)
         }
         Command::List { json } => {
-            let all = match scenario::load_all(cli.scenario_dir.as_deref()) {
-                Ok(a) => a,
-                Err(e) => return usage_error(&e.to_string()),
-            };
+            let all = scenario::load_all(cli.scenario_dir.as_deref())?;
             if *json {
                 let v: Vec<serde_json::Value> = all
                     .iter()
@@ -230,7 +226,7 @@ fn run(cli: Cli) -> Result<u8> {
                         })
                     })
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                println!("{}", serde_json::to_string_pretty(&v).map_err(internal)?);
             } else {
                 for s in &all {
                     let cg: Vec<&str> = s.requires.cgroup.iter().map(|v| v.as_str()).collect();
@@ -261,7 +257,9 @@ fn run(cli: Cli) -> Result<u8> {
             Ok(exit::OK)
         }
         Command::Check { files } => {
-            let mut bad = false;
+            // Every file is checked; errors go to stderr in file order, the last one through
+            // `main` (exit 2).
+            let mut bad: Option<Error> = None;
             for f in files {
                 match scenario::load_file(f) {
                     Ok(s) => println!(
@@ -272,15 +270,16 @@ fn run(cli: Cli) -> Result<u8> {
                         s.checks.len()
                     ),
                     Err(e) => {
-                        eprintln!("{e}");
-                        bad = true;
+                        if let Some(earlier) = bad.replace(e.into()) {
+                            eprintln!("{earlier}");
+                        }
                     }
                 }
             }
-            Ok(if bad { exit::USAGE } else { exit::OK })
+            bad.map_or(Ok(exit::OK), Err)
         }
         Command::Cleanup => {
-            let layout = detect::detect()?;
+            let layout = detect::detect().map_err(|e| Error::Environment(e.to_string()))?;
             let mut parents = Vec::new();
             for c in [Choice::V1, Choice::V2] {
                 if let Ok(p) = env::test_parent(&layout, c, cli.parent.as_deref()) {
@@ -297,11 +296,15 @@ fn run(cli: Cli) -> Result<u8> {
             if removed.is_empty() && failed.is_empty() {
                 println!("nothing to clean up");
             }
-            Ok(if failed.is_empty() {
-                exit::OK
+            // Leftovers that would not go are this machine's problem, not the kernel under test's.
+            if failed.is_empty() {
+                Ok(exit::OK)
             } else {
-                exit::FAIL
-            })
+                Err(Error::Environment(format!(
+                    "cleanup: {} leftovers could not be removed",
+                    failed.len()
+                )))
+            }
         }
         Command::Vm {
             kernel,
@@ -343,7 +346,7 @@ fn run(cli: Cli) -> Result<u8> {
                 guest_args: guest.clone(),
                 qemu: qemu.clone(),
             };
-            vm::run(&opts)
+            Ok(vm::run(&opts)?)
         }
         Command::Run {
             names,
@@ -368,18 +371,20 @@ fn run(cli: Cli) -> Result<u8> {
         } => {
             let (b, n) = match (compare::load(base), compare::load(new)) {
                 (Ok(b), Ok(n)) => (b, n),
-                (Err(e), _) | (_, Err(e)) => return usage_error(&format!("{e:#}")),
+                (Err(e), _) | (_, Err(e)) => return Err(Error::Usage(format!("{e:#}"))),
             };
             let rows = compare::compare(&b, &n, *threshold);
             if rows.is_empty() {
-                return usage_error(&format!(
+                return Err(Error::Usage(format!(
                     "{} and {} have no measurement in common",
                     base.display(),
                     new.display()
-                ));
+                )));
             }
             match format {
-                Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+                Format::Json => {
+                    println!("{}", serde_json::to_string_pretty(&rows).map_err(internal)?)
+                }
                 _ => print!("{}", compare::render(&rows, *threshold)),
             }
             Ok(
@@ -396,14 +401,14 @@ fn run(cli: Cli) -> Result<u8> {
     }
 }
 
-fn usage_error(msg: &str) -> Result<u8> {
-    eprintln!("memcgtest: {msg}");
-    Ok(exit::USAGE)
+/// A failure of memcgtest itself (serializing its own results): 125.
+fn internal(e: impl std::fmt::Display) -> Error {
+    Error::Internal(e.to_string())
 }
 
-fn untestable(msg: &str) -> Result<u8> {
-    eprintln!("memcgtest: nothing can be tested: {msg}");
-    Ok(exit::UNTESTABLE)
+/// This machine cannot test at all: 125.
+fn untestable(msg: impl std::fmt::Display) -> Error {
+    Error::Environment(format!("nothing can be tested: {msg}"))
 }
 
 fn run_scenarios(
@@ -413,21 +418,18 @@ fn run_scenarios(
     report_dir: Option<&Path>,
     quick: bool,
     (timeout, sample_interval): (Option<std::time::Duration>, Option<std::time::Duration>),
-) -> Result<u8> {
-    let all = match scenario::load_all(cli.scenario_dir.as_deref()) {
-        Ok(a) => a,
-        Err(e) => return usage_error(&e.to_string()),
-    };
+) -> Result<u8, Error> {
+    let all = scenario::load_all(cli.scenario_dir.as_deref())?;
     let mut selected = Vec::new();
     for n in names {
         match all.iter().find(|s| &s.name == n) {
             Some(s) => selected.push(s.clone()),
             None => {
                 let known: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
-                return usage_error(&format!(
+                return Err(Error::Usage(format!(
                     "no scenario named {n:?} (known: {})",
                     known.join(", ")
-                ));
+                )));
             }
         }
     }
@@ -440,41 +442,54 @@ fn run_scenarios(
         }
     }
     if !nix::unistd::geteuid().is_root() {
-        return untestable("memcgtest run needs root (it creates cgroups and writes /proc/sys/vm)");
+        return Err(untestable(
+            "memcgtest run needs root (it creates cgroups and writes /proc/sys/vm)",
+        ));
     }
-    let layout = detect::detect()?;
-    let parent = match env::test_parent(&layout, cli.cgroup, cli.parent.as_deref()) {
-        Ok(p) => p,
-        Err(e) => return untestable(&e),
-    };
-    if !parent.path.is_dir()
-        || nix::unistd::access(&parent.path, nix::unistd::AccessFlags::W_OK).is_err()
-    {
-        return untestable(&format!(
+    let layout = detect::detect().map_err(untestable)?;
+    let parent =
+        env::test_parent(&layout, cli.cgroup, cli.parent.as_deref()).map_err(untestable)?;
+    if !writable_dir(&parent.path) {
+        return Err(untestable(format!(
             "cannot create cgroups below {}",
             parent.path.display()
-        ));
+        )));
     }
     if parent.version == cgroup::Version::V2
         && let Err(e) = parent.enable_memory_for_children()
     {
-        return untestable(&format!(
+        return Err(untestable(format!(
             "cannot enable the memory controller below {} ({e}). cgroup v2 forbids it in a group \
                  that has processes of its own. Delegate an empty subtree and pass it with --parent, e.g. \
                  `mkdir /sys/fs/cgroup/memcgtest.slice && echo +memory > /sys/fs/cgroup/cgroup.subtree_control` \
                  then --parent /sys/fs/cgroup/memcgtest.slice, or run under `systemd-run --scope -p Delegate=yes`",
             parent.path.display()
-        ));
+        )));
+    }
+    // The scratch and report directories are this machine's: checked before anything runs.
+    if !writable_dir(&cli.scratch) {
+        return Err(untestable(format!(
+            "scratch directory {} is missing, not a directory or not writable; pass --scratch DIR",
+            cli.scratch.display()
+        )));
     }
     let fstype = env::fstype_of(&cli.scratch);
     if selected.iter().any(|s| s.requires.writeback) && !env::supports_writeback(fstype.as_deref())
     {
-        return usage_error(&format!(
+        return Err(untestable(format!(
             "scratch directory {} is on {}, which has no writeback: pages there never become dirty in \
              memory.stat. Pass --scratch DIR on ext4, xfs or btrfs",
             cli.scratch.display(),
             fstype.as_deref().unwrap_or("an unknown filesystem")
-        ));
+        )));
+    }
+    if let Some(dir) = report_dir
+        && !(std::fs::create_dir_all(dir).is_ok() && writable_dir(dir))
+    {
+        return Err(untestable(format!(
+            "report directory {} cannot be created or is not writable",
+            dir.display()
+        )));
     }
     cleanup::install_signal_handlers();
     let environment = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
@@ -511,20 +526,66 @@ fn run_scenarios(
         Format::Ktap => print!("{}", report::ktap(&rep)),
         Format::Json => print!("{}", report::json(&rep)),
     }
-    if let Some(dir) = report_dir {
-        report::write_dir(&rep, dir)?;
+    let verdict = run_verdict(&rep.scenarios, cleanup::interrupted());
+    match report_dir {
+        Some(dir) => with_report(verdict, report::write_dir(&rep, dir)),
+        None => verdict,
     }
-    let t = &rep.totals;
-    Ok(if cleanup::interrupted() {
-        exit::UNTESTABLE
-    } else if t.failed + t.errors > 0 {
-        exit::FAIL
-    } else if t.passed == 0 {
-        // Everything skipped: nothing was tested (git bisect: skip this commit).
-        exit::UNTESTABLE
-    } else {
-        exit::OK
-    })
+}
+
+/// The run's exit once its report was written or not. A kernel found bad stays bad (1) when the
+/// report cannot be written (the error goes to stderr): git bisect would take 125 for "skip" and
+/// let the bad commit escape. Otherwise an unwritable report is the machine's (125); a verdict
+/// that is already an error stays that error.
+fn with_report(verdict: Result<u8, Error>, written: anyhow::Result<()>) -> Result<u8, Error> {
+    match (verdict, written) {
+        (v, Ok(())) => v,
+        (Ok(exit::FAIL), Err(e)) => {
+            eprintln!("memcgtest: report: {e:#}");
+            Ok(exit::FAIL)
+        }
+        (Ok(_), Err(e)) => Err(Error::Environment(format!("report: {e:#}"))),
+        (Err(v), Err(e)) => {
+            eprintln!("memcgtest: report: {e:#}");
+            Err(v)
+        }
+    }
+}
+
+/// The exit of a run from its scenarios' results, in this order: interrupted by a signal: 125
+/// (the run is incomplete, whatever it saw); a failed check or a scenario the kernel stopped
+/// (`Error::Kernel`: worker killed, timeout): 1; a scenario the machine stopped: 125 with its
+/// reason; nothing passed (every scenario skipped): 125; else 0.
+fn run_verdict(results: &[runner::ScenarioResult], interrupted: bool) -> Result<u8, Error> {
+    use runner::Status;
+    if interrupted {
+        return Err(Error::Interrupted);
+    }
+    let failed = |r: &&runner::ScenarioResult| {
+        r.status == Status::Fail
+            || r.error
+                .as_ref()
+                .is_some_and(|e| e.exit_code() == exit::FAIL)
+    };
+    if results.iter().any(|r| failed(&r)) {
+        return Ok(exit::FAIL);
+    }
+    if let Some(r) = results.iter().find(|r| r.status == Status::Error) {
+        let e = r.error.clone().unwrap_or(Error::Internal(r.reason.clone()));
+        return Err(match e {
+            Error::Environment(m) => Error::Environment(format!("{} could not run: {m}", r.name)),
+            other => other,
+        });
+    }
+    if !results.iter().any(|r| r.status == Status::Pass) {
+        return Err(untestable("every scenario was skipped"));
+    }
+    Ok(exit::OK)
+}
+
+/// An existing directory this process may create files in.
+fn writable_dir(p: &Path) -> bool {
+    p.is_dir() && nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).is_ok()
 }
 
 /// In a VM (MEMCGTEST_KMSG set by the guest init), marks scenario boundaries in the kernel log so
@@ -532,5 +593,80 @@ fn run_scenarios(
 fn kmsg(msg: &str) {
     if std::env::var_os("MEMCGTEST_KMSG").is_some() {
         let _ = std::fs::write("/dev/kmsg", format!("{msg}\n"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runner::{ScenarioResult, Status};
+
+    fn result(status: Status, error: Option<Error>) -> ScenarioResult {
+        ScenarioResult {
+            name: "s".into(),
+            summary: String::new(),
+            status,
+            reason: error.as_ref().map(|e| e.to_string()).unwrap_or_default(),
+            cgroup_version: None,
+            seconds: 0.0,
+            samples: 0,
+            phases: vec![],
+            checks: vec![],
+            notes: vec![],
+            moves: vec![],
+            measurements: vec![],
+            record: None,
+            error,
+        }
+    }
+
+    fn code(results: &[ScenarioResult], interrupted: bool) -> u8 {
+        match run_verdict(results, interrupted) {
+            Ok(v) => v,
+            Err(e) => e.exit_code(),
+        }
+    }
+
+    #[test]
+    fn run_exit_codes() {
+        let pass = || result(Status::Pass, None);
+        let fail = || result(Status::Fail, None);
+        let skip = || result(Status::Skip, None);
+        let kernel = || result(Status::Error, Some(Error::Kernel("timeout".into())));
+        let machine = || result(Status::Error, Some(Error::Environment("ENOSPC".into())));
+        assert_eq!(code(&[pass(), skip()], false), 0);
+        assert_eq!(code(&[pass(), fail()], false), 1);
+        // A timeout or a worker the kernel killed blames the kernel.
+        assert_eq!(code(&[pass(), kernel()], false), 1);
+        // A disk full in the scratch directory does not.
+        assert_eq!(code(&[pass(), machine()], false), 125);
+        // A failed check wins over the machine's trouble elsewhere: the kernel is bad.
+        assert_eq!(code(&[machine(), fail()], false), 1);
+        // Nothing passed: nothing was tested.
+        assert_eq!(code(&[skip(), skip()], false), 125);
+        // A signal makes the run incomplete, whatever it saw.
+        assert_eq!(code(&[fail()], true), 125);
+        let interrupted = result(Status::Error, Some(Error::Interrupted));
+        assert_eq!(code(&[pass(), interrupted], false), 125);
+        let e = run_verdict(&[pass(), machine()], false).unwrap_err();
+        assert!(e.to_string().contains("s could not run: ENOSPC"), "{e}");
+    }
+
+    #[test]
+    fn a_failed_run_stays_1_when_the_report_cannot_be_written() {
+        let unwritable = || {
+            Err(anyhow::anyhow!(
+                "write /r/results.json: No space left on device"
+            ))
+        };
+        let code = |r: Result<u8, Error>| r.unwrap_or_else(|e| e.exit_code());
+        assert_eq!(code(with_report(Ok(exit::FAIL), unwritable())), 1);
+        assert_eq!(code(with_report(Ok(exit::OK), unwritable())), 125);
+        assert_eq!(
+            code(with_report(Err(Error::Interrupted), unwritable())),
+            125
+        );
+        assert_eq!(code(with_report(Ok(exit::OK), Ok(()))), 0);
+        assert_eq!(code(with_report(Ok(exit::FAIL), Ok(()))), 1);
     }
 }

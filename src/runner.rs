@@ -13,6 +13,7 @@ use crate::cgroup::stat::{self, Stat};
 use crate::cgroup::{Cgroup, Version, file_name};
 use crate::check::{self, CheckResult, Outcome};
 use crate::cleanup::{self, interrupted};
+use crate::error::Error;
 use crate::record::{Machine, MoveRecord, PhaseMeasure, PhaseRecord, Record, StepRecord};
 use crate::sample::{Sampler, Series, Source};
 use crate::scenario::{Antagonist, Feature, Scenario, Step};
@@ -102,6 +103,10 @@ pub struct ScenarioResult {
     pub measurements: Vec<crate::record::Measurement>,
     #[serde(skip)]
     pub record: Option<Record>,
+    /// Why the scenario could not finish, when its status is `error`: the kernel's fault (exit 1)
+    /// or the machine's (125), see `Stop`.
+    #[serde(skip)]
+    pub error: Option<Error>,
 }
 
 impl ScenarioResult {
@@ -120,6 +125,7 @@ impl ScenarioResult {
             moves: Vec::new(),
             measurements: Vec::new(),
             record: None,
+            error: None,
         }
     }
 }
@@ -155,16 +161,21 @@ impl Progress {
     }
 }
 
-/// Why a scenario could not go on.
+/// Why a scenario could not go on. A timeout is the kernel's fault (a writer throttled forever, a
+/// hang); `Failed` says whose fault it is: the kernel's for a worker it killed or failed (see
+/// `Error::of_worker_status`), a move it refused, a counter file that broke mid-run; the
+/// machine's for everything the runner sets up (groups, a marker directory left over, sysctls the
+/// kernel refuses, the scratch directory, opening counter files).
 enum Stop {
     Timeout(String),
     Interrupted,
-    Failed(anyhow::Error),
+    Failed(Error),
 }
 
+/// Untyped errors come from setting up: the machine's (see `Error::from`).
 impl From<anyhow::Error> for Stop {
     fn from(e: anyhow::Error) -> Self {
-        Stop::Failed(e)
+        Stop::Failed(e.into())
     }
 }
 
@@ -266,24 +277,28 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
     let outcome = execute(ctx, &sc, &mut guard, &mut result);
     let cleanup = guard.cleanup();
     result.seconds = started.elapsed().as_secs_f64();
-    match outcome {
-        Ok(()) => {}
-        Err(Stop::Timeout(msg)) => {
-            result.status = Status::Error;
-            result.reason = msg;
-        }
-        Err(Stop::Interrupted) => {
-            result.status = Status::Error;
-            result.reason = "interrupted by a signal; cleaned up".into();
-        }
-        Err(Stop::Failed(e)) => {
-            result.status = Status::Error;
-            result.reason = format!("{e:#}");
-        }
-    }
-    if let Err(e) = cleanup {
+    let error = match outcome {
+        Ok(()) => None,
+        Err(Stop::Timeout(msg)) => Some(Error::Kernel(msg)),
+        Err(Stop::Interrupted) => Some(Error::Interrupted),
+        Err(Stop::Failed(e)) => Some(e),
+    };
+    if let Some(e) = error {
         result.status = Status::Error;
-        result.reason = format!("{}{e:#}", if result.reason.is_empty() { "" } else { "; " });
+        result.reason = e.to_string();
+        result.error = Some(e);
+    }
+    // A cleanup failure is the machine's; it never hides a failed check or a kernel error.
+    if let Err(e) = cleanup {
+        result.reason = if result.reason.is_empty() {
+            format!("{e:#}")
+        } else {
+            format!("{}; {e:#}", result.reason)
+        };
+        if matches!(result.status, Status::Pass | Status::Skip) {
+            result.status = Status::Error;
+            result.error = Some(Error::Environment(result.reason.clone()));
+        }
     }
     result
 }
@@ -326,14 +341,19 @@ fn execute(
                     ));
                 }
                 Err(e) => {
-                    return Err(Stop::Failed(anyhow!("write {m} to {}: {e}", f.display())));
+                    return Err(Stop::Failed(Error::Environment(format!(
+                        "write {m} to {}: {e}",
+                        f.display()
+                    ))));
                 }
             }
         }
         groups.push((spec.name.clone(), cg));
     }
     // Helpers (sync, antagonists) run in a group of their own, outside the measured ones.
-    let aux = root.create_child("aux").map_err(anyhow::Error::from)?;
+    let aux = root
+        .create_child(crate::scenario::HELPER_GROUP)
+        .map_err(anyhow::Error::from)?;
 
     for (k, v) in &sc.sysctls {
         guard.sysctls.set(&format!("vm.{k}"), v)?;
@@ -346,10 +366,9 @@ fn execute(
     // Sampler columns: <group>.<counter> for every group, then vmstat.<key> present on this kernel.
     let mut columns = Vec::new();
     let mut sources = Vec::new();
-    let (truth_pre, truth_post, machine) =
-        oracle_sources(ctx, sc, &root, &groups, &scratch, &mut columns, result)?;
-    sources.extend(truth_pre);
-    sources.extend(machine);
+    let oracle = oracle_sources(ctx, sc, &root, &groups, &scratch, &mut columns, result)?;
+    sources.extend(oracle.before);
+    sources.extend(oracle.machine);
     // On v1 the hierarchy check also needs each group's own (non-hierarchical) value.
     let mut counters = sc.sample.counters.clone();
     if root.version == Version::V1 {
@@ -407,7 +426,7 @@ fn execute(
             vm_keys,
         )?);
     }
-    sources.extend(truth_post);
+    sources.extend(oracle.after);
 
     let t0 = Instant::now();
     let sampler = Sampler::start(columns, sources, sc.sample.interval, t0)?;
@@ -440,7 +459,9 @@ fn execute(
             other => other,
         });
     }
-    let series: Series = sampler.stop()?;
+    let series: Series = sampler
+        .stop()
+        .map_err(|e| Stop::Failed(Error::Kernel(format!("{e:#}"))))?;
     result.samples = series.len();
     for m in &moves {
         result.notes.push(format!(
@@ -526,7 +547,16 @@ fn execute(
 /// after the cgroup files (so the truth at the moment of the cgroup read lies in that bracket),
 /// and, for groups without it, the run's top group and the memcg root, read before the test groups
 /// (a parent read after its children can be stale on 6.18 v1, see README Findings).
-/// Returns (truth before, truth after, machine view); each may be empty.
+/// What the sampler reads for the accounting checks' references; each part may be empty.
+#[derive(Default)]
+struct OracleSources {
+    /// Per-file truth read before the cgroup files, and after them.
+    before: Option<Source>,
+    after: Option<Source>,
+    /// The memcg root's and the run's own totals (fallback without per-file truth).
+    machine: Vec<Source>,
+}
+
 fn oracle_sources(
     ctx: &Context,
     sc: &Scenario,
@@ -535,7 +565,7 @@ fn oracle_sources(
     scratch: &std::path::Path,
     columns: &mut Vec<String>,
     result: &mut ScenarioResult,
-) -> Result<(Option<Source>, Option<Source>, Vec<Source>), Stop> {
+) -> Result<OracleSources, Stop> {
     use crate::oracle;
     use crate::sample::pagecache::{self, FileTruth};
     let accounting: Vec<&str> = sc
@@ -549,7 +579,7 @@ fn oracle_sources(
         })
         .collect();
     if accounting.is_empty() {
-        return Ok((None, None, Vec::new()));
+        return Ok(OracleSources::default());
     }
     let plan = oracle::plan(sc);
     let mut truth_groups: Vec<&str> = Vec::new();
@@ -612,9 +642,11 @@ fn oracle_sources(
             machine.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
         }
     }
-    Ok(match truth {
-        Some((pre, post)) => (Some(pre), Some(post), machine),
-        None => (None, None, machine),
+    let (before, after) = truth.unzip();
+    Ok(OracleSources {
+        before,
+        after,
+        machine,
     })
 }
 
@@ -736,7 +768,7 @@ fn run_phases(
             // The probe holds writeback off while it writes and while the sampler looks.
             let probe_mark = guard.sysctls.mark();
             if let Step::Probe { size, file, .. } = step {
-                let need = probe_ballast(cg, *size).map_err(|e| Stop::Failed(anyhow!(e)))?;
+                let need = probe_ballast(cg, *size).map_err(|e| Stop::Failed(Error::Kernel(e)))?;
                 if need > 0 {
                     let ballast = Job::Write {
                         path: path(&format!("{file}.ballast")),
@@ -767,7 +799,7 @@ fn run_phases(
                             )));
                         }
                         Err(WaitError::Interrupted) => return Err(Stop::Interrupted),
-                        Err(WaitError::Failed(m)) => return Err(Stop::Failed(anyhow!(m))),
+                        Err(WaitError::Failed(e)) => return Err(Stop::Failed(e)),
                     }
                 }
                 (None, Step::Sleep(d)) => {
@@ -817,12 +849,13 @@ fn run_phases(
                     let procs = to_cg.file(crate::cgroup::file_name(to_cg.version, "procs"));
                     let sys0 = thread_sys_seconds();
                     let t = Instant::now();
+                    // We are root and the group is ours: a refused move is the kernel's doing.
                     std::fs::write(&procs, h.pid.to_string()).map_err(|e| {
-                        Stop::Failed(anyhow!(
+                        Stop::Failed(Error::Kernel(format!(
                             "move task {task}: write {} to {}: {e}",
                             h.pid,
                             procs.display()
-                        ))
+                        )))
                     })?;
                     let wall = t.elapsed().as_secs_f64();
                     let m = MoveRecord {
@@ -987,8 +1020,9 @@ fn run_phases(
                 sampler.wait_fresh(1);
             }
             guard.sysctls.restore_to(probe_mark)?;
+            // Counter files that opened and read at the start and broke mid-run: the kernel's.
             if let Some(e) = sampler.error() {
-                return Err(Stop::Failed(anyhow!("sampler: {e}")));
+                return Err(Stop::Failed(Error::Kernel(format!("sampler: {e}"))));
             }
         }
         // Antagonists are the last workers started; stop them at the end of their phase.
@@ -1019,7 +1053,7 @@ fn stop_of(e: WaitError, phase: &str, step: &Step) -> Stop {
     match e {
         WaitError::Timeout => Stop::Timeout(format!("phase {phase}, step '{}'", step.describe())),
         WaitError::Interrupted => Stop::Interrupted,
-        WaitError::Failed(m) => Stop::Failed(anyhow!("step '{}': {m}", step.describe())),
+        WaitError::Failed(e) => Stop::Failed(e.context(&format!("step '{}'", step.describe()))),
     }
 }
 
@@ -1036,7 +1070,7 @@ fn thread_sys_seconds() -> f64 {
 fn run_parallel(jobs: Vec<Job>, cg: &Cgroup, deadline: Instant) -> Result<JobResult, WaitError> {
     let mut workers = Vec::new();
     for j in &jobs {
-        workers.push(workload::spawn(j, cg).map_err(|e| WaitError::Failed(format!("{e:#}")))?);
+        workers.push(workload::spawn(j, cg).map_err(|e| WaitError::Failed(e.into()))?);
     }
     let mut total = JobResult::default();
     for w in &mut workers {

@@ -26,6 +26,13 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size too large: {s:?}"))
 }
 
+/// The longest a duration may be (timeouts, sleeps, intervals...): one day. Longer ones are typos
+/// ("5000m") or a timeout that would never catch a hung kernel.
+pub const MAX_DURATION: Duration = Duration::from_secs(86400);
+
+/// The shortest sampling interval, and the shortest timeout.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
+
 /// Parses a duration: a number followed by ms, s or m.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
@@ -43,7 +50,24 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if !(v >= 0.0 && v.is_finite()) {
         return Err(err());
     }
-    Ok(Duration::from_secs_f64(v * scale))
+    Duration::try_from_secs_f64(v * scale).map_err(|_| err())
+}
+
+/// Parses a duration that must lie within `min..=MAX_DURATION`.
+pub fn parse_duration_within(s: &str, min: Duration) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d > MAX_DURATION {
+        return Err(format!("{s:?} is longer than a day"));
+    }
+    if d < min {
+        return Err(format!("{s:?} is shorter than {min:?}"));
+    }
+    Ok(d)
+}
+
+/// A command-line timeout or sampling interval: 1 ms to a day.
+pub fn parse_cli_duration(s: &str) -> Result<Duration, String> {
+    parse_duration_within(s, MIN_INTERVAL)
 }
 
 /// Formats bytes for people: "1.0 GiB", "512.0 KiB", "-31.9 MiB".
@@ -82,6 +106,23 @@ mod tests {
         assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
         assert!(parse_duration("10").is_err());
         assert!(parse_duration("-1s").is_err());
+        // Too large for a Duration: an error, not a panic.
+        assert!(parse_duration("1e300s").is_err());
+    }
+
+    #[test]
+    fn bounded_durations() {
+        assert_eq!(
+            parse_cli_duration("1440m").unwrap(),
+            Duration::from_secs(86400)
+        );
+        assert!(parse_cli_duration("1441m").is_err());
+        assert!(parse_cli_duration("0s").is_err());
+        assert!(parse_cli_duration("0.5ms").is_err());
+        assert_eq!(
+            parse_duration_within("0s", Duration::ZERO).unwrap(),
+            Duration::ZERO
+        );
     }
 
     #[test]

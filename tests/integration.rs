@@ -166,16 +166,67 @@ fn not_root_exits_125() {
 }
 
 #[test]
-fn unknown_scenario_and_tmpfs_scratch_are_usage_errors() {
+fn unknown_scenario_is_a_usage_error_and_tmpfs_scratch_untestable() {
     isolated(|| {
         let o = bin().args(["run", "no-such-scenario"]).output().unwrap();
         assert_eq!(o.status.code(), Some(2));
+        // The scratch directory is the machine's, not the command line's fault: 125.
         let o = bin()
             .args(["--scratch", "/dev/shm", "run", "dirty-migration"])
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert_eq!(o.status.code(), Some(125), "{}", text(&o));
         assert!(text(&o).contains("no writeback"), "{}", text(&o));
+        for bad in ["/nonexistent-memcgtest-scratch", "/proc/version"] {
+            let o = bin()
+                .args(["--scratch", bad, "run", "dirty-migration"])
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(125), "{bad}: {}", text(&o));
+            assert!(text(&o).contains("scratch directory"), "{}", text(&o));
+        }
+    });
+}
+
+#[test]
+fn failed_check_stays_1_when_the_report_cannot_be_written() {
+    isolated(|| {
+        let dir = good_scenarios();
+        let report = tempfile::tempdir().unwrap();
+        // The directory is writable, but results.ktap cannot be written once the run is over.
+        std::fs::create_dir(report.path().join("results.ktap")).unwrap();
+        let o = bin()
+            .args(["--scenario-dir", dir.to_str().unwrap(), "run", "impossible"])
+            .arg("--report")
+            .arg(report.path())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(text(&o).contains("memcgtest: report: "), "{}", text(&o));
+    });
+}
+
+#[test]
+fn a_sysctl_the_kernel_lacks_is_the_machines_fault() {
+    isolated(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let text_of = std::fs::read_to_string(scenarios().join("impossible.toml")).unwrap();
+        let sc = text_of.replace(
+            "[[cgroup]]",
+            "[sysctl]\n\"vm.memcgtest_no_such_knob\" = \"1\"\n\n[[cgroup]]",
+        );
+        std::fs::write(dir.path().join("impossible.toml"), sc).unwrap();
+        let o = bin()
+            .args([
+                "--scenario-dir",
+                dir.path().to_str().unwrap(),
+                "run",
+                "impossible",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(125), "{}", text(&o));
+        assert!(text(&o).contains("memcgtest_no_such_knob"), "{}", text(&o));
     });
 }
 

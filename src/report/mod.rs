@@ -212,6 +212,7 @@ mod tests {
             moves: vec![],
             measurements: vec![],
             record: None,
+            error: None,
         }
     }
 

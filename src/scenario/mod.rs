@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::cgroup::{Version, stat};
-use crate::units::{parse_duration, parse_size};
+use crate::units::{MIN_INTERVAL, parse_duration_within, parse_size};
 
 /// The scenario files shipped with memcgtest, built into the binary.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -63,6 +63,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../scenarios/move-charge-swap.toml"),
     ),
 ];
+
+/// The helper group the runner creates next to the declared ones (sync, antagonists, create
+/// steps run there); no declared group may be called so.
+pub const HELPER_GROUP: &str = "aux";
 
 /// A scenario file error: where, and what is wrong.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -715,8 +719,24 @@ impl Ctx<'_> {
     fn size(&self, s: &Spanned<String>) -> Result<u64, ScenarioError> {
         parse_size(s.get_ref()).map_err(|m| self.err(s.span(), m))
     }
+    /// A size that must not be 0 (`key` names it in the message).
+    fn positive_size(&self, s: &Spanned<String>, key: &str) -> Result<u64, ScenarioError> {
+        match self.size(s)? {
+            0 => Err(self.err(s.span(), format!("{key} must be more than 0"))),
+            n => Ok(n),
+        }
+    }
+    /// Any duration: at most a day.
     fn duration(&self, s: &Spanned<String>) -> Result<Duration, ScenarioError> {
-        parse_duration(s.get_ref()).map_err(|m| self.err(s.span(), m))
+        self.duration_within(s, Duration::ZERO)
+    }
+    /// A duration of at least `min` and at most a day.
+    fn duration_within(
+        &self,
+        s: &Spanned<String>,
+        min: Duration,
+    ) -> Result<Duration, ScenarioError> {
+        parse_duration_within(s.get_ref(), min).map_err(|m| self.err(s.span(), m))
     }
 }
 
@@ -799,6 +819,12 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
                 "cgroup name must be [A-Za-z0-9_-] parts joined by '/'",
             ));
         }
+        if nm.split('/').next() == Some(HELPER_GROUP) {
+            return Err(cx.err(
+                n.span(),
+                format!("cgroup {nm:?}: {HELPER_GROUP:?} is the runner's helper group; pick another name"),
+            ));
+        }
         if cgroups.iter().any(|x| &x.name == nm) {
             return Err(cx.err(n.span(), format!("cgroup {nm:?} declared twice")));
         }
@@ -810,7 +836,12 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
                 format!("parent cgroup {parent:?} must be declared before {nm:?}"),
             ));
         }
-        let limit = c.get_ref().limit.as_ref().map(|l| cx.size(l)).transpose()?;
+        let limit = c
+            .get_ref()
+            .limit
+            .as_ref()
+            .map(|l| cx.positive_size(l, "limit"))
+            .transpose()?;
         let move_charge = match &c.get_ref().move_charge {
             Some(m) if *m.get_ref() > 3 => {
                 return Err(cx.err(m.span(), "move_charge must be 0..3 (1 anon, 2 mapped file)"));
@@ -944,17 +975,11 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
     }
 
     let interval = match &raw.sample.interval {
-        Some(i) => {
-            let d = cx.duration(i)?;
-            if d < Duration::from_millis(1) {
-                return Err(cx.err(i.span(), "sample interval must be at least 1ms"));
-            }
-            d
-        }
+        Some(i) => cx.duration_within(i, MIN_INTERVAL)?,
         None => Duration::from_millis(10),
     };
     let timeout = match &raw.timeout {
-        Some(t) => cx.duration(t)?,
+        Some(t) => cx.duration_within(t, MIN_INTERVAL)?,
         None => Duration::from_secs(300),
     };
     if phases
@@ -980,13 +1005,7 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
         if short.is_empty() || !short.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(cx.err(v.span(), format!("bad sysctl name {k:?}")));
         }
-        // Sizes are accepted with suffixes ("64M") and written as bytes.
-        let val = if short.ends_with("_bytes") {
-            cx.size(v)?.to_string()
-        } else {
-            v.get_ref().clone()
-        };
-        sysctls.push((short.to_string(), val));
+        sysctls.push((short.to_string(), sysctl_value(cx, short, v)?));
     }
 
     Ok(Scenario {
@@ -1011,6 +1030,45 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
         checks,
         source: cx.file.to_string(),
     })
+}
+
+/// A `[sysctl]` value as it will be written to /proc/sys/vm/`key`: a non-negative integer, or for
+/// `*_bytes` keys a size ("64M", written as bytes), within what the kernel accepts for the key
+/// (dirty_bytes at least two pages, dirty_background_bytes at least 1, `*_ratio` at most 100).
+/// No sign, no whitespace: "16 32" or a newline would write something else than meant.
+fn sysctl_value(cx: &Ctx, key: &str, v: &Spanned<String>) -> Result<String, ScenarioError> {
+    let bad = |why: String| Err(cx.err(v.span(), format!("sysctl vm.{key}: {why}")));
+    let text = v.get_ref();
+    if text.is_empty() || text.chars().any(|c| c.is_whitespace()) {
+        return bad(format!("{text:?} must be one number without spaces"));
+    }
+    let n = if key.ends_with("_bytes") {
+        match parse_size(text) {
+            Ok(n) => n,
+            Err(m) => return bad(m),
+        }
+    } else if text.chars().all(|c| c.is_ascii_digit()) {
+        match text.parse::<u64>() {
+            Ok(n) => n,
+            Err(_) => return bad(format!("{text:?} is too large")),
+        }
+    } else {
+        return bad(format!("{text:?} is not a non-negative integer"));
+    };
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    let min = match key {
+        "dirty_bytes" => 2 * page,
+        "dirty_background_bytes" => 1,
+        _ => 0,
+    };
+    if n < min {
+        return bad(format!("the kernel refuses less than {min}"));
+    }
+    if key.ends_with("_ratio") && n > 100 {
+        return bad("a ratio is a percentage, at most 100".into());
+    }
+    Ok(n.to_string())
 }
 
 fn check_counter(
@@ -1108,7 +1166,7 @@ fn resolve_step(
     };
     Ok(match action {
         "write" => {
-            let size = cx.size(&need(&r.size, "size")?)?;
+            let size = cx.positive_size(&need(&r.size, "size")?, "size")?;
             let block_size = match &r.block_size {
                 Some(b) => cx.size(b)?,
                 None => 1 << 20,
@@ -1150,7 +1208,7 @@ fn resolve_step(
         "mmap-write" => Step::MmapWrite {
             cgroup: cgroup_ref(&r.cgroup, s.span())?,
             file: file_name(&r.file)?,
-            size: cx.size(&need(&r.size, "size")?)?,
+            size: cx.positive_size(&need(&r.size, "size")?, "size")?,
             hold: r
                 .hold
                 .as_ref()
@@ -1166,7 +1224,7 @@ fn resolve_step(
                 .map(|_| file_name(&r.file))
                 .transpose()?
                 .unwrap_or_else(|| "probe".into()),
-            size: cx.size(&need(&r.size, "size")?)?,
+            size: cx.positive_size(&need(&r.size, "size")?, "size")?,
         },
         "hold" => {
             let size = r
@@ -1184,15 +1242,22 @@ fn resolve_step(
             if (size > 0 || write > 0) && r.file.is_none() {
                 return Err(cx.err(s.span(), "a hold with size or write needs a file"));
             }
+            let anon = r
+                .anon
+                .as_ref()
+                .map(|x| cx.size(x))
+                .transpose()?
+                .unwrap_or(0);
+            if anon == 0 && size == 0 && write == 0 {
+                return Err(cx.err(
+                    s.span(),
+                    "a hold must hold something: anon, size or write more than 0",
+                ));
+            }
             Step::Hold {
                 task: task_name(cx, &need(&r.task, "task")?)?,
                 cgroup: cgroup_ref(&r.cgroup, s.span())?,
-                anon: r
-                    .anon
-                    .as_ref()
-                    .map(|x| cx.size(x))
-                    .transpose()?
-                    .unwrap_or(0),
+                anon,
                 file: r.file.as_ref().map(|_| file_name(&r.file)).transpose()?,
                 size,
                 dirty: r.dirty.as_ref().map(|d| *d.get_ref()).unwrap_or(false),
@@ -1208,7 +1273,7 @@ fn resolve_step(
         }
         "grow" => Step::Grow {
             task: task_name(cx, &need(&r.task, "task")?)?,
-            anon: cx.size(&need(&r.anon, "anon")?)?,
+            anon: cx.positive_size(&need(&r.anon, "anon")?, "anon")?,
         },
         "wait" => Step::Wait {
             task: task_name(cx, &need(&r.task, "task")?)?,
@@ -1227,7 +1292,7 @@ fn resolve_step(
             if action == "create" {
                 Step::Create {
                     file: file_name(&r.file)?,
-                    size: cx.size(&need(&r.size, "size")?)?,
+                    size: cx.positive_size(&need(&r.size, "size")?, "size")?,
                     count,
                 }
             } else {
@@ -1261,7 +1326,7 @@ fn resolve_step(
                     cgroup: cgroup_ref(&r.cgroup, s.span())?,
                     size,
                     clients,
-                    duration: cx.duration(&need(&r.duration, "duration")?)?,
+                    duration: cx.duration_within(&need(&r.duration, "duration")?, MIN_INTERVAL)?,
                 }
             }
         }
@@ -1600,6 +1665,14 @@ fn resolve_check(
         }
         "exercised" => {
             need(r.vmstat.is_some(), "vmstat")?;
+            if let Some(m) = &r.min
+                && *m.get_ref() < 1
+            {
+                return Err(cx.err(
+                    m.span(),
+                    "min must be at least 1 (a counter always rises by 0 or more: the check could not fail)",
+                ));
+            }
             Check::Exercised {
                 phase: phase_ref(&r.phase, "phase")?,
                 vmstat: r.vmstat.as_ref().unwrap().get_ref().clone(),

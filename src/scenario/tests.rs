@@ -266,3 +266,220 @@ fn builtin_performance_checks_have_enough_samples_when_quick() {
         }
     }
 }
+
+/// GOOD with the first phase's steps replaced.
+fn with_steps(steps: &str) -> String {
+    GOOD.replace(
+        r#"steps = [{ action = "write", cgroup = "a/b", size = "8M" }, { action = "sync" }]"#,
+        &format!("steps = [{steps}]"),
+    )
+}
+
+#[test]
+fn sizes_that_must_be_positive_reject_zero() {
+    for (step, key) in [
+        (r#"{ action = "write", cgroup = "a", size = "0" }"#, "size"),
+        (r#"{ action = "probe", cgroup = "a", size = "0K" }"#, "size"),
+        (
+            r#"{ action = "mmap-write", cgroup = "a", size = "0" }"#,
+            "size",
+        ),
+        (r#"{ action = "create", file = "f", size = "0M" }"#, "size"),
+    ] {
+        let e = err(&with_steps(step));
+        assert!(
+            e.msg.contains(&format!("{key} must be more than 0")),
+            "{step}: {e}"
+        );
+        assert_eq!(e.line, 15, "{step}: {e}");
+    }
+    let e = err(&GOOD.replace("limit = \"64M\"", "limit = \"0\""));
+    assert!(e.msg.contains("limit must be more than 0"), "{e}");
+    assert_eq!((e.line, e.col), (10, 9), "{e}");
+    // Truncating to 0 drops a file's pages: legitimate.
+    let s = parse(
+        "f.toml",
+        &with_steps(r#"{ action = "truncate", cgroup = "a", size = "0" }, { action = "write", cgroup = "a", size = "1M" }"#),
+    )
+    .unwrap();
+    assert!(matches!(
+        s.phases[0].steps[0],
+        Step::Truncate { size: 0, .. }
+    ));
+}
+
+#[test]
+fn task_sizes_must_hold_or_grow_something() {
+    let e = err(&MOVE.replace(r#"anon = "64M" }"#, r#"anon = "0" }"#));
+    assert!(e.msg.contains("a hold must hold something"), "{e}");
+    let e = err(&MOVE.replace(r#"anon = "64M" }"#, "}"));
+    assert!(e.msg.contains("a hold must hold something"), "{e}");
+    let e = err(&MOVE.replace(r#"anon = "8M""#, r#"anon = "0""#));
+    assert!(e.msg.contains("anon must be more than 0"), "{e}");
+    // A hold of file pages only is fine.
+    parse(
+        "m.toml",
+        &MOVE.replace(r#"anon = "64M" }"#, r#"file = "f", size = "1M" }"#),
+    )
+    .unwrap();
+}
+
+#[test]
+fn exercised_with_min_below_1_is_rejected() {
+    for min in ["0", "-5"] {
+        let e = err(&GOOD.replace(
+            "vmstat = \"pgmigrate_success\"",
+            &format!("vmstat = \"pgmigrate_success\"\nmin = {min}"),
+        ));
+        assert!(e.msg.contains("min must be at least 1"), "{min}: {e}");
+        assert_eq!((e.line, e.col), (33, 7), "{e}");
+    }
+    let s = parse(
+        "f.toml",
+        &GOOD.replace(
+            "vmstat = \"pgmigrate_success\"",
+            "vmstat = \"pgmigrate_success\"\nmin = 100",
+        ),
+    )
+    .unwrap();
+    assert!(matches!(s.checks[2], Check::Exercised { min: 100, .. }));
+}
+
+#[test]
+fn cgroups_named_like_the_helper_group_are_rejected() {
+    let e = err(&GOOD.replace("name = \"a/b\"", "name = \"aux\""));
+    assert!(e.msg.contains("helper group"), "{e}");
+    assert_eq!((e.line, e.col), (12, 8), "{e}");
+    let e = err(&GOOD
+        .replace("name = \"a\"\n", "name = \"aux\"\n")
+        .replace("name = \"a/b\"", "name = \"aux/x\""));
+    assert!(e.msg.contains("helper group"), "{e}");
+    assert_eq!(e.line, 9, "{e}");
+    // Below a group of its own, "aux" clashes with nothing.
+    let s = parse(
+        "f.toml",
+        &GOOD
+            .replace("name = \"a/b\"", "name = \"a/aux\"")
+            .replace("cgroup = \"a/b\"", "cgroup = \"a/aux\""),
+    )
+    .unwrap();
+    assert_eq!(s.cgroups[1].name, "a/aux");
+}
+
+/// GOOD with a `[sysctl]` table of one entry.
+fn with_sysctl(key: &str, value: &str) -> String {
+    format!("{GOOD}[sysctl]\n\"vm.{key}\" = {value:?}\n")
+}
+
+#[test]
+fn sysctl_values_must_be_what_the_kernel_accepts() {
+    for (key, value, why) in [
+        (
+            "dirty_expire_centisecs",
+            "soon",
+            "not a non-negative integer",
+        ),
+        ("dirty_expire_centisecs", "-1", "not a non-negative integer"),
+        ("dirty_expire_centisecs", "+5", "not a non-negative integer"),
+        (
+            "dirty_expire_centisecs",
+            "1.5",
+            "not a non-negative integer",
+        ),
+        ("dirty_expire_centisecs", "", "one number without spaces"),
+        (
+            "dirty_expire_centisecs",
+            "100 200",
+            "one number without spaces",
+        ),
+        (
+            "dirty_expire_centisecs",
+            "100\n",
+            "one number without spaces",
+        ),
+        (
+            "dirty_expire_centisecs",
+            "99999999999999999999999",
+            "too large",
+        ),
+        (
+            "dirty_background_bytes",
+            "16 M",
+            "one number without spaces",
+        ),
+        ("dirty_background_bytes", "-16M", "not a size"),
+        ("dirty_background_bytes", "lots", "not a size"),
+        ("dirty_background_bytes", "0", "refuses less than 1"),
+        ("dirty_bytes", "4K", "refuses less than"),
+        ("dirty_ratio", "101", "at most 100"),
+    ] {
+        let e = err(&with_sysctl(key, value));
+        assert!(e.msg.contains(why), "{key} = {value:?}: {e}");
+        assert!(e.msg.contains(&format!("vm.{key}")), "{e}");
+        assert_eq!(e.line, 34, "{key} = {value:?}: {e}");
+    }
+    let s = parse("f.toml", &with_sysctl("dirty_background_bytes", "16M")).unwrap();
+    assert_eq!(
+        s.sysctls,
+        [("dirty_background_bytes".to_string(), "16777216".to_string())]
+    );
+    let s = parse("f.toml", &with_sysctl("dirty_expire_centisecs", "0")).unwrap();
+    assert_eq!(s.sysctls[0].1, "0");
+}
+
+#[test]
+fn durations_are_at_most_a_day_and_intervals_at_least_1ms() {
+    let day_and_a_bit = "1441m";
+    let cases = [
+        GOOD.replace(
+            "summary = \"s\"",
+            &format!("summary = \"s\"\ntimeout = \"{day_and_a_bit}\""),
+        ),
+        GOOD.replace("summary = \"s\"", "summary = \"s\"\ntimeout = \"0s\""),
+        GOOD.replace(
+            "[[phase]]\nname = \"p1\"",
+            &format!("[sample]\ninterval = \"{day_and_a_bit}\"\n[[phase]]\nname = \"p1\""),
+        ),
+        GOOD.replace(
+            "[[phase]]\nname = \"p1\"",
+            "[sample]\ninterval = \"0.5ms\"\n[[phase]]\nname = \"p1\"",
+        ),
+        with_steps(&format!(
+            r#"{{ action = "sleep", duration = "{day_and_a_bit}" }}"#
+        )),
+        with_steps(&format!(
+            r#"{{ action = "mmap-write", cgroup = "a", size = "1M", hold = "{day_and_a_bit}" }}"#
+        )),
+        with_steps(&format!(
+            r#"{{ action = "fault", cgroup = "a", size = "1M", duration = "{day_and_a_bit}" }}"#
+        )),
+        with_steps(r#"{ action = "fault", cgroup = "a", size = "1M", duration = "0s" }"#),
+        GOOD.replace(
+            "counters = [\"dirty\"]",
+            &format!("counters = [\"dirty\"]\nwithin = \"{day_and_a_bit}\""),
+        ),
+        // Too large for a Duration at all: an error, not a panic.
+        GOOD.replace("summary = \"s\"", "summary = \"s\"\ntimeout = \"1e300s\""),
+    ];
+    for text in &cases {
+        let e = err(text);
+        assert!(
+            e.msg.contains("longer than a day")
+                || e.msg.contains("shorter than 1ms")
+                || e.msg.contains("not a duration"),
+            "{e}"
+        );
+        assert!(e.line > 1, "{e}");
+    }
+    // A day exactly, and a sleep of 0, are fine.
+    parse(
+        "f.toml",
+        &GOOD.replace("summary = \"s\"", "summary = \"s\"\ntimeout = \"1440m\""),
+    )
+    .unwrap();
+    parse(
+        "f.toml",
+        &with_steps(r#"{ action = "write", cgroup = "a", size = "1M" }, { action = "sleep", duration = "0s" }"#),
+    )
+    .unwrap();
+}

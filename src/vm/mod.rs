@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cleanup;
-use crate::exit;
+use crate::error::{Error, exit};
 use qemu::Accel;
 
 /// `--accel`.
@@ -475,12 +475,11 @@ fn extract_report(disk: &Path, dest: &Path, work: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Runs the whole thing; returns the exit code.
+/// Runs the whole thing; returns the verdict (the guest's code, or 1 for a bad kernel). A host
+/// that cannot run the VM is an `Error::Environment` (125), a bad guest command `Error::Usage`.
 pub fn run(opts: &Options) -> Result<u8> {
-    let infra = |msg: String| -> Result<u8> {
-        eprintln!("memcgtest vm: {msg}");
-        Ok(exit::UNTESTABLE)
-    };
+    let infra =
+        |msg: String| -> Result<u8> { Err(Error::Environment(format!("vm: {msg}")).into()) };
     if let Err(e) = qemu::check_kernel_image(&opts.kernel) {
         return infra(e);
     }
@@ -497,10 +496,7 @@ pub fn run(opts: &Options) -> Result<u8> {
         opts.report.is_some(),
     ) {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("memcgtest vm: {e}");
-            return Ok(exit::USAGE);
-        }
+        Err(e) => return Err(Error::Usage(format!("vm: {e}")).into()),
     };
     let mods = match &opts.modules {
         Some(d) => modules::resolve(d, modules::WANTED)?,

@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::cgroup::{Cgroup, file_name};
+use crate::error::Error;
 
 /// What a worker process does. Sent to the child as JSON on its command line.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -84,12 +85,13 @@ pub struct Worker {
     pub what: String,
 }
 
-/// How waiting for a worker ended, when it did not finish normally.
+/// How waiting for a worker ended, when it did not finish normally. `Failed` says whose fault it
+/// is: from the worker's exit status (`Error::of_worker_status`), else the machine's or the tool's.
 #[derive(Debug)]
 pub enum WaitError {
     Timeout,
     Interrupted,
-    Failed(String),
+    Failed(Error),
 }
 
 /// Starts a worker for `job` inside `cgroup`.
@@ -153,18 +155,24 @@ impl Worker {
                         let _ = e.read_to_string(&mut err);
                     }
                     if !status.success() {
-                        return Err(WaitError::Failed(format!(
-                            "worker {} exited with {status}: {}",
-                            self.what,
-                            err.trim()
+                        return Err(WaitError::Failed(Error::of_worker_status(
+                            status,
+                            format!("worker {} exited with {status}: {}", self.what, err.trim()),
                         )));
                     }
                     return serde_json::from_str(out.trim()).map_err(|e| {
-                        WaitError::Failed(format!("worker {} printed {out:?}: {e}", self.what))
+                        WaitError::Failed(Error::Internal(format!(
+                            "worker {} printed {out:?}: {e}",
+                            self.what
+                        )))
                     });
                 }
                 Ok(None) => {}
-                Err(e) => return Err(WaitError::Failed(format!("wait for worker: {e}"))),
+                Err(e) => {
+                    return Err(WaitError::Failed(Error::Environment(format!(
+                        "wait for worker: {e}"
+                    ))));
+                }
             }
             if interrupted() {
                 return Err(WaitError::Interrupted);
@@ -206,7 +214,7 @@ impl Holder {
         deadline: Instant,
         interrupted: &dyn Fn() -> bool,
     ) -> Result<(Holder, f64), WaitError> {
-        let mut worker = spawn(job, cgroup).map_err(|e| WaitError::Failed(format!("{e:#}")))?;
+        let mut worker = spawn(job, cgroup).map_err(|e| WaitError::Failed(e.into()))?;
         let stdin = worker.child.stdin.take().expect("holder stdin is piped");
         let stdout = std::io::BufReader::new(worker.child.stdout.take().expect("stdout piped"));
         let pid = worker.child.id() as i32;
@@ -253,22 +261,10 @@ impl Holder {
         let mut line = String::new();
         self.stdout
             .read_line(&mut line)
-            .map_err(|e| WaitError::Failed(format!("read from holder: {e}")))?;
+            .map_err(|e| self.failed(format!("read from holder: {e}")))?;
         let mut it = line.split_whitespace();
         if it.next() != Some(word) {
-            let mut err = String::new();
-            // Its stderr says why, once it has exited (reading earlier would block).
-            std::thread::sleep(Duration::from_millis(50));
-            if let Ok(Some(_)) = self.worker.child.try_wait()
-                && let Some(e) = self.worker.child.stderr.as_mut()
-            {
-                let _ = e.read_to_string(&mut err);
-            }
-            return Err(WaitError::Failed(format!(
-                "holder said {:?} instead of {word:?}: {}",
-                line.trim(),
-                err.trim()
-            )));
+            return Err(self.failed(format!("holder said {:?} instead of {word:?}", line.trim())));
         }
         Ok(it.next().and_then(|x| x.parse().ok()).unwrap_or(0.0))
     }
@@ -280,10 +276,30 @@ impl Holder {
         deadline: Instant,
         interrupted: &dyn Fn() -> bool,
     ) -> Result<f64, WaitError> {
-        writeln!(self.stdin, "{cmd}")
-            .and_then(|_| self.stdin.flush())
-            .map_err(|e| WaitError::Failed(format!("send {cmd:?} to holder: {e}")))?;
+        if let Err(e) = writeln!(self.stdin, "{cmd}").and_then(|_| self.stdin.flush()) {
+            return Err(self.failed(format!("send {cmd:?} to holder: {e}")));
+        }
         self.answer("ok", deadline, interrupted)
+    }
+
+    /// The holder stopped talking: whose fault it is follows from how it exited (a holder that
+    /// is still alive broke the protocol: the tool's fault). Its stderr is added to `msg`.
+    fn failed(&mut self, msg: String) -> WaitError {
+        // Its stderr says why, once it has exited (reading earlier would block).
+        std::thread::sleep(Duration::from_millis(50));
+        match self.worker.child.try_wait() {
+            Ok(Some(status)) => {
+                let mut err = String::new();
+                if let Some(e) = self.worker.child.stderr.as_mut() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                WaitError::Failed(Error::of_worker_status(
+                    status,
+                    format!("{msg}; it exited with {status}: {}", err.trim()),
+                ))
+            }
+            _ => WaitError::Failed(Error::Internal(msg)),
+        }
     }
 
     /// Tells the holder to exit (freeing its memory) and reaps it.
@@ -296,9 +312,18 @@ impl Holder {
         loop {
             match self.worker.child.try_wait() {
                 Ok(Some(st)) if st.success() => return Ok(()),
-                Ok(Some(st)) => return Err(WaitError::Failed(format!("holder exited with {st}"))),
+                Ok(Some(st)) => {
+                    return Err(WaitError::Failed(Error::of_worker_status(
+                        st,
+                        format!("holder exited with {st}"),
+                    )));
+                }
                 Ok(None) => {}
-                Err(e) => return Err(WaitError::Failed(format!("wait for holder: {e}"))),
+                Err(e) => {
+                    return Err(WaitError::Failed(Error::Environment(format!(
+                        "wait for holder: {e}"
+                    ))));
+                }
             }
             if interrupted() {
                 return Err(WaitError::Interrupted);
