@@ -97,7 +97,7 @@ enum Command {
         base: PathBuf,
         new: PathBuf,
         /// Minimum change of the median, in percent, that can count as a regression.
-        #[arg(long, default_value_t = 5.0)]
+        #[arg(long, default_value_t = 5.0, value_parser = compare::parse_threshold)]
         threshold: f64,
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
