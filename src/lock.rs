@@ -103,6 +103,7 @@ impl Drop for LiveLock {
 }
 
 /// Whether run `pid` is alive: its liveness lock is held. No lock file means no live run.
+/// A lock held after its run died (by a worker between fork and exec) is waited for, 2 s at most.
 pub fn is_live(run_dir: &Path, pid: i32) -> bool {
     let path = live_lock_path(run_dir, pid);
     let Ok(f) = std::fs::OpenOptions::new()
@@ -115,7 +116,21 @@ pub fn is_live(run_dir: &Path, pid: i32) -> bool {
     // Taken: nobody holds it, the run is dead (released when `f` closes). An error other than
     // "held" (which flock on a regular file does not give) counts as live: never tear down what
     // might run.
-    !matches!(flock(&f, libc::LOCK_SH, false), Ok(true))
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        if matches!(flock(&f, libc::LOCK_SH, false), Ok(true)) {
+            return false;
+        }
+        // Held although the run itself is gone: a worker it was forking shares the lock until
+        // it execs or dies of its death signal (a cgroup.procs write can take a while). That
+        // takes milliseconds; a lock still held after 2 s is taken as live.
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+            == Err(nix::errno::Errno::ESRCH);
+        if !gone || std::time::Instant::now() >= deadline {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// Removes the lock file of a dead run (taken first, so a new run of the same pid is not hurt).
