@@ -146,22 +146,21 @@ pub fn ktap(rep: &RunReport) -> String {
     for (i, r) in rep.scenarios.iter().enumerate() {
         // Scenario names are [A-Za-z0-9_-] (the parser's rule); escaped all the same.
         let name = ktap_text(&r.name).replace('#', "_");
-        let r = &ScenarioResult { name, ..r.clone() };
         for l in detail_lines(r) {
-            s += &format!("# {}: {}\n", r.name, ktap_text(&l));
+            s += &format!("# {name}: {}\n", ktap_text(&l));
         }
         let n = i + 1;
         let one_line = ktap_text;
         match r.status {
-            Status::Pass => s += &format!("ok {n} {}\n", r.name),
-            Status::Skip => s += &format!("ok {n} {} # SKIP {}\n", r.name, one_line(&r.reason)),
+            Status::Pass => s += &format!("ok {n} {name}\n"),
+            Status::Skip => s += &format!("ok {n} {name} # SKIP {}\n", one_line(&r.reason)),
             Status::Fail => {
-                s += &format!("# {}: failed: {}\n", r.name, one_line(&r.reason));
-                s += &format!("not ok {n} {}\n", r.name);
+                s += &format!("# {name}: failed: {}\n", one_line(&r.reason));
+                s += &format!("not ok {n} {name}\n");
             }
             Status::Error => {
-                s += &format!("# {}: error: {}\n", r.name, one_line(&r.reason));
-                s += &format!("not ok {n} {}\n", r.name);
+                s += &format!("# {name}: error: {}\n", one_line(&r.reason));
+                s += &format!("not ok {n} {name}\n");
             }
         }
     }
