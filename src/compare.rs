@@ -105,6 +105,19 @@ fn measurements(files: &[serde_json::Value]) -> Vec<(String, String, String, Vec
     out
 }
 
+/// `--threshold`: a finite percentage above 0 (NaN would make every comparison false and
+/// disable regression detection silently).
+pub fn parse_threshold(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a number: {s:?}"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("{s:?} must be a finite percentage above 0"));
+    }
+    Ok(v)
+}
+
 /// Reads a result file written by `memcgtest run --format json`, or every *.json file of a
 /// directory (repeated runs whose samples are pooled).
 pub fn load(path: &std::path::Path) -> Result<Vec<serde_json::Value>> {
@@ -112,7 +125,9 @@ pub fn load(path: &std::path::Path) -> Result<Vec<serde_json::Value>> {
         let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(path)
             .with_context(|| format!("read {}", path.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
+            // Only regular files are pooled: a sub-directory (or a FIFO) named *.json is skipped.
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
             .collect();
         files.sort();
         if files.is_empty() {
@@ -211,6 +226,93 @@ pub fn render(rows: &[Row], threshold_pct: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// JSON values of any shape, with the keys compare's reader looks for.
+        fn json() -> impl Strategy<Value = serde_json::Value> {
+            let leaf = prop_oneof![
+                Just(serde_json::Value::Null),
+                any::<bool>().prop_map(serde_json::Value::from),
+                any::<f64>().prop_map(serde_json::Value::from),
+                any::<i64>().prop_map(serde_json::Value::from),
+                "[a-z]{0,6}".prop_map(serde_json::Value::from),
+            ];
+            leaf.prop_recursive(4, 64, 6, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..6)
+                        .prop_map(serde_json::Value::from),
+                    proptest::collection::vec(
+                        (
+                            prop_oneof![
+                                Just("scenarios".to_string()),
+                                Just("measurements".to_string()),
+                                Just("samples".to_string()),
+                                Just("name".to_string()),
+                                Just("unit".to_string()),
+                                "[a-z]{1,4}"
+                            ],
+                            inner
+                        ),
+                        0..6
+                    )
+                    .prop_map(|kv| serde_json::Value::Object(kv.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            /// compare's reader over arbitrary result-shaped JSON: no panic, whatever the
+            /// shapes and numbers (NaN cannot come from JSON; infinities and huge values can).
+            #[test]
+            fn arbitrary_results(a in json(), b in json(), t in 0.001f64..1000.0) {
+                let rows = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), t);
+                let _ = render(&rows, t);
+            }
+
+            /// Arbitrary bytes as a result file: no panic, and an error names the file.
+            #[test]
+            fn arbitrary_files(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+                let d = tempfile::tempdir().unwrap();
+                let p = d.path().join("r.json");
+                std::fs::write(&p, &bytes).unwrap();
+                if let Err(e) = load(&p) {
+                    let msg = format!("{:#}", e);
+                    prop_assert!(msg.contains(&p.display().to_string()), "{}", msg);
+                }
+            }
+        }
+    }
+
+    /// Reproduction 10: `--threshold nan` made every regression "no significant change".
+    #[test]
+    fn threshold_must_be_finite_and_positive() {
+        let (_, v) = verdict(&[100.0, 102.0, 98.0], &[80.0, 79.0, 82.0], f64::NAN);
+        assert_eq!(v, Verdict::NoSignificantChange, "what NaN did");
+        for bad in ["nan", "NaN", "inf", "-5", "0", "x", ""] {
+            assert!(parse_threshold(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_threshold("5").unwrap(), 5.0);
+        assert_eq!(parse_threshold("0.5").unwrap(), 0.5);
+    }
+
+    /// Reproduction 10: a sub-directory named *.json aborted a directory compare.
+    #[test]
+    fn directories_are_skipped_when_pooling() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("a.json"),
+            r#"{"tool":"memcgtest","scenarios":[]}"#,
+        )
+        .unwrap();
+        std::fs::create_dir(d.path().join("old.json")).unwrap();
+        let v = load(d.path()).unwrap();
+        assert_eq!(v.len(), 1);
+    }
 
     #[test]
     fn a_clear_regression() {

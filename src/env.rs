@@ -136,20 +136,36 @@ pub fn test_parent(
 ) -> Result<Cgroup, String> {
     let h = layout.pick(choice)?;
     let path = match parent {
-        Some(p) => {
-            if !p.starts_with(&h.mount_point) {
-                return Err(format!(
-                    "--parent {} is not inside the {} memory hierarchy at {}",
-                    p.display(),
-                    h.version.as_str(),
-                    h.mount_point.display()
-                ));
-            }
-            p.to_path_buf()
-        }
+        Some(p) => checked_parent(p, &h.mount_point, h.version)?,
         None => h.own_cgroup.clone(),
     };
     Ok(Cgroup::new(path, h.version))
+}
+
+/// `--parent` canonicalized (no `..`, no symbolic links left): it must lie inside the selected
+/// hierarchy's mount and be a cgroup directory there. A prefix match on the text would accept
+/// `<mount>/../../tmp/x`.
+pub fn checked_parent(p: &Path, mount: &Path, version: Version) -> Result<PathBuf, String> {
+    let canon = p
+        .canonicalize()
+        .map_err(|e| format!("--parent {}: {e}", p.display()))?;
+    let mount = mount.canonicalize().unwrap_or_else(|_| mount.to_path_buf());
+    if !canon.starts_with(&mount) {
+        return Err(format!(
+            "--parent {} ({}) is not inside the {} memory hierarchy at {}",
+            p.display(),
+            canon.display(),
+            version.as_str(),
+            mount.display()
+        ));
+    }
+    if !(canon.is_dir() && crate::cleanup::on_cgroupfs(&canon)) {
+        return Err(format!(
+            "--parent {} is not a cgroup directory",
+            canon.display()
+        ));
+    }
+    Ok(canon)
 }
 
 fn writable(p: &Path) -> bool {
@@ -385,4 +401,27 @@ pub fn render(e: &EnvInfo) -> String {
         .join(" ");
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reproduction 3: `--parent <mount>/../../tmp/x` passed a prefix match on the text.
+    #[test]
+    fn parent_outside_the_mount_or_not_a_cgroup_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let mount = d.path().join("sys/fs/cgroup/memory");
+        std::fs::create_dir_all(mount.join("a")).unwrap();
+        std::fs::create_dir_all(d.path().join("tmp/x")).unwrap();
+        let escape = mount.join("../../../../tmp/x");
+        assert!(escape.starts_with(&mount), "the old check accepted it");
+        let e = checked_parent(&escape, &mount, Version::V1).unwrap_err();
+        assert!(e.contains("is not inside the v1 memory hierarchy"), "{e}");
+        // Inside the mount but not on cgroupfs (a plain directory here): refused too.
+        let e = checked_parent(&mount.join("a"), &mount, Version::V1).unwrap_err();
+        assert!(e.contains("not a cgroup directory"), "{e}");
+        let e = checked_parent(&mount.join("missing"), &mount, Version::V1).unwrap_err();
+        assert!(e.contains("missing"), "{e}");
+    }
 }

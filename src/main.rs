@@ -6,6 +6,7 @@ mod cleanup;
 mod compare;
 mod env;
 mod error;
+mod lock;
 mod oracle;
 mod record;
 mod report;
@@ -91,13 +92,16 @@ enum Command {
         /// Sampling interval overriding the scenarios' own (for measuring the sampler's cost).
         #[arg(long, value_parser = units::parse_cli_duration)]
         sample_interval: Option<std::time::Duration>,
+        /// When another run owns the vm sysctls, stop (exit 125) instead of waiting for it.
+        #[arg(long)]
+        no_wait: bool,
     },
     /// Compare the measurements of two `run --format json` result files (exit 1 on a regression).
     Compare {
         base: PathBuf,
         new: PathBuf,
         /// Minimum change of the median, in percent, that can count as a regression.
-        #[arg(long, default_value_t = 5.0)]
+        #[arg(long, default_value_t = 5.0, value_parser = compare::parse_threshold)]
         threshold: f64,
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
@@ -206,6 +210,8 @@ fn run(cli: Cli) -> Result<u8, Error> {
             Ok(exit::OK)
         }
         Command::Env { json } => {
+            // The charge-moving probe creates a marked group: held live while it exists.
+            let _live = own_liveness().ok();
             let e = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
             if *json {
                 println!("{}", serde_json::to_string_pretty(&e).map_err(internal)?);
@@ -279,14 +285,14 @@ fn run(cli: Cli) -> Result<u8, Error> {
             bad.map_or(Ok(exit::OK), Err)
         }
         Command::Cleanup => {
-            let layout = detect::detect().map_err(|e| Error::Environment(e.to_string()))?;
-            let mut parents = Vec::new();
-            for c in [Choice::V1, Choice::V2] {
-                if let Ok(p) = env::test_parent(&layout, c, cli.parent.as_deref()) {
-                    parents.push(p);
-                }
-            }
-            let (removed, failed) = cleanup::clean(&parents, std::slice::from_ref(&cli.scratch));
+            let roots = cleanup_roots(cli.parent.as_deref())?;
+            let scratch: Vec<PathBuf> = cli.scratch.canonicalize().into_iter().collect();
+            let (removed, failed) = cleanup::clean(&cleanup::Places {
+                cgroup_roots: &roots,
+                scratch_dirs: &scratch,
+                run_dir: Path::new(lock::RUN_DIR),
+                proc_sys: Path::new(sysctl::PROC_SYS),
+            });
             for r in &removed {
                 println!("removed {r}");
             }
@@ -323,6 +329,8 @@ fn run(cli: Cli) -> Result<u8, Error> {
             selftest,
             guest,
         } => {
+            // Its work directory in the scratch directory is marked: held live while it exists.
+            let _live = own_liveness().ok();
             let opts = vm::Options {
                 kernel: kernel.clone(),
                 modules: modules.clone(),
@@ -355,13 +363,14 @@ fn run(cli: Cli) -> Result<u8, Error> {
             quick,
             timeout,
             sample_interval,
+            no_wait,
         } => run_scenarios(
             &cli,
             names,
             *format,
             report.as_deref(),
             *quick,
-            (*timeout, *sample_interval),
+            (*timeout, *sample_interval, *no_wait),
         ),
         Command::Compare {
             base,
@@ -417,7 +426,11 @@ fn run_scenarios(
     format: Format,
     report_dir: Option<&Path>,
     quick: bool,
-    (timeout, sample_interval): (Option<std::time::Duration>, Option<std::time::Duration>),
+    (timeout, sample_interval, no_wait): (
+        Option<std::time::Duration>,
+        Option<std::time::Duration>,
+        bool,
+    ),
 ) -> Result<u8, Error> {
     let all = scenario::load_all(cli.scenario_dir.as_deref())?;
     let mut selected = Vec::new();
@@ -446,6 +459,8 @@ fn run_scenarios(
             "memcgtest run needs root (it creates cgroups and writes /proc/sys/vm)",
         ));
     }
+    // Held for the whole run: `cleanup` leaves this run's groups and files alone.
+    let _live = own_liveness().map_err(untestable)?;
     let layout = detect::detect().map_err(untestable)?;
     let parent =
         env::test_parent(&layout, cli.cgroup, cli.parent.as_deref()).map_err(untestable)?;
@@ -467,13 +482,17 @@ fn run_scenarios(
         )));
     }
     // The scratch and report directories are this machine's: checked before anything runs.
-    if !writable_dir(&cli.scratch) {
+    let scratch = cli
+        .scratch
+        .canonicalize()
+        .unwrap_or_else(|_| cli.scratch.clone());
+    if !writable_dir(&scratch) {
         return Err(untestable(format!(
             "scratch directory {} is missing, not a directory or not writable; pass --scratch DIR",
             cli.scratch.display()
         )));
     }
-    let fstype = env::fstype_of(&cli.scratch);
+    let fstype = env::fstype_of(&scratch);
     if selected.iter().any(|s| s.requires.writeback) && !env::supports_writeback(fstype.as_deref())
     {
         return Err(untestable(format!(
@@ -495,7 +514,8 @@ fn run_scenarios(
     let environment = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
     let ctx = runner::Context {
         parent,
-        scratch: cli.scratch.clone(),
+        scratch,
+        wait_sysctls: !no_wait,
         quick,
         timeout,
         machine: record::Machine::this(),
@@ -581,6 +601,35 @@ fn run_verdict(results: &[runner::ScenarioResult], interrupted: bool) -> Result<
         return Err(untestable("every scenario was skipped"));
     }
     Ok(exit::OK)
+}
+
+/// Takes this process's liveness lock (see `lock.rs`).
+fn own_liveness() -> anyhow::Result<lock::LiveLock> {
+    lock::LiveLock::acquire(Path::new(lock::RUN_DIR), std::process::id() as i32)
+}
+
+/// Where `cleanup` looks for cgroups: below a validated `--parent`, else the whole memory
+/// hierarchy (v1) and cgroup2 tree, wherever a run with any `--parent` could have put them.
+fn cleanup_roots(parent: Option<&Path>) -> Result<Vec<cgroup::Cgroup>, Error> {
+    let layout = detect::detect().map_err(|e| Error::Environment(e.to_string()))?;
+    let (mut roots, mut refused) = (Vec::new(), Vec::new());
+    for c in [Choice::V1, Choice::V2] {
+        let Ok(h) = layout.pick(c) else { continue };
+        match parent {
+            Some(p) => match env::checked_parent(p, &h.mount_point, h.version) {
+                Ok(p) => roots.push(cgroup::Cgroup::new(p, h.version)),
+                Err(e) => refused.push(e),
+            },
+            None => roots.push(cgroup::Cgroup::new(h.mount_point.clone(), h.version)),
+        }
+    }
+    if parent.is_some() && roots.is_empty() {
+        return Err(Error::Environment(format!(
+            "cleanup: {}",
+            refused.join("; ")
+        )));
+    }
+    Ok(roots)
 }
 
 /// An existing directory this process may create files in.

@@ -135,6 +135,8 @@ pub struct Context {
     /// The cgroup test groups are created below (own cgroup or --parent).
     pub parent: Cgroup,
     pub scratch: PathBuf,
+    /// Wait for another run that owns the vm sysctls (else the scenario stops: 125).
+    pub wait_sysctls: bool,
     pub quick: bool,
     pub timeout: Option<Duration>,
     pub machine: Machine,
@@ -270,13 +272,42 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
         root: None,
         scratch: None,
         workers: Vec::new(),
-        sysctls: SysctlGuard::default(),
+        sysctls: SysctlGuard::new(
+            std::path::Path::new(crate::sysctl::PROC_SYS),
+            std::path::Path::new(crate::lock::RUN_DIR),
+            ctx.wait_sysctls,
+        ),
     };
     let mut result = ScenarioResult::new(&sc, Status::Error, String::new());
     result.cgroup_version = Some(version);
-    let outcome = execute(ctx, &sc, &mut guard, &mut result);
+    // The machine's vm sysctls are owned before the clock starts: waiting for another run that
+    // owns them never eats into this scenario's timeout.
+    let outcome = if needs_sysctls(&sc) {
+        guard.sysctls.acquire().map_err(Stop::from)
+    } else {
+        Ok(())
+    }
+    .and_then(|()| execute(ctx, &sc, &mut guard, &mut result));
     let cleanup = guard.cleanup();
     result.seconds = started.elapsed().as_secs_f64();
+    settle(&mut result, outcome, cleanup);
+    result
+}
+
+/// Whether a scenario changes vm sysctls: a `[sysctl]` table or a dirty probe.
+fn needs_sysctls(sc: &Scenario) -> bool {
+    !sc.sysctls.is_empty()
+        || sc
+            .phases
+            .iter()
+            .flat_map(|p| &p.steps)
+            .any(|s| matches!(s, Step::Probe { .. }))
+}
+
+/// A scenario's final status and reason from how it ended and how its cleanup went. A cleanup
+/// failure is the machine's; it never hides a failed check or a kernel error, and the reason
+/// keeps the original error first.
+fn settle(result: &mut ScenarioResult, outcome: Result<(), Stop>, cleanup: Result<()>) {
     let error = match outcome {
         Ok(()) => None,
         Err(Stop::Timeout(msg)) => Some(Error::Kernel(msg)),
@@ -288,7 +319,6 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
         result.reason = e.to_string();
         result.error = Some(e);
     }
-    // A cleanup failure is the machine's; it never hides a failed check or a kernel error.
     if let Err(e) = cleanup {
         result.reason = if result.reason.is_empty() {
             format!("{e:#}")
@@ -300,7 +330,6 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
             result.error = Some(Error::Environment(result.reason.clone()));
         }
     }
-    result
 }
 
 /// Sets up the groups and the sampler, runs the phases, evaluates the checks.
@@ -1085,4 +1114,61 @@ fn run_parallel(jobs: Vec<Job>, cg: &Cgroup, deadline: Instant) -> Result<JobRes
 /// A step's client count: 0 means one per CPU.
 fn clients_or_cpus(clients: u32, cpus: u64) -> u32 {
     if clients == 0 { cpus as u32 } else { clients }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blank() -> ScenarioResult {
+        let sc = crate::scenario::parse("b.toml", crate::scenario::BUILTIN[0].1).unwrap();
+        ScenarioResult::new(&sc, Status::Error, String::new())
+    }
+
+    /// Reproduction 9: a cleanup failure after another error kept only "; cleanup: ..." (the
+    /// original reason was lost, b0956bf^). The reason keeps both, the error its kind.
+    #[test]
+    fn a_cleanup_failure_keeps_the_original_reason_and_kind() {
+        let mut r = blank();
+        settle(
+            &mut r,
+            Err(Stop::Failed(Error::Kernel(
+                "worker killed by SIGKILL".into(),
+            ))),
+            Err(anyhow!("cleanup: rmdir /x: EBUSY")),
+        );
+        assert_eq!(r.status, Status::Error);
+        assert_eq!(
+            r.reason,
+            "worker killed by SIGKILL; cleanup: rmdir /x: EBUSY"
+        );
+        assert_eq!(r.error.as_ref().unwrap().exit_code(), 1);
+        let mut r = blank();
+        settle(
+            &mut r,
+            Err(Stop::Timeout("timeout after 3 s".into())),
+            Err(anyhow!("cleanup: x")),
+        );
+        assert!(
+            r.reason.starts_with("timeout after 3 s; cleanup: x"),
+            "{}",
+            r.reason
+        );
+        // A scenario that passed and then could not clean up is the machine's error.
+        let mut r = blank();
+        r.status = Status::Pass;
+        settle(&mut r, Ok(()), Err(anyhow!("cleanup: x")));
+        assert_eq!(r.status, Status::Error);
+        assert_eq!(r.error.as_ref().unwrap().exit_code(), 125);
+        assert_eq!(r.reason, "cleanup: x");
+    }
+
+    #[test]
+    fn probe_and_sysctl_scenarios_need_the_sysctls() {
+        let all = crate::scenario::load_all(None).unwrap();
+        let dm = all.iter().find(|s| s.name == "dirty-migration").unwrap();
+        assert!(needs_sysctls(dm));
+        let fo = all.iter().find(|s| s.name == "fault-overhead").unwrap();
+        assert!(!needs_sysctls(fo));
+    }
 }

@@ -98,11 +98,15 @@ fn unescape_octal(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
+        // Three octal digits (bytes, not a str slice: what follows a backslash may be the middle
+        // of a multi-byte character), at most \377.
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)) && d[0] <= b'3');
         if bytes[i] == b'\\'
-            && i + 4 <= bytes.len()
-            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8)
+            && let Some(d) = octal
         {
-            out.push(v);
+            out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
             i += 4;
             continue;
         }
@@ -315,6 +319,41 @@ mod tests {
     #[test]
     fn malformed_mountinfo_is_an_error() {
         assert!(parse_mountinfo("1 2 3\n").is_err());
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(3000))]
+
+            /// Arbitrary mountinfo and /proc/self/cgroup text: no panic; an error names the
+            /// file and a line that exists.
+            #[test]
+            fn arbitrary_mountinfo(text in any::<String>(), cg in any::<String>()) {
+                match parse_mountinfo(&text) {
+                    Ok(_) => {}
+                    Err(CgroupError::Parse { path, line, .. }) => {
+                        prop_assert_eq!(path, PathBuf::from("/proc/self/mountinfo"));
+                        prop_assert!(line >= 1 && line <= text.lines().count());
+                    }
+                    Err(e) => prop_assert!(false, "{}", e),
+                }
+                let _ = layout(&text, &cg, |_| Some("memory".into()));
+            }
+
+            /// Lines shaped like mountinfo with hostile fields (escapes, separators, UTF-8).
+            #[test]
+            fn mountinfo_shaped_lines(
+                fields in proptest::collection::vec("[-a-z0-9/\\\\ ,=é]{0,8}", 0..14)
+            ) {
+                let line = fields.join(" ");
+                let _ = parse_mountinfo(&line);
+                let text = format!("{}\n{line}\n", V1.lines().next().unwrap());
+                let _ = layout(&text, &line, |_| None);
+            }
+        }
     }
 
     #[test]

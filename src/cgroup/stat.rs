@@ -197,6 +197,46 @@ mod tests {
         assert!(parse_stat("lonely\n", &PathBuf::from("f")).is_err());
     }
 
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(3000))]
+
+            /// Arbitrary memory.stat or /proc/vmstat text: no panic; an error names the file and
+            /// a line that exists; `extract` agrees with the full parse on good text.
+            #[test]
+            fn arbitrary_stat_text(text in any::<String>(), key in "[a-z_]{1,12}") {
+                let mut out = [None];
+                let fast = extract(&text, &[key.as_str()], &mut out);
+                match parse_stat(&text, Path::new("/cg/memory.stat")) {
+                    Ok(s) => {
+                        prop_assert!(fast.is_ok());
+                        if s.0.iter().filter(|(k, _)| *k == key).count() == 1 {
+                            prop_assert_eq!(out[0], s.get(&key));
+                        }
+                    }
+                    Err(CgroupError::Parse { path, line, .. }) => {
+                        prop_assert_eq!(path, PathBuf::from("/cg/memory.stat"));
+                        prop_assert!(line >= 1 && line <= text.lines().count());
+                    }
+                    Err(e) => prop_assert!(false, "{}", e),
+                }
+            }
+
+            /// Well-formed files round-trip exactly, whatever the values (negative, wrapped).
+            #[test]
+            fn well_formed_stat_round_trips(
+                rows in proptest::collection::vec(("[a-z_]{1,16}", any::<i64>()), 0..40)
+            ) {
+                let text: String = rows.iter().map(|(k, v)| format!("{k} {v}\n")).collect();
+                let s = parse_stat(&text, Path::new("f")).unwrap();
+                prop_assert_eq!(s.0, rows);
+            }
+        }
+    }
+
     #[test]
     fn extract_reads_only_wanted_keys() {
         let mut out = [None; 3];

@@ -139,24 +139,28 @@ pub fn ktap(rep: &RunReport) -> String {
     s += &format!("1..{}\n", rep.scenarios.len());
     s += &format!(
         "# memcgtest {} on Linux {}, cgroup layout {}\n",
-        rep.version, rep.environment.kernel, rep.environment.cgroup.layout
+        rep.version,
+        ktap_text(&rep.environment.kernel),
+        rep.environment.cgroup.layout
     );
     for (i, r) in rep.scenarios.iter().enumerate() {
+        // Scenario names are [A-Za-z0-9_-] (the parser's rule); escaped all the same.
+        let name = ktap_text(&r.name).replace('#', "_");
         for l in detail_lines(r) {
-            s += &format!("# {}: {l}\n", r.name);
+            s += &format!("# {name}: {}\n", ktap_text(&l));
         }
         let n = i + 1;
-        let one_line = |x: &str| x.replace('\n', " ");
+        let one_line = ktap_text;
         match r.status {
-            Status::Pass => s += &format!("ok {n} {}\n", r.name),
-            Status::Skip => s += &format!("ok {n} {} # SKIP {}\n", r.name, one_line(&r.reason)),
+            Status::Pass => s += &format!("ok {n} {name}\n"),
+            Status::Skip => s += &format!("ok {n} {name} # SKIP {}\n", one_line(&r.reason)),
             Status::Fail => {
-                s += &format!("# {}: failed: {}\n", r.name, one_line(&r.reason));
-                s += &format!("not ok {n} {}\n", r.name);
+                s += &format!("# {name}: failed: {}\n", one_line(&r.reason));
+                s += &format!("not ok {n} {name}\n");
             }
             Status::Error => {
-                s += &format!("# {}: error: {}\n", r.name, one_line(&r.reason));
-                s += &format!("not ok {n} {}\n", r.name);
+                s += &format!("# {name}: error: {}\n", one_line(&r.reason));
+                s += &format!("not ok {n} {name}\n");
             }
         }
     }
@@ -166,6 +170,23 @@ pub fn ktap(rep: &RunReport) -> String {
         t.passed, t.failed, t.skipped, t.errors
     );
     s
+}
+
+/// Text for one KTAP line: a line break becomes a space and other control characters are
+/// escaped (a newline would start a forged line such as `ok 1 forged-pass`), so every line the
+/// writer emits is its own.
+pub fn ktap_text(x: &str) -> String {
+    x.chars()
+        .map(|c| {
+            if c == '\n' || c == '\r' {
+                " ".to_string()
+            } else if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 pub fn json(rep: &RunReport) -> String {
@@ -254,6 +275,65 @@ mod tests {
                     || l == "KTAP version 1",
                 "{l}"
             );
+        }
+    }
+
+    /// Reproduction 6: a phase name or an `exercised` check's `what` with a newline forged KTAP
+    /// lines. Whatever text reaches the writer, every line it emits is a KTAP line of its own.
+    #[test]
+    fn free_text_cannot_forge_ktap_lines() {
+        let mut r = result("a", Status::Skip, "why\nok 1 forged-pass");
+        r.notes.push("phase x\nok 1 forged-pass".into());
+        r.notes.push("\r# forged directive".into());
+        let mut rep = report();
+        rep.scenarios = vec![r];
+        let k = ktap(&rep);
+        assert!(!k.lines().any(|l| l.starts_with("ok 1 forged")), "{k}");
+        assert_eq!(k.lines().filter(|l| l.starts_with("ok ")).count(), 1, "{k}");
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+            /// The KTAP writer over arbitrary names, reasons and notes: never a panic, every
+            /// line is KTAP, exactly one result line per scenario.
+            #[test]
+            fn every_ktap_line_is_ktap(
+                items in proptest::collection::vec(
+                    (any::<String>(), 0..4u8, any::<String>(), any::<String>()), 0..5)
+            ) {
+                static ENV: std::sync::OnceLock<EnvInfo> = std::sync::OnceLock::new();
+                let env = ENV.get_or_init(|| report().environment).clone();
+                let scenarios: Vec<ScenarioResult> = items
+                    .iter()
+                    .map(|(name, st, reason, note)| {
+                        let status = [Status::Pass, Status::Fail, Status::Skip, Status::Error][*st as usize];
+                        let mut r = result(name, status, reason);
+                        r.notes.push(note.clone());
+                        r
+                    })
+                    .collect();
+                let n = scenarios.len();
+                let k = ktap(&RunReport::new(env, false, scenarios));
+                let mut results = 0;
+                for l in k.lines() {
+                    prop_assert!(
+                        l.starts_with("ok ") || l.starts_with("not ok ") || l.starts_with("# ")
+                            || l.starts_with("1..") || l == "KTAP version 1",
+                        "{:?}", l
+                    );
+                    if l.starts_with("ok ") || l.starts_with("not ok ") {
+                        results += 1;
+                        // The description part holds no directive but the writer's own SKIP.
+                        let desc = l.split(" # ").next().unwrap();
+                        prop_assert!(!desc.contains('#'), "{:?}", l);
+                    }
+                }
+                prop_assert_eq!(results, n);
+            }
         }
     }
 

@@ -11,6 +11,12 @@ use toml::Spanned;
 use crate::cgroup::{Version, stat};
 use crate::units::{MIN_INTERVAL, parse_duration_within, parse_size};
 
+/// The largest size a scenario may give (see `Ctx::size`).
+pub const MAX_SIZE: u64 = 1 << 40;
+
+/// The largest scenario file read: anything bigger is not a scenario (`check /dev/zero`).
+pub const MAX_FILE: u64 = 1 << 20;
+
 /// The scenario files shipped with memcgtest, built into the binary.
 pub const BUILTIN: &[(&str, &str)] = &[
     (
@@ -85,7 +91,7 @@ pub struct ScenarioError {
 #[serde(deny_unknown_fields)]
 struct RawScenario {
     name: Spanned<String>,
-    summary: String,
+    summary: Spanned<String>,
     #[serde(default)]
     description: String,
     timeout: Option<Spanned<String>>,
@@ -142,7 +148,7 @@ struct RawSample {
     #[serde(default)]
     counters: Vec<Spanned<String>>,
     #[serde(default)]
-    vmstat: Vec<String>,
+    vmstat: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -716,8 +722,15 @@ impl Ctx<'_> {
             msg: msg.into(),
         }
     }
+    /// A size of at most `MAX_SIZE` (1 TiB: no memcg test writes or holds more, and sums of
+    /// sizes cannot overflow).
     fn size(&self, s: &Spanned<String>) -> Result<u64, ScenarioError> {
-        parse_size(s.get_ref()).map_err(|m| self.err(s.span(), m))
+        match parse_size(s.get_ref()).map_err(|m| self.err(s.span(), m))? {
+            n if n > MAX_SIZE => {
+                Err(self.err(s.span(), format!("{:?} is more than 1 TiB", s.get_ref())))
+            }
+            n => Ok(n),
+        }
     }
     /// A size that must not be 0 (`key` names it in the message).
     fn positive_size(&self, s: &Spanned<String>, key: &str) -> Result<u64, ScenarioError> {
@@ -881,6 +894,9 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
     let mut phases = Vec::new();
     for p in &raw.phase {
         let rp = p.get_ref();
+        if !is_name(rp.name.get_ref()) {
+            return Err(cx.err(rp.name.span(), "phase name must be non-empty [A-Za-z0-9_-]"));
+        }
         if phases.iter().any(|x: &Phase| &x.name == rp.name.get_ref()) {
             return Err(cx.err(
                 rp.name.span(),
@@ -934,7 +950,10 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
             counters.push(c.get_ref().clone());
         }
     }
-    let mut vmstat: Vec<String> = raw.sample.vmstat.clone();
+    let mut vmstat: Vec<String> = Vec::new();
+    for v in &raw.sample.vmstat {
+        vmstat.push(vmstat_key(cx, v)?);
+    }
 
     let mut checks = Vec::new();
     for c in &raw.check {
@@ -1011,7 +1030,7 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
     Ok(Scenario {
         name,
         sysctls,
-        summary: raw.summary,
+        summary: one_line(cx, &raw.summary, "summary")?,
         description: raw.description,
         origin: raw.origin,
         requires: Requires {
@@ -1069,6 +1088,45 @@ fn sysctl_value(cx: &Ctx, key: &str, v: &Spanned<String>) -> Result<String, Scen
         return bad("a ratio is a percentage, at most 100".into());
     }
     Ok(n.to_string())
+}
+
+/// A name as reports print it: non-empty [A-Za-z0-9_-].
+fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Free text that reaches reports (KTAP diagnostics, one line each): no control characters (a
+/// newline would forge KTAP lines such as `ok 1 forged-pass`), at most 200 characters.
+fn one_line(cx: &Ctx, s: &Spanned<String>, key: &str) -> Result<String, ScenarioError> {
+    let t = s.get_ref();
+    if t.chars().any(char::is_control) {
+        return Err(cx.err(
+            s.span(),
+            format!("{key} must be one line without control characters"),
+        ));
+    }
+    if t.chars().count() > 200 {
+        return Err(cx.err(s.span(), format!("{key} is longer than 200 characters")));
+    }
+    Ok(t.clone())
+}
+
+/// A /proc/vmstat key: [a-z0-9_].
+fn vmstat_key(cx: &Ctx, s: &Spanned<String>) -> Result<String, ScenarioError> {
+    let t = s.get_ref();
+    if t.is_empty()
+        || !t
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        return Err(cx.err(
+            s.span(),
+            format!("{t:?} is not a /proc/vmstat key ([a-z0-9_])"),
+        ));
+    }
+    Ok(t.clone())
 }
 
 fn check_counter(
@@ -1675,12 +1733,13 @@ fn resolve_check(
             }
             Check::Exercised {
                 phase: phase_ref(&r.phase, "phase")?,
-                vmstat: r.vmstat.as_ref().unwrap().get_ref().clone(),
+                vmstat: vmstat_key(cx, r.vmstat.as_ref().unwrap())?,
                 min: r.min.as_ref().map(|m| *m.get_ref()).unwrap_or(1),
                 what: r
                     .what
                     .as_ref()
-                    .map(|w| w.get_ref().clone())
+                    .map(|w| one_line(cx, w, "what"))
+                    .transpose()?
                     .unwrap_or_else(|| "the antagonist".into()),
             }
         }
@@ -1688,14 +1747,41 @@ fn resolve_check(
     })
 }
 
-/// Reads a scenario file from disk.
+/// Reads a scenario file from disk: a regular file of at most `MAX_FILE` bytes. Opened without
+/// blocking (a FIFO would wait for a writer) and checked on the open descriptor.
 pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let err = |msg: String| ScenarioError {
         file: path.display().to_string(),
         line: 0,
         col: 0,
-        msg: format!("cannot read: {e}"),
-    })?;
+        msg,
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| err(format!("cannot read: {e}")))?;
+    let meta = f.metadata().map_err(|e| err(format!("cannot read: {e}")))?;
+    if !meta.is_file() {
+        return Err(err("not a regular file".into()));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(err(format!(
+            "larger than {MAX_FILE} bytes: not a scenario file"
+        )));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| err(format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(err(format!(
+            "larger than {MAX_FILE} bytes: not a scenario file"
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| err(format!("not UTF-8: {e}")))?;
     parse(&path.display().to_string(), &text)
 }
 

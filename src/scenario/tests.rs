@@ -483,3 +483,123 @@ fn durations_are_at_most_a_day_and_intervals_at_least_1ms() {
     )
     .unwrap();
 }
+
+/// Reproduction 5: "1e19s" passed `check` and made `run` panic; "1e300s" made `check` panic.
+/// Both are errors at the value now, and so is a size beyond 1 TiB.
+#[test]
+fn huge_durations_and_sizes_are_errors_at_the_value() {
+    for t in ["1e19s", "1e300s", "1e19ms", "NaNs", "infs"] {
+        let e = err(&GOOD.replace(
+            "summary = \"s\"",
+            &format!("summary = \"s\"\ntimeout = \"{t}\""),
+        ));
+        assert_eq!((e.line, e.col), (4, 11), "{t}: {e}");
+    }
+    let e = err(&GOOD.replace(
+        "size = \"8M\" }, { action = \"sync\" }",
+        "size = \"2T\" }, { action = \"sync\" }",
+    ));
+    assert!(e.msg.contains("more than 1 TiB"), "{e}");
+    assert_eq!(e.line, 15, "{e}");
+}
+
+/// Reproduction 6: a phase name or an `exercised` check's `what` with a newline forged KTAP
+/// lines. They are refused where they are written.
+#[test]
+fn names_and_free_text_cannot_carry_newlines() {
+    let e = err(&GOOD
+        .replace(
+            "name = \"p1\"\nsteps",
+            "name = \"p1\\nok 1 forged-pass\"\nsteps",
+        )
+        .replace(
+            "phase = \"p2\"\nbaseline = \"p1\"",
+            "phase = \"p2\"\nbaseline = \"p2\"",
+        ));
+    assert!(e.msg.contains("phase name"), "{e}");
+    assert_eq!(e.line, 14, "{e}");
+    let e = err(&GOOD.replace(
+        "vmstat = \"pgmigrate_success\"",
+        "vmstat = \"pgmigrate_success\"\nwhat = \"x\\nok 1 forged-pass\"",
+    ));
+    assert!(e.msg.contains("what must be one line"), "{e}");
+    let e = err(&GOOD.replace("summary = \"s\"", "summary = \"s\\n# forged\""));
+    assert!(e.msg.contains("summary"), "{e}");
+    let e = err(&GOOD.replace("vmstat = \"pgmigrate_success\"", "vmstat = \"x\\nok 1\""));
+    assert!(e.msg.contains("not a /proc/vmstat key"), "{e}");
+}
+
+/// Reproduction 8: `check /dev/zero` read until out of memory, a FIFO hung.
+#[test]
+fn scenario_files_are_regular_files_under_1_mib() {
+    let e = load_file(Path::new("/dev/zero")).unwrap_err();
+    assert!(e.msg.contains("not a regular file"), "{e}");
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("x.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let t = std::time::Instant::now();
+    let e = load_file(&fifo).unwrap_err();
+    assert!(e.msg.contains("not a regular file"), "{e}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(1));
+    // load_all names the FIFO in --scenario-dir instead of hanging.
+    let e = load_all(Some(d.path())).unwrap_err();
+    assert!(e.file.ends_with("x.toml"), "{e}");
+    std::fs::remove_file(&fifo).unwrap();
+    let big = d.path().join("big.toml");
+    std::fs::write(&big, vec![b'#'; (MAX_FILE + 1) as usize]).unwrap();
+    let e = load_file(&big).unwrap_err();
+    assert!(e.msg.contains("larger than"), "{e}");
+}
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every error names the file and a line inside it (1-based; line 0 only for errors about
+    /// the file as a whole, which `parse` never gives).
+    fn names_where(text: &str, e: &ScenarioError) -> bool {
+        e.file == "f.toml" && e.line >= 1 && e.line <= text.lines().count() + 1 && e.col >= 1
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// Arbitrary text: no panic, and an error says where.
+        #[test]
+        fn arbitrary_text(text in any::<String>()) {
+            if let Err(e) = parse("f.toml", &text) {
+                prop_assert!(names_where(&text, &e), "{}", e);
+            }
+        }
+
+        /// A good file with arbitrary text inserted anywhere.
+        #[test]
+        fn good_file_with_an_insertion(at in 0..GOOD.len(), ins in any::<String>()) {
+            let text = format!("{}{}{}", &GOOD[..at], ins, &GOOD[at..]);
+            if let Err(e) = parse("f.toml", &text) {
+                prop_assert!(names_where(&text, &e), "{}", e);
+            }
+        }
+
+        /// Sizes, durations and numbers as a fuzzer writes them, in every value slot.
+        #[test]
+        fn hostile_values(v in "[0-9a-zA-Z.+ -]{0,24}", slot in 0..6usize) {
+            let (from, to) = [
+                ("size = \"8M\" }, { action = \"sync\"", format!("size = \"{v}\" }}, {{ action = \"sync\"")),
+                ("limit = \"64M\"", format!("limit = \"{v}\"")),
+                ("block_size = \"4K\"", format!("block_size = \"{v}\"")),
+                ("summary = \"s\"", format!("summary = \"s\"\ntimeout = \"{v}\"")),
+                ("min_ratio = 0.5", format!("min_ratio = {v}")),
+                ("[[phase]]\nname = \"p1\"", format!("[sample]\ninterval = \"{v}\"\n[[phase]]\nname = \"p1\"")),
+            ][slot].clone();
+            let text = GOOD.replacen(from, &to, 1);
+            match parse("f.toml", &text) {
+                Ok(s) => {
+                    prop_assert!(s.timeout <= crate::units::MAX_DURATION);
+                    prop_assert!(s.sample.interval >= crate::units::MIN_INTERVAL);
+                }
+                Err(e) => prop_assert!(names_where(&text, &e), "{}", e),
+            }
+        }
+    }
+}

@@ -20,22 +20,31 @@ pub struct Splat {
     pub excerpt: String,
 }
 
+/// First match wins: the specific reports ("BUG: soft lockup", "BUG: workqueue lockup") come
+/// before the generic "BUG:".
 const PATTERNS: &[(&str, &str)] = &[
     ("Kernel panic - not syncing", "kernel panic"),
+    ("soft lockup - CPU", "soft lockup"),
+    ("hard LOCKUP", "hard lockup"),
+    ("rcu_sched self-detected stall", "RCU stall"),
+    ("rcu_preempt self-detected stall", "RCU stall"),
+    ("detected stalls on CPUs/tasks", "RCU stall"),
+    ("blocked for more than", "hung task"),
     ("BUG:", "BUG"),
     ("kernel BUG at", "BUG"),
     ("WARNING:", "WARNING"),
     ("Oops:", "Oops"),
     ("Oops ", "Oops"),
     ("general protection fault", "general protection fault"),
-    ("rcu_sched self-detected stall", "RCU stall"),
-    ("rcu_preempt self-detected stall", "RCU stall"),
-    ("detected stalls on CPUs/tasks", "RCU stall"),
-    ("soft lockup - CPU", "soft lockup"),
-    ("hard LOCKUP", "hard lockup"),
-    ("blocked for more than", "hung task"),
     ("Memory cgroup out of memory", "memcg OOM"),
 ];
+
+/// Splats that make the whole run bad whenever they happen (the kernel is broken: exit 1 even
+/// with --allow-splats). The others (WARNING, RCU stall, soft/hard lockup, hung task) fail the
+/// scenario they happened in, unless --allow-splats.
+pub fn is_fatal(kind: &str) -> bool {
+    matches!(kind, "Oops" | "BUG" | "general protection fault")
+}
 
 /// The message part of a console line (after a "[    1.234567] " timestamp, if any).
 fn message(line: &str) -> &str {
@@ -215,8 +224,22 @@ mod tests {
         assert_eq!(s[0].scenario.as_deref(), Some("dirty-migration"));
         assert!(s[0].excerpt.contains("Call Trace"));
         // Outside every scenario: reported, not attributed.
-        assert_eq!(s[1].kind, "BUG");
         assert_eq!(s[1].scenario, None);
+    }
+
+    /// Reproduction 11: "BUG: soft lockup" was classified as a fatal BUG (the soft-lockup
+    /// pattern came after "BUG:" and was unreachable), so --allow-splats could not allow it.
+    #[test]
+    fn soft_lockups_and_rcu_stalls_are_splats_not_fatal_bugs() {
+        let s = splats(LOG);
+        assert_eq!(s[1].kind, "soft lockup");
+        assert!(!is_fatal(s[1].kind));
+        let rcu = "[ 9.0] rcu: INFO: rcu_preempt self-detected stall on CPU\n";
+        assert_eq!(splats(rcu)[0].kind, "RCU stall");
+        assert!(!is_fatal("RCU stall"));
+        let bug = "[ 9.0] BUG: unable to handle page fault for address: 0\n";
+        assert!(is_fatal(splats(bug)[0].kind));
+        assert!(is_fatal(splats("[ 9.0] Oops: 0000 [#1] SMP\n")[0].kind));
     }
 
     #[test]

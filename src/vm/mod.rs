@@ -180,7 +180,7 @@ pub fn verdict(b: &Boot, timeout: Duration) -> (u8, String) {
     }
     let fatal: Vec<_> = console::splats(&b.console)
         .into_iter()
-        .filter(|s| matches!(s.kind, "Oops" | "BUG" | "general protection fault"))
+        .filter(|s| console::is_fatal(s.kind))
         .collect();
     if let Some(s) = fatal.first() {
         return (
@@ -475,6 +475,26 @@ fn extract_report(disk: &Path, dest: &Path, work: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Writes the splat verdict into the copied report directory too: results.ktap and results.json
+/// say `fail` for the scenarios a kernel splat failed, as stdout does.
+fn fail_in_report_dir(dir: &Path, failed: &[(String, String)]) -> Result<()> {
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let ktap = dir.join("results.ktap");
+    if let Ok(t) = std::fs::read_to_string(&ktap) {
+        std::fs::write(&ktap, console::fail_in_ktap(&t, failed))
+            .with_context(|| format!("write {}", ktap.display()))?;
+    }
+    let json = dir.join("results.json");
+    if let Ok(t) = std::fs::read_to_string(&json) {
+        let out = console::fail_in_json(&t, failed)
+            .ok_or_else(|| anyhow!("{}: not a memcgtest result", json.display()))?;
+        std::fs::write(&json, out).with_context(|| format!("write {}", json.display()))?;
+    }
+    Ok(())
+}
+
 /// Runs the whole thing; returns the verdict (the guest's code, or 1 for a bad kernel). A host
 /// that cannot run the VM is an `Error::Environment` (125), a bad guest command `Error::Usage`.
 pub fn run(opts: &Options) -> Result<u8> {
@@ -622,7 +642,8 @@ pub fn run(opts: &Options) -> Result<u8> {
     let _ = std::io::stdout().flush();
     if let Some(dest) = &opts.report
         && b.status.is_some()
-        && let Err(e) = extract_report(&disk, dest, &work.dir)
+        && let Err(e) =
+            extract_report(&disk, dest, &work.dir).and_then(|()| fail_in_report_dir(dest, &failed))
     {
         eprintln!("memcgtest vm: report: {e:#}");
     }
@@ -699,6 +720,45 @@ mod tests {
             console: console.into(),
             ..Default::default()
         }
+    }
+
+    /// Reproduction 11: a splat rewrote stdout to fail, but the copied --report still said ok.
+    #[test]
+    fn the_report_directory_gets_the_splat_verdict() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("results.ktap"),
+            "KTAP version 1\n1..1\nok 1 a\n# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("results.json"),
+            r#"{"tool":"memcgtest","scenarios":[{"name":"a","status":"pass","reason":""}],"totals":{"passed":1,"failed":0,"skipped":0,"errors":0}}"#,
+        )
+        .unwrap();
+        let failed = vec![(
+            "a".to_string(),
+            "kernel WARNING during the scenario".to_string(),
+        )];
+        fail_in_report_dir(d.path(), &failed).unwrap();
+        let k = std::fs::read_to_string(d.path().join("results.ktap")).unwrap();
+        assert!(k.contains("not ok 1 a\n"), "{k}");
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.path().join("results.json")).unwrap())
+                .unwrap();
+        assert_eq!(j["scenarios"][0]["status"], "fail");
+        assert_eq!(j["totals"]["failed"], 1);
+    }
+
+    /// Reproduction 11: a soft lockup was fatal even with --allow-splats; it is a splat now.
+    #[test]
+    fn a_soft_lockup_is_not_fatal() {
+        let t = Duration::from_secs(60);
+        let log = "[0.0] Linux version 6.12\n[5.0] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [x:1]\n";
+        assert_eq!(verdict(&booted(Some(0), log), t).0, 0);
+        let log =
+            "[0.0] Linux version 6.12\n[5.0] BUG: kernel NULL pointer dereference, address: 0\n";
+        assert_eq!(verdict(&booted(Some(0), log), t).0, 1);
     }
 
     #[test]

@@ -94,7 +94,8 @@ pub enum WaitError {
     Failed(Error),
 }
 
-/// Starts a worker for `job` inside `cgroup`.
+/// Starts a worker for `job` inside `cgroup`. The worker gets SIGKILL when the calling thread
+/// ends (PR_SET_PDEATHSIG), so workers are spawned from the runner's main thread only.
 pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
     let procs = cgroup.file(file_name(cgroup.version, "procs"));
     // Opened here, written in the child after fork: "0" moves the writing process itself. Only a
@@ -104,6 +105,8 @@ pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
         .open(&procs)
         .with_context(|| format!("open {} to place a worker", procs.display()))?;
     let fd = procs_file.as_raw_fd();
+    // SAFETY: getpid has no preconditions.
+    let runner = unsafe { libc::getpid() };
     let exe = std::env::current_exe().context("cannot find my own executable")?;
     let mut cmd = Command::new(exe);
     cmd.arg("__worker")
@@ -119,6 +122,15 @@ pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
         .process_group(0);
     unsafe {
         cmd.pre_exec(move || {
+            // Dies with the runner (SIGKILL when the thread that forked it ends, the runner's
+            // main thread): nothing spins on after the runner is killed with SIGKILL. The parent
+            // check closes the window in which the runner died before prctl.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != runner {
+                libc::_exit(125);
+            }
             let r = libc::write(fd, b"0".as_ptr().cast(), 1);
             if r != 1 {
                 return Err(std::io::Error::last_os_error());
