@@ -345,6 +345,11 @@ fn read_new(path: &Path, off: &mut u64) -> Vec<u8> {
     buf
 }
 
+/// How long a KVM guest may stay silent on the console before `--accel auto` gives up on KVM.
+/// A kernel under KVM prints its first line well within a second; on these machines (nested
+/// virtualization) a KVM guest either reports an emulation failure at once or never prints at all.
+const KVM_SILENCE: Duration = Duration::from_secs(5);
+
 /// One boot under `accel`. With `watch_kvm`, a KVM failure is noticed early and reported as
 /// `Ok(None)` so the caller can fall back to TCG.
 fn boot(
@@ -409,7 +414,7 @@ fn boot(
         let exited = work.child.as_mut().unwrap().try_wait()?.is_some();
         if watch_kvm && !exited {
             let ql = std::fs::read_to_string(&qlog).unwrap_or_default();
-            let silent = off_con == 0 && start.elapsed() > Duration::from_secs(30);
+            let silent = off_con == 0 && start.elapsed() > KVM_SILENCE;
             if ql.contains("KVM internal error") || ql.contains("emulation failure") || silent {
                 // A failed KVM guest is paused, not gone: qemu still holds the disk image.
                 work.stop_qemu();
