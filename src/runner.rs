@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cgroup::stat::{self, Stat};
 use crate::cgroup::{Cgroup, Version, file_name};
@@ -52,7 +52,7 @@ fn hold_writeback(sysctls: &mut SysctlGuard) -> Result<()> {
 }
 
 /// How a scenario ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Pass,
@@ -73,7 +73,7 @@ impl Status {
 }
 
 /// Per-phase results for reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PhaseResult {
     #[serde(flatten)]
     pub measure: PhaseMeasure,
@@ -83,7 +83,7 @@ pub struct PhaseResult {
 }
 
 /// The result of one scenario.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScenarioResult {
     pub name: String,
     pub summary: String,
@@ -97,7 +97,7 @@ pub struct ScenarioResult {
     /// Notes for people (tolerances, oddities seen, what was left out).
     pub notes: Vec<String>,
     /// Task moves and what they cost.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moves: Vec<MoveRecord>,
     /// Sample sets of everything measured (for `memcgtest compare`).
     pub measurements: Vec<crate::record::Measurement>,
@@ -141,25 +141,7 @@ pub struct Context {
     pub progress: Progress,
 }
 
-/// Progress lines on stderr when it is a terminal (machine-readable stdout stays clean).
-pub struct Progress {
-    pub enabled: bool,
-    start: Instant,
-}
-
-impl Progress {
-    pub fn new(enabled: bool) -> Self {
-        Progress {
-            enabled,
-            start: Instant::now(),
-        }
-    }
-    pub fn say(&self, msg: &str) {
-        if self.enabled {
-            eprintln!("[{:7.1}s] {msg}", self.start.elapsed().as_secs_f64());
-        }
-    }
-}
+pub use crate::progress::Progress;
 
 /// Why a scenario could not go on. A timeout is the kernel's fault (a writer throttled forever, a
 /// hang); `Failed` says whose fault it is: the kernel's for a worker it killed or failed (see
@@ -679,13 +661,8 @@ fn run_phases(
             .1
     };
     for (pi, phase) in sc.phases.iter().enumerate() {
-        ctx.progress.say(&format!(
-            "{}: phase {} ({}/{})",
-            sc.name,
-            phase.name,
-            pi + 1,
-            sc.phases.len()
-        ));
+        ctx.progress
+            .phase(&sc.name, &phase.name, (pi + 1, sc.phases.len()));
         let vmstat_start = read_vmstat()?;
         let start = now();
         let mut antagonists = Vec::new();
@@ -698,8 +675,7 @@ fn run_phases(
         let n_antagonists = antagonists.len();
         guard.workers.extend(antagonists);
         for (rep, step) in (0..phase.repeat).flat_map(|r| phase.steps.iter().map(move |s| (r, s))) {
-            ctx.progress
-                .say(&format!("{}:   {}", sc.name, step.describe()));
+            ctx.progress.step(&sc.name, &step.describe());
             let kind = step.kind();
             let path = |f: &str| scratch.join(f);
             let (job, cg) = match step {
