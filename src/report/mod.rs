@@ -269,7 +269,7 @@ pub fn write_dir(rep: &RunReport, dir: &Path) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A check with `outcome`, an actual and a tolerance that need escaping in XML and HTML.
