@@ -1,8 +1,8 @@
 //! Progress of a run, on stderr only (stdout carries only the chosen format).
 //!
 //! - `Live` (stderr is a terminal): one status line redrawn every 250 ms — scenario k/N, phase,
-//!   step, elapsed time and an ETA from the durations earlier runs on this machine took — with
-//!   the scenarios' starts, ends and measurements scrolling above it.
+//!   step and what it measured, elapsed time and an ETA from the durations earlier runs on this
+//!   machine took — with the scenarios' starts and ends scrolling above it.
 //! - `Lines` (the guest of `memcgtest vm`, whose stderr is a serial port the host forwards): one
 //!   timestamped line per event, no terminal control.
 //! - `Off` (stderr is not a terminal): nothing.
@@ -203,6 +203,17 @@ impl Progress {
             self.state.lock().unwrap().step = step.to_string();
         } else {
             self.say(&format!("{scenario}:   {step}"));
+        }
+    }
+
+    /// What the running step measured (MB/s, faults/s, a move's cost): shown after the step on
+    /// the live line, a line of its own otherwise.
+    pub fn measured(&self, scenario: &str, what: &str) {
+        if self.mode == Mode::Live {
+            let mut st = self.state.lock().unwrap();
+            st.step = format!("{}: {what}", st.step);
+        } else {
+            self.say(&format!("{scenario}:     {what}"));
         }
     }
 

@@ -842,14 +842,16 @@ fn run_phases(
                         wall_seconds: wall,
                         sys_seconds: thread_sys_seconds() - sys0,
                     };
-                    ctx.progress.say(&format!(
-                        "{}:     moved {} in {:.3} s ({:.0} MiB/s, {:.3} s system)",
-                        sc.name,
-                        crate::units::human_bytes(m.bytes as i64),
-                        m.wall_seconds,
-                        m.mib_per_s(),
-                        m.sys_seconds
-                    ));
+                    ctx.progress.measured(
+                        &sc.name,
+                        &format!(
+                            "moved {} in {:.3} s ({:.0} MiB/s, {:.3} s system)",
+                            crate::units::human_bytes(m.bytes as i64),
+                            m.wall_seconds,
+                            m.mib_per_s(),
+                            m.sys_seconds
+                        ),
+                    );
                     *from = to.clone();
                     moves.push(m);
                     JobResult {
@@ -904,11 +906,10 @@ fn run_phases(
                         .collect();
                     let r = run_parallel(jobs, group(cgroup), deadline)
                         .map_err(|e| stop_of(e, &phase.name, step))?;
-                    ctx.progress.say(&format!(
-                        "{}:     {:.1} MB/s",
-                        sc.name,
-                        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
-                    ));
+                    ctx.progress.measured(
+                        &sc.name,
+                        &format!("{:.1} MB/s", r.bytes as f64 / r.seconds.max(1e-9) / 1e6),
+                    );
                     r
                 }
                 (
@@ -929,12 +930,14 @@ fn run_phases(
                         .collect();
                     let r = run_parallel(jobs, group(cgroup), deadline)
                         .map_err(|e| stop_of(e, &phase.name, step))?;
-                    ctx.progress.say(&format!(
-                        "{}:     {:.0} faults/s, {:.0} faults/CPU-s",
-                        sc.name,
-                        r.bytes as f64 / r.seconds.max(1e-9),
-                        r.bytes as f64 / r.cpu_seconds.max(1e-9)
-                    ));
+                    ctx.progress.measured(
+                        &sc.name,
+                        &format!(
+                            "{:.0} faults/s, {:.0} faults/CPU-s",
+                            r.bytes as f64 / r.seconds.max(1e-9),
+                            r.bytes as f64 / r.cpu_seconds.max(1e-9)
+                        ),
+                    );
                     r
                 }
                 (
@@ -949,11 +952,10 @@ fn run_phases(
                     let jobs = (0..n).map(|_| Job::Usemem { size: *size }).collect();
                     let r = run_parallel(jobs, group(cgroup), deadline)
                         .map_err(|e| stop_of(e, &phase.name, step))?;
-                    ctx.progress.say(&format!(
-                        "{}:     {:.1} MB/s",
-                        sc.name,
-                        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
-                    ));
+                    ctx.progress.measured(
+                        &sc.name,
+                        &format!("{:.1} MB/s", r.bytes as f64 / r.seconds.max(1e-9) / 1e6),
+                    );
                     r
                 }
                 (None, Step::Release { task }) => {
@@ -966,11 +968,10 @@ fn run_phases(
             };
             let s_end = now();
             if kind == "write" && res.seconds > 0.0 {
-                ctx.progress.say(&format!(
-                    "{}:     {:.1} MB/s",
-                    sc.name,
-                    res.bytes as f64 / res.seconds / 1e6
-                ));
+                ctx.progress.measured(
+                    &sc.name,
+                    &format!("{:.1} MB/s", res.bytes as f64 / res.seconds / 1e6),
+                );
             }
             steps.push(StepRecord {
                 phase: pi,
