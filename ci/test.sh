@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, checks formatting and lints, runs the unit tests and the
-# root integration tests on this machine's real cgroups, then the whole suite as a user would.
+# root integration tests on this machine's real cgroups, then the whole suite as a user would and
+# checks its report the way CI systems read it (ci/check-report.sh), then what memcgtest gives the
+# tools around it (ci/check-ecosystem.sh), then the VM suites and the detection matrix.
+# Reports (with index.png, the page's screenshot) go to $MEMCGTEST_CI_OUT (default /tmp/memcgtest-ci).
 # Run as root from the repository root: ci/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +32,11 @@ grep -q "test result: ok" /tmp/memcgtest-cargo-test.log
 
 log "the suite on this machine's kernel"
 bin=target/release/memcgtest
+out=${MEMCGTEST_CI_OUT:-/tmp/memcgtest-ci}
 $bin env
-report=$(mktemp -d)
+report=$out/host-report
+rm -rf "$report"
+mkdir -p "$report"
 set +e
 $bin run --format ktap --report "$report"
 rc=$?
@@ -39,8 +45,13 @@ echo "memcgtest run exit code: $rc"
 $bin cleanup
 left=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'memcgtest-*' 2>/dev/null || true)
 [ -z "$left" ] || { echo "leftover test cgroups: $left"; exit 1; }
-rm -rf "$report"
 [ "$rc" = 0 ] || exit 1
+
+log "that run's report as CI systems read it: results.xml (XML parser), kcidb.json (kcidb-io), index.html (headless Chromium)"
+ci/check-report.sh "$report"
+
+log "LAVA and CI examples (YAML), completions, man page, cargo install, the progress display (tmux)"
+ci/check-ecosystem.sh
 
 log "the suite in VMs: Debian 6.1 and the project's 6.12 kernel, cgroup v1 and v2"
 ci/vm-tests.sh

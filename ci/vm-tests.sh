@@ -2,7 +2,8 @@
 # VM tests: the quick suite in Debian's 6.1 cloud kernel and in the project's 6.12 kernel, under
 # cgroup v2 and v1, plus the VM runner's failure modes (panic, hang, not a kernel).
 # Run as root from the repository root after `cargo build --release`: ci/vm-tests.sh
-# Reports (KTAP, JSON, CSV, SVG) and console logs go to $MEMCGTEST_CI_OUT (default /tmp/memcgtest-ci).
+# Reports (KTAP, JSON, JUnit, KCIDB, index.html and its screenshot index.png, CSV, SVG) and console
+# logs go to $MEMCGTEST_CI_OUT (default /tmp/memcgtest-ci).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$PWD/target/release/memcgtest
@@ -40,10 +41,13 @@ suite() {
   echo "exit code: $rc"
   [ "$rc" = 0 ] || fail "$name under cgroup $cg exited $rc"
   grep -q "^# Totals: pass:[1-9]" "$out/$name-$cg.ktap" || fail "$name/$cg: nothing passed"
+  cmp "$out/$name-$cg.ktap" "$out/$name-$cg/results.ktap" || fail "$name/$cg: stdout and the report's results.ktap differ"
 }
 suite debian-6.1 v2 "${deb[0]}" --modules "${deb[1]}"
 suite debian-6.1 v1 "${deb[0]}" --modules "${deb[1]}"
 suite linux-6.12 v2 "$stock"
+log "the VM run's report as CI systems read it (JUnit, kcidb-io, headless Chromium)"
+ci/check-report.sh "$out/linux-6.12-v2"
 suite linux-6.12 v1 "$stock"
 
 log "the move rate of a task holding 2 GiB (full size, 6.12, cgroup v1, 4 GiB guest)"

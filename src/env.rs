@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cgroup::detect::{self, Choice, Layout};
 use crate::cgroup::{Cgroup, Version, read_path};
@@ -29,7 +29,7 @@ pub const SYSCTLS: &[&str] = &[
     "compaction_proactiveness",
 ];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EnvInfo {
     pub kernel: String,
     pub kernel_build: String,
@@ -46,10 +46,10 @@ pub struct EnvInfo {
 }
 
 /// What the accounting checks can compare with on this kernel, and whether the machine is quiet.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OracleInfo {
     /// "page-cache truth" (cachestat per file) or "machine-wide counters".
-    pub kind: &'static str,
+    pub kind: String,
     /// Why there is no per-file truth, when there is none.
     pub why_not: Option<String>,
     /// Pages other processes dirtied during one second (/proc/vmstat nr_dirtied; memcgtest
@@ -57,10 +57,10 @@ pub struct OracleInfo {
     pub pages_dirtied_last_second: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CgroupInfo {
     /// v1, v2, hybrid or none.
-    pub layout: &'static str,
+    pub layout: String,
     pub v1_memory_mount: Option<PathBuf>,
     pub v2_mount: Option<PathBuf>,
     pub v2_has_memory: bool,
@@ -71,7 +71,7 @@ pub struct CgroupInfo {
     pub test_parent_writable: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Capabilities {
     /// v1 memory.move_charge_at_immigrate: "available", or why not.
     pub charge_moving: String,
@@ -85,7 +85,7 @@ pub struct Capabilities {
     pub compaction: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScratchInfo {
     pub path: PathBuf,
     pub fstype: Option<String>,
@@ -230,7 +230,11 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
         .and_then(|l| test_parent(l, choice, parent).ok());
     let root = nix::unistd::geteuid().is_root();
     let cgroup = CgroupInfo {
-        layout: layout.as_ref().map(|l| l.kind.as_str()).unwrap_or("none"),
+        layout: layout
+            .as_ref()
+            .map(|l| l.kind.as_str())
+            .unwrap_or("none")
+            .to_string(),
         v1_memory_mount: layout
             .as_ref()
             .and_then(|l| l.v1.as_ref().map(|h| h.mount_point.clone())),
@@ -275,7 +279,8 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
             "page-cache truth"
         } else {
             "machine-wide counters"
-        },
+        }
+        .to_string(),
         why_not: cachestat.err(),
         pages_dirtied_last_second: crate::oracle::pages_dirtied_during(
             std::time::Duration::from_secs(1),

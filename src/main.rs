@@ -8,6 +8,7 @@ mod env;
 mod error;
 mod lock;
 mod oracle;
+mod progress;
 mod record;
 mod report;
 mod runner;
@@ -23,7 +24,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use cgroup::detect::{self, Choice};
 use error::{Error, exit};
@@ -51,6 +52,7 @@ struct Cli {
     command: Command,
 }
 
+/// `compare --format`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     Human,
@@ -78,11 +80,20 @@ enum Command {
     /// Run scenarios (all when none is named).
     Run {
         names: Vec<String>,
+        /// What stdout carries: text, KTAP, JSON, JUnit XML or KCIDB JSON.
         #[arg(long, value_enum, default_value = "human")]
-        format: Format,
-        /// Write results.ktap, results.json and per-scenario CSV and SVG into DIR.
+        format: report::Format,
+        /// Write results.ktap, results.json, results.xml (JUnit), kcidb.json, index.html and
+        /// per-scenario CSV and SVG into DIR.
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
+        /// KCIDB origin: the CI system submitting ([a-z0-9_]+).
+        #[arg(long, default_value = report::kcidb::DEFAULT_ORIGIN)]
+        origin: String,
+        /// KCIDB build id (ORIGIN: is prepended unless it has an origin prefix); default: the
+        /// kernel release, architecture and a hash of `uname -v`.
+        #[arg(long, value_name = "ID")]
+        build_id: Option<String>,
         /// Scale sizes down 8x for smoke runs on slow machines; every check still runs.
         #[arg(long)]
         quick: bool,
@@ -108,6 +119,13 @@ enum Command {
     },
     /// Remove what runs killed with SIGKILL left behind (cgroups, scratch files, sysctls).
     Cleanup,
+    /// Print a shell completion script (e.g. memcgtest completions bash > /etc/bash_completion.d/memcgtest).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): memcgtest man > memcgtest.1; man ./memcgtest.1
+    Man,
     /// Boot a kernel image in qemu and run memcgtest inside it:
     /// memcgtest vm --kernel BZIMAGE [OPTIONS] -- run [NAMES] [RUN OPTIONS].
     /// The guest's cgroup layout is --cgroup (auto means v2).
@@ -284,6 +302,21 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
             bad.map_or(Ok(exit::OK), Err)
         }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                *shell,
+                &mut Cli::command(),
+                "memcgtest",
+                &mut std::io::stdout(),
+            );
+            Ok(exit::OK)
+        }
+        Command::Man => {
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut std::io::stdout())
+                .map_err(internal)?;
+            Ok(exit::OK)
+        }
         Command::Cleanup => {
             let roots = cleanup_roots(cli.parent.as_deref())?;
             let scratch: Vec<PathBuf> = cli.scratch.canonicalize().into_iter().collect();
@@ -360,18 +393,27 @@ fn run(cli: Cli) -> Result<u8, Error> {
             names,
             format,
             report,
+            origin,
+            build_id,
             quick,
             timeout,
             sample_interval,
             no_wait,
-        } => run_scenarios(
-            &cli,
-            names,
-            *format,
-            report.as_deref(),
-            *quick,
-            (*timeout, *sample_interval, *no_wait),
-        ),
+        } => {
+            if !report::kcidb::valid_origin(origin) {
+                return Err(Error::Usage(format!(
+                    "--origin {origin:?}: KCIDB wants [a-z0-9_]+"
+                )));
+            }
+            run_scenarios(
+                &cli,
+                names,
+                (*format, report.as_deref()),
+                (origin, build_id.as_deref()),
+                *quick,
+                (*timeout, *sample_interval, *no_wait),
+            )
+        }
         Command::Compare {
             base,
             new,
@@ -423,8 +465,8 @@ fn untestable(msg: impl std::fmt::Display) -> Error {
 fn run_scenarios(
     cli: &Cli,
     names: &[String],
-    format: Format,
-    report_dir: Option<&Path>,
+    (format, report_dir): (report::Format, Option<&Path>),
+    (origin, build_id): (&str, Option<&str>),
     quick: bool,
     (timeout, sample_interval, no_wait): (
         Option<std::time::Duration>,
@@ -511,7 +553,17 @@ fn run_scenarios(
         )));
     }
     cleanup::install_signal_handlers();
+    let started = chrono::Utc::now();
     let environment = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
+    // In a VM guest stderr is a serial port the host forwards: plain lines, no terminal control.
+    let in_vm = std::env::var_os("MEMCGTEST_KMSG").is_some();
+    let mode = if in_vm {
+        progress::Mode::Lines
+    } else if std::io::stderr().is_terminal() {
+        progress::Mode::Live
+    } else {
+        progress::Mode::Off
+    };
     let ctx = runner::Context {
         parent,
         scratch,
@@ -519,33 +571,45 @@ fn run_scenarios(
         quick,
         timeout,
         machine: record::Machine::this(),
-        progress: runner::Progress::new(std::io::stderr().is_terminal()),
+        progress: runner::Progress::new(mode),
     };
+    let mut durations = if in_vm {
+        progress::Durations::none()
+    } else {
+        progress::Durations::load()
+    };
+    let keys: Vec<String> = selected
+        .iter()
+        .map(|s| progress::key(&s.name, quick))
+        .collect();
     let mut results = Vec::new();
     for (i, sc) in selected.iter().enumerate() {
         if cleanup::interrupted() {
             break;
         }
-        ctx.progress.say(&format!(
-            "[{}/{}] {}: {}",
-            i + 1,
-            selected.len(),
-            sc.name,
-            sc.summary
-        ));
+        let (expected, after) = durations.expected(&keys, i);
+        ctx.progress.scenario(
+            (i + 1, selected.len()),
+            &sc.name,
+            &sc.summary,
+            expected,
+            after,
+        );
         kmsg(&format!("{}{}", vm::console::BEGIN, sc.name));
         let r = runner::run_scenario(&ctx, sc);
         kmsg(&format!("{}{}", vm::console::END, sc.name));
-        ctx.progress
-            .say(&format!("{}: {}", sc.name, r.status.as_str()));
+        ctx.progress.done(&sc.name, r.status.as_str(), r.seconds);
+        // Skips and errors end early: only whole runs say how long the next one takes.
+        if matches!(r.status, runner::Status::Pass | runner::Status::Fail) {
+            durations.seconds.insert(keys[i].clone(), r.seconds);
+        }
         results.push(r);
     }
-    let rep = report::RunReport::new(environment, quick, results);
-    match format {
-        Format::Human => print!("{}", report::human(&rep)),
-        Format::Ktap => print!("{}", report::ktap(&rep)),
-        Format::Json => print!("{}", report::json(&rep)),
-    }
+    ctx.progress.finish();
+    durations.save();
+    let ids = report::kcidb::Ids::new(origin, build_id, &environment, started);
+    let rep = report::RunReport::new(environment, quick, started, ids, results);
+    print!("{}", report::render(&rep, format));
     let verdict = run_verdict(&rep.scenarios, cleanup::interrupted());
     match report_dir {
         Some(dir) => with_report(verdict, report::write_dir(&rep, dir)),

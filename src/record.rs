@@ -1,7 +1,7 @@
 //! What a scenario run leaves behind for the checks and reports: the sampled series, when each
 //! phase and step ran, what each step measured, and /proc/vmstat at phase boundaries.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cgroup::stat::Stat;
 use crate::sample::Series;
@@ -130,7 +130,7 @@ pub struct Record {
 }
 
 /// One `move` step: a task's pid written into another group's cgroup.procs.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MoveRecord {
     pub task: String,
     pub from: String,
@@ -151,7 +151,7 @@ impl MoveRecord {
 }
 
 /// Bytes, seconds and MB/s of the write steps of one phase.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PhaseMeasure {
     pub name: String,
     pub bytes: u64,
@@ -214,7 +214,7 @@ impl Record {
 }
 
 /// A named set of samples of one quantity, higher is better (for `memcgtest compare`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Measurement {
     pub name: String,
     pub unit: String,

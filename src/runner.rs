@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cgroup::stat::{self, Stat};
 use crate::cgroup::{Cgroup, Version, file_name};
@@ -52,7 +52,7 @@ fn hold_writeback(sysctls: &mut SysctlGuard) -> Result<()> {
 }
 
 /// How a scenario ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Pass,
@@ -73,7 +73,7 @@ impl Status {
 }
 
 /// Per-phase results for reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PhaseResult {
     #[serde(flatten)]
     pub measure: PhaseMeasure,
@@ -83,7 +83,7 @@ pub struct PhaseResult {
 }
 
 /// The result of one scenario.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScenarioResult {
     pub name: String,
     pub summary: String,
@@ -97,7 +97,7 @@ pub struct ScenarioResult {
     /// Notes for people (tolerances, oddities seen, what was left out).
     pub notes: Vec<String>,
     /// Task moves and what they cost.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moves: Vec<MoveRecord>,
     /// Sample sets of everything measured (for `memcgtest compare`).
     pub measurements: Vec<crate::record::Measurement>,
@@ -143,25 +143,7 @@ pub struct Context {
     pub progress: Progress,
 }
 
-/// Progress lines on stderr when it is a terminal (machine-readable stdout stays clean).
-pub struct Progress {
-    pub enabled: bool,
-    start: Instant,
-}
-
-impl Progress {
-    pub fn new(enabled: bool) -> Self {
-        Progress {
-            enabled,
-            start: Instant::now(),
-        }
-    }
-    pub fn say(&self, msg: &str) {
-        if self.enabled {
-            eprintln!("[{:7.1}s] {msg}", self.start.elapsed().as_secs_f64());
-        }
-    }
-}
+pub use crate::progress::Progress;
 
 /// Why a scenario could not go on. A timeout is the kernel's fault (a writer throttled forever, a
 /// hang); `Failed` says whose fault it is: the kernel's for a worker it killed or failed (see
@@ -708,13 +690,8 @@ fn run_phases(
             .1
     };
     for (pi, phase) in sc.phases.iter().enumerate() {
-        ctx.progress.say(&format!(
-            "{}: phase {} ({}/{})",
-            sc.name,
-            phase.name,
-            pi + 1,
-            sc.phases.len()
-        ));
+        ctx.progress
+            .phase(&sc.name, &phase.name, (pi + 1, sc.phases.len()));
         let vmstat_start = read_vmstat()?;
         let start = now();
         let mut antagonists = Vec::new();
@@ -727,8 +704,7 @@ fn run_phases(
         let n_antagonists = antagonists.len();
         guard.workers.extend(antagonists);
         for (rep, step) in (0..phase.repeat).flat_map(|r| phase.steps.iter().map(move |s| (r, s))) {
-            ctx.progress
-                .say(&format!("{}:   {}", sc.name, step.describe()));
+            ctx.progress.step(&sc.name, &step.describe());
             let kind = step.kind();
             let path = |f: &str| scratch.join(f);
             let (job, cg) = match step {
@@ -895,14 +871,16 @@ fn run_phases(
                         wall_seconds: wall,
                         sys_seconds: thread_sys_seconds() - sys0,
                     };
-                    ctx.progress.say(&format!(
-                        "{}:     moved {} in {:.3} s ({:.0} MiB/s, {:.3} s system)",
-                        sc.name,
-                        crate::units::human_bytes(m.bytes as i64),
-                        m.wall_seconds,
-                        m.mib_per_s(),
-                        m.sys_seconds
-                    ));
+                    ctx.progress.measured(
+                        &sc.name,
+                        &format!(
+                            "moved {} in {:.3} s ({:.0} MiB/s, {:.3} s system)",
+                            crate::units::human_bytes(m.bytes as i64),
+                            m.wall_seconds,
+                            m.mib_per_s(),
+                            m.sys_seconds
+                        ),
+                    );
                     *from = to.clone();
                     moves.push(m);
                     JobResult {
@@ -957,11 +935,10 @@ fn run_phases(
                         .collect();
                     let r = run_parallel(jobs, group(cgroup), deadline)
                         .map_err(|e| stop_of(e, &phase.name, step))?;
-                    ctx.progress.say(&format!(
-                        "{}:     {:.1} MB/s",
-                        sc.name,
-                        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
-                    ));
+                    ctx.progress.measured(
+                        &sc.name,
+                        &format!("{:.1} MB/s", r.bytes as f64 / r.seconds.max(1e-9) / 1e6),
+                    );
                     r
                 }
                 (
@@ -982,12 +959,14 @@ fn run_phases(
                         .collect();
                     let r = run_parallel(jobs, group(cgroup), deadline)
                         .map_err(|e| stop_of(e, &phase.name, step))?;
-                    ctx.progress.say(&format!(
-                        "{}:     {:.0} faults/s, {:.0} faults/CPU-s",
-                        sc.name,
-                        r.bytes as f64 / r.seconds.max(1e-9),
-                        r.bytes as f64 / r.cpu_seconds.max(1e-9)
-                    ));
+                    ctx.progress.measured(
+                        &sc.name,
+                        &format!(
+                            "{:.0} faults/s, {:.0} faults/CPU-s",
+                            r.bytes as f64 / r.seconds.max(1e-9),
+                            r.bytes as f64 / r.cpu_seconds.max(1e-9)
+                        ),
+                    );
                     r
                 }
                 (
@@ -1002,11 +981,10 @@ fn run_phases(
                     let jobs = (0..n).map(|_| Job::Usemem { size: *size }).collect();
                     let r = run_parallel(jobs, group(cgroup), deadline)
                         .map_err(|e| stop_of(e, &phase.name, step))?;
-                    ctx.progress.say(&format!(
-                        "{}:     {:.1} MB/s",
-                        sc.name,
-                        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
-                    ));
+                    ctx.progress.measured(
+                        &sc.name,
+                        &format!("{:.1} MB/s", r.bytes as f64 / r.seconds.max(1e-9) / 1e6),
+                    );
                     r
                 }
                 (None, Step::Release { task }) => {
@@ -1019,11 +997,10 @@ fn run_phases(
             };
             let s_end = now();
             if kind == "write" && res.seconds > 0.0 {
-                ctx.progress.say(&format!(
-                    "{}:     {:.1} MB/s",
-                    sc.name,
-                    res.bytes as f64 / res.seconds / 1e6
-                ));
+                ctx.progress.measured(
+                    &sc.name,
+                    &format!("{:.1} MB/s", res.bytes as f64 / res.seconds / 1e6),
+                );
             }
             steps.push(StepRecord {
                 phase: pi,

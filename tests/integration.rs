@@ -452,6 +452,43 @@ fn ktap_and_report_dir() {
         assert!(csv.lines().count() > 10);
         let svg = std::fs::read_to_string(rep.path().join("dirty-migration.svg")).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("global nr_dirty"));
+        // Stdout is the report's KTAP file.
+        let ktap = std::fs::read_to_string(rep.path().join("results.ktap")).unwrap();
+        assert_eq!(out, ktap);
+        // JUnit, read by an XML parser: one testcase per check of results.json.
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(rep.path().join("results.json")).unwrap(),
+        )
+        .unwrap();
+        let checks = json["scenarios"][0]["checks"].as_array().unwrap();
+        let xml = std::fs::read_to_string(rep.path().join("results.xml")).unwrap();
+        let doc = roxmltree::Document::parse(&xml).expect("results.xml is XML");
+        let cases: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("testcase"))
+            .collect();
+        assert!(checks.len() >= 5);
+        assert_eq!(cases.len(), checks.len());
+        for (c, k) in cases.iter().zip(checks) {
+            assert_eq!(c.attribute("name"), k["name"].as_str());
+            assert_eq!(c.attribute("classname"), Some("memcgtest.dirty-migration"));
+        }
+        // KCIDB: a test per scenario and per check, on the kernel's checkout.
+        let kcidb: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(rep.path().join("kcidb.json")).unwrap())
+                .unwrap();
+        assert_eq!(kcidb["tests"].as_array().unwrap().len(), checks.len() + 1);
+        assert_eq!(kcidb["tests"][0]["path"], "memcgtest.dirty-migration");
+        assert_eq!(kcidb["tests"][0]["status"], "PASS");
+        assert_eq!(
+            kcidb["checkouts"][0]["id"],
+            format!(
+                "memcgtest:{}",
+                json["environment"]["kernel"].as_str().unwrap()
+            )
+        );
+        let html = std::fs::read_to_string(rep.path().join("index.html")).unwrap();
+        assert!(html.contains("<a href=\"dirty-migration.csv\">") && html.contains("<svg"));
     });
 }
 

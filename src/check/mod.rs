@@ -3,14 +3,14 @@
 //! itself. A check whose precondition did not happen returns `NotExercised`, which makes the
 //! scenario `skip`, never `pass`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::record::Record;
 use crate::scenario::Check;
 use crate::stats::{self, Separation, median};
 use crate::units::human_bytes;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     Pass,
@@ -19,7 +19,7 @@ pub enum Outcome {
     NotExercised,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CheckResult {
     pub name: String,
     pub outcome: Outcome,

@@ -1,20 +1,46 @@
 //! Reporters. All consume one result model (`RunReport`): human text (default), KTAP as kselftest
-//! emits it, and one JSON document. `--report DIR` writes KTAP, JSON and each scenario's samples
-//! as CSV.
+//! emits it, one JSON document, JUnit XML (`junit`), KernelCI's KCIDB (`kcidb`) and an HTML page
+//! (`html`). `--report DIR` writes all of them, each scenario's samples as CSV and its SVG
+//! timeline. The JSON document reads back into a `RunReport`, so the VM host can re-render every
+//! file from it (see `vm::rewrite_report`).
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::check::Outcome;
 use crate::env::EnvInfo;
 use crate::runner::{ScenarioResult, Status};
 use crate::units::human_bytes;
 
+pub mod html;
+pub mod junit;
+pub mod kcidb;
 pub mod svg;
 
-#[derive(Debug, Clone, Serialize)]
+/// What `run --format` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Human,
+    Ktap,
+    Json,
+    Junit,
+    Kcidb,
+}
+
+/// The run's report in `format`.
+pub fn render(rep: &RunReport, format: Format) -> String {
+    match format {
+        Format::Human => human(rep),
+        Format::Ktap => ktap(rep),
+        Format::Json => json(rep),
+        Format::Junit => junit::render(rep),
+        Format::Kcidb => kcidb::render(rep),
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Totals {
     pub passed: usize,
     pub failed: usize,
@@ -23,33 +49,67 @@ pub struct Totals {
 }
 
 /// One run: the tool, the environment, every scenario's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {
-    pub tool: &'static str,
-    pub version: &'static str,
+    pub tool: String,
+    pub version: String,
+    /// When the run started, RFC 3339 in UTC.
+    pub started: String,
     pub environment: EnvInfo,
     pub quick: bool,
+    /// The KCIDB ids the run reports under (`--origin`, `--build-id`).
+    pub kcidb: kcidb::Ids,
     pub scenarios: Vec<ScenarioResult>,
     pub totals: Totals,
 }
 
 impl RunReport {
-    pub fn new(environment: EnvInfo, quick: bool, scenarios: Vec<ScenarioResult>) -> Self {
-        let count = |s: Status| scenarios.iter().filter(|r| r.status == s).count();
-        let totals = Totals {
+    pub fn new(
+        environment: EnvInfo,
+        quick: bool,
+        started: chrono::DateTime<chrono::Utc>,
+        kcidb: kcidb::Ids,
+        scenarios: Vec<ScenarioResult>,
+    ) -> Self {
+        let mut rep = RunReport {
+            tool: "memcgtest".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            started: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            environment,
+            quick,
+            kcidb,
+            scenarios,
+            totals: Totals {
+                passed: 0,
+                failed: 0,
+                skipped: 0,
+                errors: 0,
+            },
+        };
+        rep.count();
+        rep
+    }
+
+    /// Recomputes the totals from the scenarios' statuses.
+    pub fn count(&mut self) {
+        let count = |s: Status| self.scenarios.iter().filter(|r| r.status == s).count();
+        self.totals = Totals {
             passed: count(Status::Pass),
             failed: count(Status::Fail),
             skipped: count(Status::Skip),
             errors: count(Status::Error),
         };
-        RunReport {
-            tool: "memcgtest",
-            version: env!("CARGO_PKG_VERSION"),
-            environment,
-            quick,
-            scenarios,
-            totals,
+    }
+
+    /// Fails the named scenarios with a reason (a kernel splat the VM host saw during them).
+    pub fn fail(&mut self, failed: &[(String, String)]) {
+        for r in &mut self.scenarios {
+            if let Some((_, why)) = failed.iter().find(|(n, _)| *n == r.name) {
+                r.status = Status::Fail;
+                r.reason = why.clone();
+            }
         }
+        self.count();
     }
 }
 
@@ -193,7 +253,10 @@ pub fn json(rep: &RunReport) -> String {
     serde_json::to_string_pretty(rep).expect("results serialize") + "\n"
 }
 
-/// Writes results.ktap, results.json, and per scenario <name>.csv.
+/// Writes results.ktap, results.json, results.xml (JUnit), kcidb.json, per scenario <name>.csv
+/// and <name>.svg, and index.html. Scenarios without a record (a report read back from JSON) keep
+/// the CSV already in `dir` and get their SVG's title re-rendered, so every file tells the same
+/// status.
 pub fn write_dir(rep: &RunReport, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("mkdir {}", dir.display()))?;
     let write = |name: &str, text: &str| {
@@ -202,21 +265,49 @@ pub fn write_dir(rep: &RunReport, dir: &Path) -> Result<()> {
     };
     write("results.ktap", &ktap(rep))?;
     write("results.json", &json(rep))?;
+    write("results.xml", &junit::render(rep))?;
+    write("kcidb.json", &kcidb::render(rep))?;
+    let mut svgs = Vec::new();
     for r in &rep.scenarios {
-        if let Some(rec) = &r.record {
-            write(&format!("{}.csv", r.name), &rec.series.to_csv())?;
-            let svg = svg::timeline(r, rec);
-            if !svg.is_empty() {
-                write(&format!("{}.svg", r.name), &svg)?;
+        let svg_name = format!("{}.svg", r.name);
+        let svg = match &r.record {
+            Some(rec) => {
+                write(&format!("{}.csv", r.name), &rec.series.to_csv())?;
+                svg::timeline(r, rec)
             }
+            None => std::fs::read_to_string(dir.join(&svg_name))
+                .map(|old| svg::retitle(&old, r))
+                .unwrap_or_default(),
+        };
+        if !svg.is_empty() {
+            write(&svg_name, &svg)?;
         }
+        let csv = dir.join(format!("{}.csv", r.name)).exists();
+        svgs.push(html::Files { svg, csv });
     }
+    write("index.html", &html::render(rep, &svgs))?;
     Ok(())
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A check with `outcome`, an actual and a tolerance that need escaping in XML and HTML.
+    pub(crate) fn check(name: &str, outcome: Outcome) -> crate::check::CheckResult {
+        crate::check::CheckResult {
+            name: name.into(),
+            outcome,
+            passed: outcome == Outcome::Pass,
+            actual: "0.1 <x>".into(),
+            expected: ">= 0.70".into(),
+            tolerance: Some("t & u".into()),
+            detail: format!("{name} looked at something"),
+            at: None,
+            bound: None,
+            column: None,
+        }
+    }
 
     fn result(name: &str, status: Status, reason: &str) -> ScenarioResult {
         ScenarioResult {
@@ -237,16 +328,20 @@ mod tests {
         }
     }
 
-    fn report() -> RunReport {
+    pub(crate) fn report() -> RunReport {
         let env = crate::env::gather(
             crate::cgroup::detect::Choice::Auto,
             None,
             Path::new("/"),
             false,
         );
+        let started = chrono::Utc::now();
+        let ids = kcidb::Ids::new("memcgtest", None, &env, started);
         RunReport::new(
             env,
             false,
+            started,
+            ids,
             vec![
                 result("a", Status::Pass, ""),
                 result("b", Status::Fail, "x: 0.14 (expected >= 0.70)"),
@@ -317,7 +412,9 @@ mod tests {
                     })
                     .collect();
                 let n = scenarios.len();
-                let k = ktap(&RunReport::new(env, false, scenarios));
+                let started = chrono::Utc::now();
+                let ids = kcidb::Ids::new("memcgtest", None, &env, started);
+                let k = ktap(&RunReport::new(env, false, started, ids, scenarios));
                 let mut results = 0;
                 for l in k.lines() {
                     prop_assert!(
@@ -334,6 +431,38 @@ mod tests {
                 }
                 prop_assert_eq!(results, n);
             }
+        }
+    }
+
+    #[test]
+    fn json_reads_back_and_a_splat_fails_a_scenario_everywhere() {
+        let mut rep: RunReport = serde_json::from_str(&json(&report())).unwrap();
+        assert_eq!(rep.scenarios.len(), 3);
+        rep.fail(&[("a".into(), "kernel WARNING during the scenario: x".into())]);
+        assert_eq!(rep.totals.passed, 0);
+        assert_eq!(rep.totals.failed, 2);
+        assert!(ktap(&rep).contains("not ok 1 a"));
+        assert!(junit::render(&rep).contains("kernel WARNING during the scenario"));
+        assert!(kcidb::render(&rep).contains("\"FAIL\""));
+        // Every file of the report dir is re-rendered from it; the SVG keeps its samples.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("a.svg"),
+            "<svg x>\n<text x=\"90\" y=\"22\" font-size=\"16\">a <tspan>pass</tspan></text>\n<text x=\"90\" y=\"40\" fill=\"#444\">s</text>\n<line/>\n</svg>\n",
+        )
+        .unwrap();
+        write_dir(&rep, dir.path()).unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("a.svg")).unwrap();
+        assert!(
+            svg.contains(">fail</tspan>")
+                && svg.contains("kernel WARNING")
+                && svg.contains("<line/>"),
+            "{svg}"
+        );
+        let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
+        assert!(html.contains("kernel WARNING during the scenario"));
+        for f in ["results.ktap", "results.json", "results.xml", "kcidb.json"] {
+            assert!(dir.path().join(f).exists(), "{f}");
         }
     }
 

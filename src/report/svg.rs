@@ -252,15 +252,54 @@ fn points(rec: &Record, line: &Line, x: &dyn Fn(f64) -> f64, y: &dyn Fn(f64) -> 
     out
 }
 
-/// The timeline of one scenario as an SVG document.
-pub fn timeline(r: &ScenarioResult, rec: &Record) -> String {
+/// The status and the line under the title a scenario's timeline shows.
+fn status_and_sub(r: &ScenarioResult) -> (String, String) {
     let status = format!("{:?}", r.status).to_lowercase();
     let sub = if r.reason.is_empty() {
         r.summary.clone()
     } else {
         r.reason.lines().next().unwrap_or("").to_string()
     };
+    (status, sub)
+}
+
+/// The timeline of one scenario as an SVG document.
+pub fn timeline(r: &ScenarioResult, rec: &Record) -> String {
+    let (status, sub) = status_and_sub(r);
     render(&r.name, &status, &sub, &r.checks, rec)
+}
+
+/// The title line (name and status) and the line under it.
+fn title(name: &str, status: &str, sub: &str) -> String {
+    let status_color = match status {
+        "pass" => "#15803d",
+        "skip" => "#a16207",
+        _ => "#b91c1c",
+    };
+    format!(
+        "<text x=\"{LEFT}\" y=\"22\" font-size=\"16\" font-weight=\"bold\">{} <tspan fill=\"{status_color}\">{status}</tspan></text>\n\
+         <text x=\"{LEFT}\" y=\"40\" fill=\"#444\">{}</text>\n",
+        esc(name),
+        esc(&sub.chars().take(150).collect::<String>())
+    )
+}
+
+/// A timeline written earlier with its title re-rendered from `r` (the VM host's rewrite when a
+/// kernel splat failed the scenario; the samples are unchanged).
+pub fn retitle(svg: &str, r: &ScenarioResult) -> String {
+    let (status, sub) = status_and_sub(r);
+    let first = format!("<text x=\"{LEFT}\" y=\"22\"");
+    let second = format!("<text x=\"{LEFT}\" y=\"40\"");
+    let mut out = String::new();
+    for line in svg.lines() {
+        if line.starts_with(&first) {
+            out += &title(&r.name, &status, &sub);
+        } else if !line.starts_with(&second) {
+            out += line;
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// Draws a record: `status` is pass/fail/skip/error, `sub` a line under the title.
@@ -287,21 +326,7 @@ pub fn render(name: &str, status: &str, sub: &str, checks: &[CheckResult], rec: 
     o += r##"<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ffedd5"/><line x1="0" y1="0" x2="0" y2="6" stroke="#fdba74" stroke-width="2"/></pattern></defs>
 <rect width="100%" height="100%" fill="white"/>
 "##;
-    let status_color = match status {
-        "pass" => "#15803d",
-        "skip" => "#a16207",
-        _ => "#b91c1c",
-    };
-    let _ = writeln!(
-        o,
-        r#"<text x="{LEFT}" y="22" font-size="16" font-weight="bold">{} <tspan fill="{status_color}">{status}</tspan></text>"#,
-        esc(name)
-    );
-    let _ = writeln!(
-        o,
-        r##"<text x="{LEFT}" y="40" fill="#444">{}</text>"##,
-        esc(&sub.chars().take(150).collect::<String>())
-    );
+    o += &title(name, status, sub);
     let _ = writeln!(
         o,
         r##"<text x="{LEFT}" y="56" fill="#666">{} samples over {:.2} s; phases shaded, antagonists hatched, sync dotted{}</text>"##,

@@ -81,13 +81,10 @@ pub fn parse_ldd(text: &str) -> Vec<String> {
     out
 }
 
-/// The guest's memcgtest command line: the global options the VM decides, then the user's.
-pub fn guest_command(
-    user: &[String],
-    cgroup: &str,
-    scenario_dir: bool,
-    report: bool,
-) -> Result<Vec<String>> {
+/// The guest's memcgtest command line: the global options the VM decides, then the user's. A
+/// `run` always writes its report directory (results.json is what the host re-renders every
+/// output from when a kernel splat fails a scenario); the host copies it out on `--report`.
+pub fn guest_command(user: &[String], cgroup: &str, scenario_dir: bool) -> Result<Vec<String>> {
     let mut user: Vec<String> = user.to_vec();
     if user.is_empty() {
         user.push("run".into());
@@ -124,7 +121,7 @@ pub fn guest_command(
     if scenario_dir {
         a.extend(["--scenario-dir".into(), "/scenarios".into()]);
     }
-    if report && cmd == "run" {
+    if cmd == "run" {
         a.extend(["--report".into(), guest::REPORT_DIR.into()]);
     }
     a.extend(user[1..].iter().cloned());
@@ -454,6 +451,33 @@ fn boot(
     Ok(Some(b))
 }
 
+/// Fails the scenarios a kernel splat happened in, in every file of the guest's report
+/// directory: results.json is read back, the scenarios marked failed, and every file is
+/// re-rendered from it (the SVG timelines keep their samples and get the new status). Returns the
+/// results as the guest printed them, in `format`, so stdout and the report directory agree.
+fn rewrite_report(dir: &Path, failed: &[(String, String)], format: &str) -> Result<String> {
+    use clap::ValueEnum;
+    let p = dir.join("results.json");
+    let text = std::fs::read_to_string(&p).with_context(|| format!("read {}", p.display()))?;
+    let mut rep: crate::report::RunReport =
+        serde_json::from_str(&text).with_context(|| format!("parse {}", p.display()))?;
+    rep.fail(failed);
+    crate::report::write_dir(&rep, dir)?;
+    let format = crate::report::Format::from_str(format, false)
+        .map_err(|e| anyhow!("--format {format}: {e}"))?;
+    Ok(crate::report::render(&rep, format))
+}
+
+fn copy_dir(src: &Path, dest: &Path) -> Result<()> {
+    std::fs::create_dir_all(dest).with_context(|| format!("mkdir {}", dest.display()))?;
+    for e in std::fs::read_dir(src)? {
+        let p = e?.path();
+        let to = dest.join(p.file_name().unwrap());
+        std::fs::copy(&p, &to).with_context(|| format!("copy to {}", to.display()))?;
+    }
+    Ok(())
+}
+
 /// Copies the guest's report directory out of the ext4 image with debugfs (no mount needed).
 fn extract_report(disk: &Path, dest: &Path, work: &Path) -> Result<()> {
     let tmp = work.join("report-out");
@@ -471,13 +495,7 @@ fn extract_report(disk: &Path, dest: &Path, work: &Path) -> Result<()> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    std::fs::create_dir_all(dest).with_context(|| format!("mkdir {}", dest.display()))?;
-    for e in std::fs::read_dir(&src)? {
-        let p = e?.path();
-        let to = dest.join(p.file_name().unwrap());
-        std::fs::copy(&p, &to).with_context(|| format!("copy to {}", to.display()))?;
-    }
-    Ok(())
+    copy_dir(&src, dest)
 }
 
 /// Writes the splat verdict into the copied report directory too: results.ktap and results.json
@@ -514,12 +532,7 @@ pub fn run(opts: &Options) -> Result<u8> {
             opts.qemu
         ));
     }
-    let args = match guest_command(
-        &opts.guest_args,
-        &opts.cgroup,
-        opts.scenario_dir.is_some(),
-        opts.report.is_some(),
-    ) {
+    let args = match guest_command(&opts.guest_args, &opts.cgroup, opts.scenario_dir.is_some()) {
         Ok(a) => a,
         Err(e) => return Err(Error::Usage(format!("vm: {e}")).into()),
     };
@@ -626,8 +639,35 @@ pub fn run(opts: &Options) -> Result<u8> {
             ),
         }
     }
+    // The guest's report directory, out of the scratch image (only a `run` writes one).
+    let report_dir = work.dir.join("report");
+    let have_report = args[0] == "run"
+        && b.status.is_some()
+        && match extract_report(&disk, &report_dir, &work.dir) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("memcgtest vm: report: {e:#}");
+                false
+            }
+        };
     let mut results = b.results.clone();
-    if !failed.is_empty() {
+    let rewritten = if failed.is_empty() || !have_report {
+        None
+    } else {
+        match rewrite_report(&report_dir, &failed, guest_format(&args)) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("memcgtest vm: re-rendering the report: {e:#}");
+                None
+            }
+        }
+    };
+    // Without a re-rendered report, the copied directory gets the verdict by a text rewrite too.
+    let rewrite_copy = rewritten.is_none() && !failed.is_empty();
+    if let Some(r) = rewritten {
+        results = r;
+    } else if !failed.is_empty() {
+        // No report to re-render from: rewrite the text we have.
         results = match guest_format(&args) {
             "ktap" => console::fail_in_ktap(&results, &failed),
             "json" => console::fail_in_json(&results, &failed).unwrap_or(results),
@@ -639,16 +679,21 @@ pub fn run(opts: &Options) -> Result<u8> {
                 r
             }
         };
-        if code == exit::OK || code == exit::UNTESTABLE {
-            code = exit::FAIL;
-        }
+    }
+    if !failed.is_empty() && (code == exit::OK || code == exit::UNTESTABLE) {
+        code = exit::FAIL;
     }
     print!("{results}");
     let _ = std::io::stdout().flush();
     if let Some(dest) = &opts.report
-        && b.status.is_some()
-        && let Err(e) =
-            extract_report(&disk, dest, &work.dir).and_then(|()| fail_in_report_dir(dest, &failed))
+        && have_report
+        && let Err(e) = copy_dir(&report_dir, dest).and_then(|()| {
+            if rewrite_copy {
+                fail_in_report_dir(dest, &failed)
+            } else {
+                Ok(())
+            }
+        })
     {
         eprintln!("memcgtest vm: report: {e:#}");
     }
@@ -698,14 +743,20 @@ mod tests {
 
     #[test]
     fn guest_command_adds_the_vm_options() {
-        let a = guest_command(&["run".into(), "--quick".into()], "v2", true, true).unwrap();
+        let a = guest_command(&["run".into(), "--quick".into()], "v2", true).unwrap();
         assert_eq!(
             a.join(" "),
             "run --cgroup v2 --scratch /scratch --scenario-dir /scenarios --report /scratch/report --quick"
         );
-        assert_eq!(guest_command(&[], "v1", false, false).unwrap()[0], "run");
-        assert!(guest_command(&["rm".into()], "v1", false, false).is_err());
-        assert!(guest_command(&["run".into(), "--scratch=/x".into()], "v1", false, false).is_err());
+        assert_eq!(guest_command(&[], "v1", false).unwrap()[0], "run");
+        assert_eq!(
+            guest_command(&["env".into()], "v1", false)
+                .unwrap()
+                .join(" "),
+            "env --cgroup v1 --scratch /scratch"
+        );
+        assert!(guest_command(&["rm".into()], "v1", false).is_err());
+        assert!(guest_command(&["run".into(), "--scratch=/x".into()], "v1", false).is_err());
     }
 
     #[test]
@@ -717,6 +768,33 @@ mod tests {
             "json"
         );
         assert_eq!(guest_format(&["run".into()]), "human");
+    }
+
+    #[test]
+    fn a_splat_fails_the_scenario_in_stdout_and_every_report_file_alike() {
+        let rep = crate::report::tests::report();
+        let dir = tempfile::tempdir().unwrap();
+        crate::report::write_dir(&rep, dir.path()).unwrap();
+        let failed = [(
+            "a".to_string(),
+            "kernel WARNING during the scenario: WARNING: CPU: 1 PID: 7 at mm/memcontrol.c:1"
+                .to_string(),
+        )];
+        let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+        for (format, file) in [
+            ("ktap", "results.ktap"),
+            ("json", "results.json"),
+            ("junit", "results.xml"),
+            ("kcidb", "kcidb.json"),
+        ] {
+            let stdout = rewrite_report(dir.path(), &failed, format).unwrap();
+            assert_eq!(stdout, read(file), "{format}");
+        }
+        assert!(read("results.ktap").contains("not ok 1 a"));
+        assert!(read("results.ktap").contains("# Totals: pass:0 fail:2"));
+        assert!(read("index.html").contains("kernel WARNING during the scenario"));
+        let human = rewrite_report(dir.path(), &failed, "human").unwrap();
+        assert!(human.contains("0 passed, 2 failed"), "{human}");
     }
 
     fn booted(status: Option<u8>, console: &str) -> Boot {

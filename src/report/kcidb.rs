@@ -1,0 +1,365 @@
+//! KernelCI's KCIDB I/O schema, version 5.3 (what kcidb-io's `LATEST` validates): one checkout
+//! (the kernel release), one build (`--build-id`, by default the release and a hash of the
+//! kernel's build string, `uname -v`), and tests: one per scenario (`memcgtest.<scenario>`) and
+//! one per check (`memcgtest.<scenario>.<check>`, the check's arguments as a further path
+//! component: `tracks-global(test)` becomes `tracks-global.test`). Statuses map pass/fail/skip/
+//! error to PASS/FAIL/SKIP/ERROR (a check that was not exercised is SKIP). `misc` carries what was
+//! measured: per check actual, expected, tolerance and details; per scenario the cgroup version,
+//! the sample count, the phases' throughput and the measurement sample sets.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::RunReport;
+use crate::check::{CheckResult, Outcome};
+use crate::env::EnvInfo;
+use crate::runner::{ScenarioResult, Status};
+
+pub const SCHEMA_MAJOR: u32 = 5;
+pub const SCHEMA_MINOR: u32 = 3;
+/// The default `--origin`.
+pub const DEFAULT_ORIGIN: &str = "memcgtest";
+/// KCIDB's limit on a log excerpt.
+const EXCERPT_MAX: usize = 16384;
+
+/// The ids a run reports under; kept in the JSON result so a report can be re-rendered.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ids {
+    pub origin: String,
+    pub checkout_id: String,
+    pub build_id: String,
+    /// Unique per run: the prefix of every test id.
+    pub run_id: String,
+}
+
+impl Ids {
+    /// Ids for a run on the kernel `env` describes, started at `started`. `origin` must match
+    /// `[a-z0-9_]+`; `build_id` is used as given when it has an origin prefix (`origin:...`),
+    /// else it is prefixed with the origin.
+    pub fn new(
+        origin: &str,
+        build_id: Option<&str>,
+        env: &EnvInfo,
+        started: chrono::DateTime<chrono::Utc>,
+    ) -> Ids {
+        let checkout_id = format!("{origin}:{}", env.kernel);
+        let build_id = match build_id {
+            Some(b) if is_id(b) => b.to_string(),
+            Some(b) => format!("{origin}:{b}"),
+            None => format!(
+                "{origin}:{}-{}-{:08x}",
+                env.kernel,
+                env.arch,
+                fnv1a(&env.kernel_build) as u32
+            ),
+        };
+        let cgroup = match &env.cgroup.selected {
+            Ok(v) => v.as_str(),
+            Err(_) => "none",
+        };
+        let run_id = format!(
+            "{build_id}:{cgroup}:{}",
+            started.format("%Y%m%dT%H%M%S%.3fZ")
+        );
+        Ids {
+            origin: origin.to_string(),
+            checkout_id,
+            build_id,
+            run_id,
+        }
+    }
+}
+
+/// Whether `s` is an origin as KCIDB wants it.
+pub fn valid_origin(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// `origin:rest` with a valid origin.
+fn is_id(s: &str) -> bool {
+    s.split_once(':').is_some_and(|(o, _)| valid_origin(o))
+}
+
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
+}
+
+/// A path component: `[a-zA-Z0-9_-]+`, everything else becomes `_` (runs of it one `_`).
+fn component(s: &str) -> String {
+    let mut out = String::new();
+    for ch in s.chars() {
+        if ch.is_ascii_alphanumeric() || ch == '-' || ch == '_' {
+            out.push(ch);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let out = out.trim_matches('_').to_string();
+    if out.is_empty() { "_".into() } else { out }
+}
+
+/// The test path of a check: `tracks-global(test)` is `tracks-global.test`,
+/// `ratio(after: write test/control)` is `ratio.after_write_test_control`.
+pub fn check_path(scenario: &str, check: &str) -> String {
+    let (base, args) = match check.split_once('(') {
+        Some((b, rest)) => (b, Some(rest.trim_end_matches(')'))),
+        None => (check, None),
+    };
+    let mut p = format!("memcgtest.{}.{}", component(scenario), component(base));
+    if let Some(a) = args.filter(|a| !a.trim().is_empty()) {
+        p += &format!(".{}", component(a));
+    }
+    p
+}
+
+fn status(s: Status) -> &'static str {
+    match s {
+        Status::Pass => "PASS",
+        Status::Fail => "FAIL",
+        Status::Skip => "SKIP",
+        Status::Error => "ERROR",
+    }
+}
+
+fn excerpt(s: &str) -> String {
+    let s = s.replace('\0', "");
+    if s.len() <= EXCERPT_MAX {
+        return s;
+    }
+    let mut end = EXCERPT_MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+fn environment(rep: &RunReport, r: &ScenarioResult) -> Value {
+    let e = &rep.environment;
+    json!({
+        "comment": format!(
+            "cgroup {}, {} CPUs, {} MiB, scratch {}{}",
+            r.cgroup_version.map(|v| v.as_str()).unwrap_or("-"),
+            e.cpus,
+            e.memory_bytes >> 20,
+            e.scratch.fstype.as_deref().unwrap_or("?"),
+            if rep.quick { ", quick" } else { "" }
+        ),
+        "misc": {
+            "cgroup_layout": e.cgroup.layout,
+            "cpus": e.cpus,
+            "memory_bytes": e.memory_bytes,
+            "page_size": e.page_size,
+            "oracle": e.oracle.kind,
+        },
+    })
+}
+
+fn check_test(rep: &RunReport, r: &ScenarioResult, c: &CheckResult, path: String) -> Value {
+    let ids = &rep.kcidb;
+    let mut t = json!({
+        "id": format!("{}:{path}", ids.run_id),
+        "build_id": ids.build_id,
+        "origin": ids.origin,
+        "path": path,
+        "status": match c.outcome {
+            Outcome::Pass => "PASS",
+            Outcome::Fail => "FAIL",
+            Outcome::NotExercised => "SKIP",
+        },
+        "start_time": rep.started,
+        "comment": format!("{}: {}", c.name, c.detail),
+        "environment": environment(rep, r),
+        "misc": {
+            "check": c.name,
+            "actual": c.actual,
+            "expected": c.expected,
+            "tolerance": c.tolerance,
+            "detail": c.detail,
+            "at_seconds": c.at,
+            "bound_bytes": c.bound,
+        },
+    });
+    if c.outcome == Outcome::Fail {
+        t["log_excerpt"] = excerpt(&format!(
+            "{}: actual {}, expected {}\n",
+            c.name, c.actual, c.expected
+        ))
+        .into();
+    }
+    strip_nulls(&mut t);
+    t
+}
+
+fn scenario_test(rep: &RunReport, r: &ScenarioResult) -> Value {
+    let ids = &rep.kcidb;
+    let path = format!("memcgtest.{}", component(&r.name));
+    let phases: Vec<Value> = r
+        .phases
+        .iter()
+        .map(|p| {
+            json!({
+                "name": p.measure.name,
+                "bytes": p.measure.bytes,
+                "seconds": p.measure.seconds,
+                "mb_per_s": p.measure.mb_per_s,
+                "wall_seconds": p.measure.wall_seconds,
+                "vmstat_delta": p.vmstat_delta.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            })
+        })
+        .collect();
+    let mut t = json!({
+        "id": format!("{}:{path}", ids.run_id),
+        "build_id": ids.build_id,
+        "origin": ids.origin,
+        "path": path,
+        "status": status(r.status),
+        "duration": r.seconds,
+        "start_time": rep.started,
+        "comment": r.summary,
+        "environment": environment(rep, r),
+        "misc": {
+            "reason": r.reason,
+            "cgroup_version": r.cgroup_version.map(|v| v.as_str()),
+            "samples": r.samples,
+            "phases": phases,
+            "measurements": r.measurements,
+            "notes": r.notes,
+        },
+    });
+    if !r.reason.is_empty() && r.status != Status::Pass {
+        t["log_excerpt"] = excerpt(&format!("{}\n", r.reason)).into();
+    }
+    strip_nulls(&mut t);
+    t
+}
+
+/// KCIDB properties cannot be null: drop them (recursively, in objects and arrays).
+fn strip_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
+pub fn render(rep: &RunReport) -> String {
+    let ids = &rep.kcidb;
+    let e = &rep.environment;
+    let mut tests = Vec::new();
+    for r in &rep.scenarios {
+        tests.push(scenario_test(rep, r));
+        let mut seen: Vec<String> = Vec::new();
+        for c in &r.checks {
+            let mut path = check_path(&r.name, &c.name);
+            // Two checks whose names differ only in characters a path cannot hold.
+            let base = path.clone();
+            let mut n = 2;
+            while seen.contains(&path) {
+                path = format!("{base}_{n}");
+                n += 1;
+            }
+            seen.push(path.clone());
+            tests.push(check_test(rep, r, c, path));
+        }
+    }
+    let doc = json!({
+        "version": {"major": SCHEMA_MAJOR, "minor": SCHEMA_MINOR},
+        "checkouts": [{
+            "id": ids.checkout_id,
+            "origin": ids.origin,
+            "comment": format!("Linux {}", e.kernel),
+            "misc": {"kernel_release": e.kernel},
+        }],
+        "builds": [{
+            "id": ids.build_id,
+            "checkout_id": ids.checkout_id,
+            "origin": ids.origin,
+            "architecture": component(&e.arch).to_lowercase().replace('-', "_"),
+            "comment": format!("Linux {} {}", e.kernel, e.kernel_build),
+            "misc": {"kernel_release": e.kernel, "kernel_build": e.kernel_build},
+        }],
+        "tests": tests,
+    });
+    serde_json::to_string_pretty(&doc).expect("KCIDB JSON serializes") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{check, report};
+    use super::*;
+
+    #[test]
+    fn paths_are_kcidb_paths() {
+        assert_eq!(
+            check_path("dirty-migration", "tracks-global(test)"),
+            "memcgtest.dirty-migration.tracks-global.test"
+        );
+        assert_eq!(
+            check_path("reclaim", "ratio(after: write test/control)"),
+            "memcgtest.reclaim.ratio.after_write_test_control"
+        );
+        assert_eq!(check_path("a", "settles"), "memcgtest.a.settles");
+        let re = |p: &str| {
+            p.split('.').all(|c| {
+                !c.is_empty()
+                    && c.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            })
+        };
+        assert!(re(&check_path("a b", "x(é: /)")));
+    }
+
+    #[test]
+    fn a_test_per_scenario_and_per_check_with_mapped_statuses() {
+        let mut rep = report();
+        rep.scenarios[1].checks = vec![
+            check("tracks-global(test)", Outcome::Fail),
+            check("tracks-global(control)", Outcome::Pass),
+        ];
+        rep.scenarios[2].checks = vec![check("exercised(migrate)", Outcome::NotExercised)];
+        let v: Value = serde_json::from_str(&render(&rep)).unwrap();
+        assert_eq!(v["version"]["major"], 5);
+        let tests = v["tests"].as_array().unwrap();
+        assert_eq!(tests.len(), 3 + 3);
+        let by_path = |p: &str| tests.iter().find(|t| t["path"] == p).unwrap();
+        assert_eq!(by_path("memcgtest.a")["status"], "PASS");
+        assert_eq!(by_path("memcgtest.b")["status"], "FAIL");
+        assert_eq!(by_path("memcgtest.c")["status"], "SKIP");
+        let f = by_path("memcgtest.b.tracks-global.test");
+        assert_eq!(f["status"], "FAIL");
+        assert_eq!(f["misc"]["actual"], "0.1 <x>");
+        assert_eq!(by_path("memcgtest.c.exercised.migrate")["status"], "SKIP");
+        assert_eq!(by_path("memcgtest.a")["duration"], 1.0);
+        // Ids: unique, with an origin; tests point at the build, the build at the checkout.
+        let mut ids: Vec<&str> = tests.iter().map(|t| t["id"].as_str().unwrap()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), tests.len());
+        assert_eq!(tests[0]["build_id"], v["builds"][0]["id"]);
+        assert_eq!(v["builds"][0]["checkout_id"], v["checkouts"][0]["id"]);
+        let checkout = v["checkouts"][0]["id"].as_str().unwrap();
+        assert_eq!(checkout, format!("memcgtest:{}", rep.environment.kernel));
+        // No nulls anywhere in the tests' misc (KCIDB forbids them).
+        assert!(!render(&rep).contains("null"));
+    }
+
+    #[test]
+    fn build_ids_take_the_origin() {
+        let rep = report();
+        let t = chrono::Utc::now();
+        let e = &rep.environment;
+        assert_eq!(Ids::new("ci", Some("b1"), e, t).build_id, "ci:b1");
+        assert_eq!(Ids::new("ci", Some("lab:b1"), e, t).build_id, "lab:b1");
+        let d = Ids::new("ci", None, e, t);
+        assert!(d.build_id.starts_with(&format!("ci:{}-", e.kernel)));
+        assert!(d.run_id.starts_with(&d.build_id));
+        assert!(valid_origin("memcgtest") && !valid_origin("Mem-cg") && !valid_origin(""));
+    }
+}
