@@ -1,24 +1,9 @@
-//! memcgtest: a testsuite for the Linux memory cgroup controller. See README.md.
+//! memcgtest's command line; the library is `lib.rs`. See README.md.
 
-mod cgroup;
-mod check;
-mod cleanup;
-mod compare;
-mod env;
-mod error;
-mod lock;
-mod oracle;
-mod progress;
-mod record;
-mod report;
-mod runner;
-mod sample;
-mod scenario;
-mod stats;
-mod sysctl;
-mod units;
-mod vm;
-mod workload;
+use memcgtest::{
+    cgroup, cleanup, compare, env, error, lock, progress, record, report, runner, scenario, sysctl,
+    units, vm, workload,
+};
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
