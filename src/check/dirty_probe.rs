@@ -1,0 +1,143 @@
+//! dirty-probe: a probe's exactly known dirty bytes appear in the group's counters.
+
+use super::reference::reference;
+use super::{
+    CheckResult, Columns, Outcome, columns, missing, row_at_or_after, row_at_or_before, sum,
+};
+use crate::record::Record;
+use crate::units::human_bytes;
+
+/// dirty-probe: after each probe step (exactly W bytes written with writeback held off), the
+/// group's dirty + writeback is W — or, with the per-file truth, what the group's files hold
+/// dirty or under writeback (W plus anything still dirty from before). A hidden negative offset
+/// (a clamped underflow from earlier phases) shows as a deficit. If the reference did not rise by
+/// W, writeback was not held off: not exercised.
+pub fn dirty_probe(name: String, rec: &Record, cgroup: &str) -> CheckResult {
+    let counters = ["dirty".to_string(), "writeback".to_string()];
+    let cols: Columns = match columns(rec, cgroup, &counters) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    let reference = match reference(
+        rec,
+        cgroup,
+        &counters,
+        &["nr_dirty".into(), "nr_writeback".into()],
+    ) {
+        Ok(r) => r,
+        Err(e) => return missing(name, format!("cannot verify: {e}")),
+    };
+    let tol = rec.machine.stat_batch_bytes() as i64;
+    let gtol = tol + reference.drift;
+    let probes: Vec<_> = rec.steps.iter().filter(|s| s.kind == "probe").collect();
+    if probes.is_empty() {
+        return missing(name, "the scenario ran no probe step".into());
+    }
+    let mut lines = Vec::new();
+    for st in probes {
+        let w = st.bytes as i64;
+        let r0 = row_at_or_before(rec, st.start);
+        let Some(r) = row_at_or_after(rec, st.end) else {
+            return missing(name, "no sample after the probe".into());
+        };
+        let rise = reference.lo(rec, r) - reference.hi(rec, r0);
+        if let Some(f) = &reference.foreign {
+            let rows: Vec<usize> = (r0..=r).collect();
+            let moved = f.moved(rec, r0, &rows);
+            if moved > gtol {
+                return missing(
+                    name,
+                    format!(
+                        "inconclusive: other writers on the machine moved {} by {} during the probe (tolerance {}), and this kernel gives no per-file truth",
+                        f.label,
+                        human_bytes(moved),
+                        human_bytes(gtol)
+                    ),
+                );
+            }
+        }
+        if rise < w - gtol {
+            return missing(
+                name,
+                format!(
+                    "writeback was not held off: {} rose by {} of the {} the probe wrote",
+                    reference.label,
+                    human_bytes(rise),
+                    human_bytes(w)
+                ),
+            );
+        }
+        let cg = sum(rec, r, &cols);
+        // What the group should show: the files' pages (bracketed), or the probe's size.
+        let (want_lo, want_hi) = if reference.per_file {
+            (reference.lo(rec, r), reference.hi(rec, r))
+        } else {
+            (w, w)
+        };
+        let deficit = if cg < want_lo {
+            want_lo - cg
+        } else if cg > want_hi {
+            want_hi - cg
+        } else {
+            0
+        };
+        if deficit.abs() > tol {
+            let t = rec.series.t[r];
+            let mut res = CheckResult::new(
+                name,
+                Outcome::Fail,
+                format!("{cgroup}.dirty+writeback = {cg} ({})", human_bytes(cg)),
+                format!(
+                    "{want_lo} ({}) +- {}",
+                    human_bytes(want_lo),
+                    human_bytes(tol)
+                ),
+                format!(
+                    "after the probe in phase {} wrote {} ({} rose by {}), the group shows {}: {} of {} ({}) at t={t:.3}s",
+                    rec.phases[st.phase].name,
+                    human_bytes(w),
+                    reference.label,
+                    human_bytes(rise),
+                    human_bytes(cg),
+                    if deficit > 0 {
+                        "a deficit"
+                    } else {
+                        "an excess"
+                    },
+                    human_bytes(deficit.abs()),
+                    if deficit > 0 {
+                        "a hidden negative offset: the counter underflowed earlier and the clamp at 0 hid it"
+                    } else {
+                        "pages counted that were not written"
+                    },
+                ),
+            );
+            res.tolerance = Some(rec.machine.stat_batch_explained());
+            res.at = Some(t);
+            res.bound = Some(want_lo - tol);
+            res.column = Some(format!("{cgroup}.dirty+writeback"));
+            return res;
+        }
+        lines.push(format!("{} of {}", human_bytes(cg), human_bytes(want_lo)));
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!("dirty+writeback after each probe: {}", lines.join(", ")),
+        format!(
+            "{} +- {}",
+            if reference.per_file {
+                "what the group's files hold dirty or under writeback"
+            } else {
+                "each probe's size"
+            },
+            human_bytes(tol)
+        ),
+        format!(
+            "the group's dirty count showed exactly what each probe wrote (reference: {})",
+            reference.label
+        ),
+    );
+    res.tolerance = Some(rec.machine.stat_batch_explained());
+    res
+}

@@ -1,0 +1,105 @@
+//! follows: across a step, what one column held moves to another.
+
+use super::{CheckResult, Outcome, missing, row_at_or_after, row_at_or_before, signed};
+use crate::record::Record;
+use crate::units::human_bytes;
+
+/// follows: across each step of kind `step`, everything column `from` held moves to `to`: `from`
+/// falls to about 0 and `to` rises by what `from` had before the step. Tolerance: the unflushed
+/// stats bound plus 1/32 of the amount. Nothing to move (from at ~0 before) is not exercised.
+pub fn follows(
+    name: String,
+    rec: &Record,
+    (from, to): (&str, &str),
+    step: &str,
+    needs_moving: bool,
+) -> CheckResult {
+    if needs_moving && let Some(why) = &rec.charge_moving {
+        return missing(
+            name,
+            format!("charge moving is not available on this kernel: {why}"),
+        );
+    }
+    let (Some(f), Some(t)) = (rec.series.col(from), rec.series.col(to)) else {
+        return missing(name, format!("columns {from} and {to} were not sampled"));
+    };
+    let batch = rec.machine.stat_batch_bytes() as i64;
+    let mut seen = Vec::new();
+    for st in rec.steps.iter().filter(|s| s.kind == step) {
+        let r0 = row_at_or_before(rec, st.start);
+        let Some(r1) = row_at_or_after(rec, st.end) else {
+            return missing(
+                name,
+                format!("no sample after the {step} step at t={:.3}s", st.end),
+            );
+        };
+        let (a0, a1) = (rec.series.get(r0, f), rec.series.get(r1, f));
+        let (b0, b1) = (rec.series.get(r0, t), rec.series.get(r1, t));
+        let tol = batch + a0.abs() / 32;
+        if a0 <= tol {
+            return missing(
+                name,
+                format!(
+                    "nothing to move: {from} was {} before step '{}'",
+                    human_bytes(a0),
+                    st.describe
+                ),
+            );
+        }
+        let moved = b1 - b0;
+        if a1.abs() > tol || (moved - a0).abs() > tol {
+            let mut res = CheckResult::new(
+                name,
+                Outcome::Fail,
+                format!(
+                    "{from} {} -> {}, {to} rose by {}",
+                    human_bytes(a0),
+                    human_bytes(a1),
+                    signed(moved)
+                ),
+                format!(
+                    "{from} -> 0 and {to} +{}, each +- {}",
+                    human_bytes(a0),
+                    human_bytes(tol)
+                ),
+                format!(
+                    "across step '{}' (t={:.3}s..{:.3}s) {}",
+                    st.describe,
+                    st.start,
+                    st.end,
+                    if a1.abs() > tol {
+                        "part of it stayed behind"
+                    } else {
+                        "the destination did not receive what the source had"
+                    }
+                ),
+            );
+            res.at = Some(rec.series.t[r1]);
+            res.column = Some(to.to_string());
+            res.tolerance = Some(format!(
+                "{} + 1/32 of the amount",
+                rec.machine.stat_batch_explained()
+            ));
+            return res;
+        }
+        seen.push(human_bytes(a0));
+    }
+    if seen.is_empty() {
+        return missing(name, format!("no {step} step ran"));
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!("moved {}", seen.join(", ")),
+        format!("all of {from} to {to}"),
+        format!(
+            "all of {from} ({}) moved to {to} at each {step} step",
+            seen.join(", ")
+        ),
+    );
+    res.tolerance = Some(format!(
+        "{} + 1/32 of the amount",
+        rec.machine.stat_batch_explained()
+    ));
+    res
+}

@@ -1,0 +1,130 @@
+//! hierarchy: a parent's hierarchical counter against its own plus its children's.
+
+use super::{CheckResult, Outcome, groups, missing};
+use crate::record::Record;
+use crate::units::human_bytes;
+
+/// How much a set of columns can move while one sampler pass reads the files one after another:
+/// their rate of change around the row times the pass duration (the `sampler.pass_us` column).
+fn read_skew(rec: &Record, row: usize, cols: &[usize]) -> i64 {
+    let Some(pc) = rec.series.col("sampler.pass_us") else {
+        return 0;
+    };
+    let pass = rec.series.get(row, pc) as f64 / 1e6;
+    let mut rate = 0.0f64;
+    for &c in cols {
+        for (a, b) in [
+            (row.saturating_sub(1), row),
+            (row, (row + 1).min(rec.series.len() - 1)),
+        ] {
+            let dt = rec.series.t[b] - rec.series.t[a];
+            if dt > 0.0 {
+                let r = (rec.series.get(b, c) - rec.series.get(a, c)).abs() as f64 / dt;
+                rate = rate.max(r);
+            }
+        }
+    }
+    (rate * pass * cols.len() as f64) as i64
+}
+
+/// hierarchy: the parent's hierarchical counter equals its own (v1 `.local`, sampled on v1) plus
+/// its children's hierarchical counters, at every sample.
+pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) -> CheckResult {
+    let children: Vec<String> = groups(rec)
+        .into_iter()
+        .filter(|g| {
+            g.strip_prefix(parent)
+                .and_then(|r| r.strip_prefix('/'))
+                .is_some_and(|r| !r.contains('/'))
+        })
+        .collect();
+    if children.is_empty() {
+        return missing(name, format!("{parent} has no child groups"));
+    }
+    let batch = rec.machine.stat_batch_bytes() as i64;
+    let tol_base = batch * (children.len() as i64 + 1);
+    let mut worst = 0i64;
+    for c in counters {
+        let Some(p) = rec.series.col(&format!("{parent}.{c}")) else {
+            return missing(name, format!("column {parent}.{c} was not sampled"));
+        };
+        let own = rec.series.col(&format!("{parent}.{c}.local"));
+        let mut kids = Vec::new();
+        for ch in &children {
+            match rec.series.col(&format!("{ch}.{c}")) {
+                Some(i) => kids.push(i),
+                None => return missing(name, format!("column {ch}.{c} was not sampled")),
+            }
+        }
+        let mut all: Vec<usize> = vec![p];
+        all.extend(&kids);
+        all.extend(own);
+        // The files of one pass are read one after another, so a burst (a task exiting and
+        // freeing everything at once) between the parent's read and a child's shows in that one
+        // sample. A real disagreement (stale or wrong totals) is still there at the next pass.
+        let mut prev_bad: Option<usize> = None;
+        for r in 0..rec.series.len() {
+            let pv = rec.series.get(r, p);
+            let ov = own.map(|o| rec.series.get(r, o)).unwrap_or(0);
+            let kv: i64 = kids.iter().map(|&k| rec.series.get(r, k)).sum();
+            let gap = (pv - ov - kv).abs();
+            let tol = tol_base + read_skew(rec, r, &all);
+            let bad = gap > tol;
+            let persists = bad && prev_bad == Some(r.wrapping_sub(1)) && r > 0;
+            if bad {
+                prev_bad = Some(r);
+            }
+            if persists {
+                let t = rec.series.t[r];
+                let mut res = CheckResult::new(
+                    name,
+                    Outcome::Fail,
+                    format!("{parent}.{c} = {pv} ({})", human_bytes(pv)),
+                    format!(
+                        "own {} + children {} = {} +- {}",
+                        human_bytes(ov),
+                        human_bytes(kv),
+                        human_bytes(ov + kv),
+                        human_bytes(tol)
+                    ),
+                    format!(
+                        "at t={t:.3}s (phase {}) the parent's hierarchical {c} differs from the sum of its parts by {}, as in the sample before (t={:.3}s): {}",
+                        rec.phase_at(t),
+                        human_bytes(gap),
+                        rec.series.t[r - 1],
+                        rec.series.describe_row(r)
+                    ),
+                );
+                res.tolerance = Some(format!(
+                    "{} groups x {} plus read skew (rate of change x sampler pass time), in two consecutive samples (one pass reads the files one after another, so a burst between two reads shows in one sample only)",
+                    children.len() + 1,
+                    rec.machine.stat_batch_explained()
+                ));
+                res.at = Some(t);
+                res.column = Some(format!("{parent}.{c}"));
+                return res;
+            }
+            worst = worst.max(gap);
+        }
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "largest gap {} over {} samples",
+            human_bytes(worst),
+            rec.series.len()
+        ),
+        format!("parent = own + {} children", children.len()),
+        format!(
+            "{parent}'s {} equal the sum of their parts",
+            counters.join(", ")
+        ),
+    );
+    res.tolerance = Some(format!(
+        "{} groups x the memcg per-CPU stat batch ({}) plus read skew",
+        children.len() + 1,
+        human_bytes(batch)
+    ));
+    res
+}

@@ -1,0 +1,100 @@
+//! no-ratchet: the values counters settle to do not creep upwards.
+
+use super::{CheckResult, Outcome, columns, missing, sum};
+use crate::record::Record;
+use crate::units::human_bytes;
+
+/// no-ratchet: the values the counters settle to after each sync (lowest sample before the next
+/// step) must stay under `bound` and must not creep upward from cycle to cycle (a leak).
+pub fn no_ratchet(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    counters: &[String],
+    bound: Option<u64>,
+) -> CheckResult {
+    let cols = match columns(rec, cgroup, counters) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    let bound = bound.unwrap_or(rec.machine.stat_batch_bytes()) as i64;
+    let creep_limit = (rec.machine.page_size * rec.machine.cpus) as i64;
+    let mut settled = Vec::new();
+    for (i, st) in rec
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.kind == "sync")
+    {
+        let next = rec
+            .steps
+            .get(i + 1)
+            .map(|n| n.start)
+            .unwrap_or(f64::INFINITY);
+        let end = next.min(st.end + 10.0);
+        if let Some(v) = rec
+            .series
+            .rows_between(st.end, end)
+            .map(|r| sum(rec, r, &cols))
+            .min()
+        {
+            settled.push(v);
+        }
+    }
+    if settled.len() < 3 {
+        return missing(
+            name,
+            format!("needs at least 3 write+sync cycles, saw {}", settled.len()),
+        );
+    }
+    let fmt = settled
+        .iter()
+        .map(|v| human_bytes(*v))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rises = settled.windows(2).filter(|w| w[1] > w[0]).count();
+    let creep = settled[settled.len() - 1] - settled[0];
+    let max = *settled.iter().max().unwrap();
+    let (outcome, detail) = if max > bound {
+        (
+            Outcome::Fail,
+            format!(
+                "after a sync the counters stayed at {} (> {}): a leak; values per cycle: {fmt}",
+                human_bytes(max),
+                human_bytes(bound)
+            ),
+        )
+    } else if creep > creep_limit && rises * 3 >= (settled.len() - 1) * 2 {
+        (
+            Outcome::Fail,
+            format!(
+                "the settled value crept up by {} over {} cycles, rising in {rises} of them: a slow leak; values per cycle: {fmt}",
+                human_bytes(creep),
+                settled.len()
+            ),
+        )
+    } else {
+        (
+            Outcome::Pass,
+            format!("settled values over {} cycles: {fmt}", settled.len()),
+        )
+    };
+    let mut res = CheckResult::new(
+        name,
+        outcome,
+        format!("max {}, creep {}", human_bytes(max), human_bytes(creep)),
+        format!(
+            "max <= {}, creep <= {} unless noise",
+            human_bytes(bound),
+            human_bytes(creep_limit)
+        ),
+        detail,
+    );
+    res.tolerance = Some(format!(
+        "bound {}; creep: more than one page per CPU ({}) with the value rising in 2/3 of the cycles",
+        rec.machine.stat_batch_explained(),
+        human_bytes(creep_limit)
+    ));
+    res.bound = Some(bound);
+    res
+}

@@ -1,0 +1,44 @@
+//! no-underflow: no sampled value is negative.
+
+use super::{CheckResult, Outcome, columns, missing};
+use crate::record::Record;
+use crate::units::human_bytes;
+
+/// (a) no sampled value is negative. Old kernels print an underflowed counter as a negative number
+/// (or as a huge unsigned one, which the parser turns back into the negative number it encodes).
+pub fn no_underflow(name: String, rec: &Record, cgroup: &str, counters: &[String]) -> CheckResult {
+    let cols = match columns(rec, cgroup, counters) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    for row in 0..rec.series.len() {
+        for (col, i) in &cols {
+            let v = rec.series.get(row, *i);
+            if v < 0 {
+                let t = rec.series.t[row];
+                let mut r = CheckResult::new(
+                    name,
+                    Outcome::Fail,
+                    format!("{col} = {v} ({})", human_bytes(v)),
+                    ">= 0".into(),
+                    format!(
+                        "{col} went negative at t={t:.3}s (sample {row}, phase {}): the counter underflowed",
+                        rec.phase_at(t)
+                    ),
+                );
+                r.at = Some(t);
+                r.bound = Some(0);
+                r.column = Some(col.clone());
+                return r;
+            }
+        }
+    }
+    let n = rec.series.len();
+    CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!("min >= 0 over {n} samples"),
+        ">= 0".into(),
+        format!("{} never negative in {n} samples", counters.join(", ")),
+    )
+}

@@ -1,0 +1,82 @@
+//! observed: the group's counters were seen above 0 while their reference was.
+
+use super::reference::reference;
+use super::{CheckResult, Outcome, columns, missing, sum};
+use crate::record::Record;
+use crate::units::human_bytes;
+
+/// observed: the group's counters were seen above 0 while its reference was — with the per-file
+/// truth, while the group's own files had such pages (e.g. pages under writeback), else while the
+/// global counters did. If the reference never rose, nothing happened to observe: not exercised.
+/// Without per-file truth, a miss while other writers moved the machine's counters is
+/// inconclusive: the global rise may have been theirs.
+pub fn observed(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    counters: &[String],
+    global: &[String],
+) -> CheckResult {
+    let cols = match columns(rec, cgroup, counters) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    let reference = match reference(rec, cgroup, counters, global) {
+        Ok(r) => r,
+        Err(e) => return missing(name, format!("cannot verify: {e}")),
+    };
+    let floor = reference.drift;
+    let all: Vec<usize> = (0..rec.series.len()).collect();
+    let rmax = all.iter().map(|&r| reference.lo(rec, r)).max().unwrap_or(0);
+    let cmax = all.iter().map(|&r| sum(rec, r, &cols)).max().unwrap_or(0);
+    let cl = counters.join("+");
+    if rmax <= floor {
+        return missing(
+            name,
+            format!(
+                "nothing to observe: {} never rose above {}",
+                reference.label,
+                human_bytes(floor)
+            ),
+        );
+    }
+    if cmax <= 0
+        && let Some(f) = &reference.foreign
+    {
+        let moved = f.moved(rec, 0, &all);
+        if moved > rec.machine.stat_batch_bytes() as i64 + floor {
+            return missing(
+                name,
+                format!(
+                    "inconclusive: {cgroup}.{cl} never rose above 0, but other writers on the machine moved {} by up to {} (no per-file truth on this kernel)",
+                    f.label,
+                    human_bytes(moved)
+                ),
+            );
+        }
+    }
+    let outcome = if cmax > 0 {
+        Outcome::Pass
+    } else {
+        Outcome::Fail
+    };
+    CheckResult::new(
+        name,
+        outcome,
+        format!("{cgroup}.{cl} up to {}", human_bytes(cmax)),
+        "> 0 at some sample".into(),
+        match outcome {
+            Outcome::Pass => format!(
+                "{cgroup}.{cl} reached {} while {} reached {}",
+                human_bytes(cmax),
+                reference.label,
+                human_bytes(rmax)
+            ),
+            _ => format!(
+                "{} reached {} but {cgroup}.{cl} never rose above 0: the group's pages were not accounted",
+                reference.label,
+                human_bytes(rmax)
+            ),
+        },
+    )
+}

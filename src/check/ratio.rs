@@ -1,0 +1,93 @@
+//! ratio: paired A/B rates of a step inside and outside a group.
+
+use super::{CheckResult, MORE_SAMPLES, Outcome, missing, ratio_tolerance};
+use crate::record::Record;
+use crate::stats::{self, Separation, median};
+
+/// ratio: paired A/B. The rates of `step` steps in `inside` and in `outside` (alternating in the
+/// scenario, so drift hits both); the median ratio must be at least `min_ratio`. Like lkp-tests,
+/// a lower ratio fails only when the two sample sets separate (every inside sample below every
+/// outside one); otherwise the difference is within the noise and is reported as such. With too
+/// few samples to judge (`stats::enough_samples`) it is not exercised. Without `phase`, every
+/// phase but the warm-up ones counts.
+pub fn ratio(
+    name: String,
+    rec: &Record,
+    step: &str,
+    (inside, outside): (&str, &str),
+    min_ratio: f64,
+    phase: Option<&str>,
+) -> CheckResult {
+    let rates = |g: &str| -> Vec<f64> {
+        rec.steps
+            .iter()
+            .filter(|s| s.kind == step && s.cgroup == g)
+            .filter(|s| {
+                rec.phases.get(s.phase).is_some_and(|x| match phase {
+                    Some(p) => x.name == p,
+                    None => !x.warmup,
+                })
+            })
+            .filter_map(crate::record::step_rate)
+            .collect()
+    };
+    let (a, b) = (rates(inside), rates(outside));
+    if a.is_empty() || b.is_empty() {
+        return missing(
+            name,
+            format!("no {step} step with a rate ran in {inside} and in {outside}"),
+        );
+    }
+    let unit = if step == "fault" { "faults/s" } else { "MB/s" };
+    let (ma, mb) = (median(&a).unwrap(), median(&b).unwrap());
+    let r = ma / mb;
+    let pairs: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
+    let (pmin, pmax) = pairs
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+    let fmt = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.0}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let samples = format!(
+        "{unit} samples: {inside} [{}], {outside} [{}]; pair ratios {pmin:.2}..{pmax:.2}",
+        fmt(&a),
+        fmt(&b)
+    );
+    let (outcome, detail) = match stats::separation(&b, &a) {
+        Separation::TooFewSamples => (
+            Outcome::NotExercised,
+            format!(
+                "{}; {MORE_SAMPLES}; {samples}",
+                stats::too_few(a.len(), b.len())
+            ),
+        ),
+        _ if r >= min_ratio => (
+            Outcome::Pass,
+            format!("{step} in {inside} runs at {r:.2}x the rate in {outside}; {samples}"),
+        ),
+        Separation::Worse => (
+            Outcome::Fail,
+            format!(
+                "{step} in {inside} runs at {r:.2}x the rate in {outside}, below {min_ratio}, and every {inside} sample is below every {outside} sample; {samples}"
+            ),
+        ),
+        _ => (
+            Outcome::Pass,
+            format!(
+                "{step} in {inside} runs at {r:.2}x the rate in {outside}, below {min_ratio}, but the sample sets overlap: within the noise; {samples}"
+            ),
+        ),
+    };
+    let mut res = CheckResult::new(
+        name,
+        outcome,
+        format!("{r:.2} (median {ma:.0} vs {mb:.0} {unit})"),
+        format!(">= {min_ratio:.2}"),
+        detail,
+    );
+    res.tolerance = Some(ratio_tolerance(min_ratio));
+    res
+}

@@ -1,0 +1,116 @@
+//! settles: after each sync step the counters fall to a bound.
+
+use super::{CheckResult, Outcome, columns, missing};
+use crate::record::Record;
+use crate::units::human_bytes;
+
+/// (b) after each sync step, every counter falls to at most `bound` within `within` seconds (and
+/// before the next step starts, which would dirty pages again).
+pub fn settles(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    counters: &[String],
+    within: f64,
+    bound: Option<u64>,
+    after: &[String],
+) -> CheckResult {
+    let cols = match columns(rec, cgroup, counters) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    let (bound, tol) = match bound {
+        Some(b) => (
+            b as i64,
+            format!("{} (set in the scenario)", human_bytes(b as i64)),
+        ),
+        None => (
+            rec.machine.stat_batch_bytes() as i64,
+            rec.machine.stat_batch_explained(),
+        ),
+    };
+    let syncs: Vec<usize> = (0..rec.steps.len())
+        .filter(|&i| after.iter().any(|k| k == rec.steps[i].kind))
+        .collect();
+    if syncs.is_empty() {
+        return missing(
+            name,
+            format!("the scenario ran no {} step", after.join("/")),
+        );
+    }
+    let mut worst_settle = 0.0f64;
+    for &si in &syncs {
+        let s = &rec.steps[si];
+        let next_start = rec
+            .steps
+            .get(si + 1)
+            .filter(|n| n.kind != "sleep")
+            .map(|n| n.start)
+            .unwrap_or(f64::INFINITY);
+        let end = (s.end + within).min(next_start);
+        let rows: Vec<usize> = rec.series.rows_between(s.end, end).collect();
+        if rows.is_empty() {
+            return missing(
+                name,
+                format!(
+                    "no sample between the end of '{}' at t={:.3}s and the next step",
+                    s.describe, s.end
+                ),
+            );
+        }
+        let settled = rows
+            .iter()
+            .find(|&&r| cols.iter().all(|(_, c)| rec.series.get(r, *c) <= bound));
+        match settled {
+            Some(&r) => worst_settle = worst_settle.max(rec.series.t[r] - s.end),
+            None => {
+                // Report the last sample of the window: the counter never came down.
+                let r = *rows.last().unwrap();
+                let (col, c) = cols
+                    .iter()
+                    .find(|(_, c)| rec.series.get(r, *c) > bound)
+                    .unwrap();
+                let v = rec.series.get(r, *c);
+                let mut res = CheckResult::new(
+                    name,
+                    Outcome::Fail,
+                    format!("{col} = {v} ({})", human_bytes(v)),
+                    format!("<= {bound} ({})", human_bytes(bound)),
+                    format!(
+                        "after the sync in phase {} ended at t={:.3}s, {col} stayed above the bound until t={:.3}s ({} samples): {}",
+                        rec.phases[s.phase].name,
+                        s.end,
+                        rec.series.t[r],
+                        rows.len(),
+                        rec.series.describe_row(r)
+                    ),
+                );
+                res.tolerance = Some(tol);
+                res.at = Some(rec.series.t[r]);
+                res.bound = Some(bound);
+                res.column = Some(col.clone());
+                return res;
+            }
+        }
+    }
+    let mut r = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "settled after all {} syncs, slowest in {:.3}s",
+            syncs.len(),
+            worst_settle
+        ),
+        format!(
+            "{} <= {} within {within}s",
+            counters.join(", "),
+            human_bytes(bound)
+        ),
+        format!(
+            "{} came back under the bound after every sync",
+            counters.join(", ")
+        ),
+    );
+    r.tolerance = Some(tol);
+    r
+}

@@ -1,0 +1,179 @@
+//! tracks-global: a group's counters rise with their reference during its write steps.
+
+use super::reference::{STALE_WINDOW, inconclusive_text, reference, tol_text, windows};
+use super::{CheckResult, Outcome, columns, missing, row_at_or_after, row_at_or_before, sum};
+use crate::record::Record;
+use crate::units::human_bytes;
+
+/// tracks-global: during each of the group's write steps, the rise of its counters follows the
+/// rise of the reference, sample by sample. Each sample reads the reference before and after the
+/// cgroup files, so its value at the moment of the cgroup read lies in that bracket.
+/// Tolerance: the memcg per-CPU stat batch, the reference's own drift (node counters), pages that
+/// one side held at the window's start and the other did not (they may be written back during the
+/// window), and the read skew of one pass. A clamped underflow (the memcg counter pinned at 0
+/// while the files' dirty pages rise) fails here.
+pub fn tracks_global(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    counters: &[String],
+    global: &[String],
+    during: &[String],
+    phase: Option<&str>,
+) -> CheckResult {
+    let cols = match columns(rec, cgroup, counters) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    let reference = match reference(rec, cgroup, counters, global) {
+        Ok(r) => r,
+        Err(e) => return missing(name, format!("cannot verify: {e}")),
+    };
+    let batch = rec.machine.stat_batch_bytes() as i64;
+    let cg_label = cols
+        .iter()
+        .map(|(c, _)| c.as_str())
+        .collect::<Vec<_>>()
+        .join("+");
+    let (mut judged, mut samples, mut worst, mut max_rise) = (0, 0, 0i64, 0i64);
+    let mut skipped: Vec<(String, i64)> = Vec::new();
+    let spans = windows(rec, cgroup, during, phase);
+    for (w_start, w_end, w_what) in &spans {
+        let r0 = row_at_or_before(rec, *w_start);
+        // Up to the first sample after the step: the one that shows what it did (a short write
+        // can fall between two samples; the runner samples after every step).
+        let w_end = row_at_or_after(rec, *w_end).map_or(*w_end, |r| rec.series.t[r]);
+        let rows: Vec<usize> = rec.series.rows_between(*w_start, w_end).collect();
+        let cg0 = sum(rec, r0, &cols);
+        let (ref0_lo, ref0_hi) = (reference.lo(rec, r0), reference.hi(rec, r0));
+        // Pages one side holds at the window's start and the other does not may be written back
+        // during it. Globally that is every other group's dirty pages (either direction, as
+        // before). Per file it is one-sided: pages only the truth has can make the group look
+        // high, pages only the group has (metadata it dirtied) can make it look short.
+        let (room_excess, room_deficit) = if reference.per_file {
+            ((ref0_lo - cg0).max(0), (cg0 - ref0_hi).max(0))
+        } else {
+            let o = (ref0_lo - cg0).max(0);
+            (o, o)
+        };
+        let base = batch + reference.drift + reference.skew(rec, r0);
+        if let Some(f) = &reference.foreign {
+            let moved = f.moved(rec, r0, &rows);
+            if moved > base + room_excess {
+                skipped.push((w_what.clone(), moved));
+                continue;
+            }
+        }
+        judged += 1;
+        let mut bad_since: Option<f64> = None;
+        for r in rows {
+            samples += 1;
+            let slack = base + reference.skew(rec, r);
+            let dcg = sum(rec, r, &cols) - cg0;
+            let (d_lo, d_hi) = (
+                reference.lo(rec, r) - ref0_hi,
+                reference.hi(rec, r) - ref0_lo,
+            );
+            max_rise = max_rise.max(d_lo);
+            let (gap, tol) = if dcg < d_lo {
+                (d_lo - dcg, slack + room_deficit)
+            } else if dcg > d_hi {
+                (dcg - d_hi, slack + room_excess)
+            } else {
+                (0, slack)
+            };
+            let t = rec.series.t[r];
+            if gap <= tol {
+                bad_since = None;
+                worst = worst.max(gap);
+                continue;
+            }
+            // A gap must last STALE_WINDOW from its first sample (see STALE_WINDOW).
+            let since = *bad_since.get_or_insert(t);
+            if t - since < STALE_WINDOW {
+                continue;
+            }
+            let deficit = dcg < d_lo;
+            let mut res = CheckResult::new(
+                name,
+                Outcome::Fail,
+                format!("{cg_label} rose by {} ({dcg} B)", human_bytes(dcg)),
+                format!(
+                    "{} rose by {} .. {}, within {}",
+                    reference.label,
+                    human_bytes(d_lo),
+                    human_bytes(d_hi),
+                    human_bytes(tol)
+                ),
+                format!(
+                    "at t={t:.3}s (sample {r}, phase {}, step '{w_what}'), since t={:.3}s the group's {} and {} differ by {} ({}), for {:.0} ms: {}",
+                    rec.phase_at(t),
+                    rec.series.t[r0],
+                    if deficit {
+                        "count is short"
+                    } else {
+                        "count is too high"
+                    },
+                    reference.label,
+                    human_bytes(gap),
+                    if deficit {
+                        "deficit: the memcg missed dirty pages the reference counted, e.g. a clamped underflow"
+                    } else {
+                        "excess: the memcg counted pages the reference did not"
+                    },
+                    (t - since) * 1000.0,
+                    rec.series.describe_row(r)
+                ),
+            );
+            res.tolerance = Some(tol_text(rec, &reference, Some(tol - slack)));
+            res.at = Some(t);
+            res.column = Some(cg_label.clone());
+            return res;
+        }
+    }
+    let skipped_text =
+        (!skipped.is_empty()).then(|| inconclusive_text(&skipped, reference.foreign.as_ref()));
+    if judged == 0
+        && let Some(why) = &skipped_text
+    {
+        return missing(
+            name,
+            format!(
+                "every window was inconclusive, so the machine-wide counters cannot be judged on this kernel (no per-file truth): {why}"
+            ),
+        );
+    }
+    if judged == 0 || samples == 0 {
+        return missing(
+            name,
+            format!("no {} step ran with samples to compare", during.join("/")),
+        );
+    }
+    if max_rise <= batch + reference.drift {
+        return missing(
+            name,
+            format!(
+                "no dirty data reached the counters: {} rose by at most {}",
+                reference.label,
+                human_bytes(max_rise)
+            ),
+        );
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "largest gap {} over {samples} samples in {judged} steps",
+            human_bytes(worst)
+        ),
+        "gap within tolerance".into(),
+        format!(
+            "{cg_label} followed {} (it rose by up to {}){}",
+            reference.label,
+            human_bytes(max_rise),
+            skipped_text.map_or(String::new(), |s| format!("; {s}"))
+        ),
+    );
+    res.tolerance = Some(tol_text(rec, &reference, None));
+    res
+}
