@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cgroup::detect::{self, Choice, Layout};
 use crate::cgroup::{Cgroup, Version, read_path};
-use crate::record::Machine;
+use crate::model::Machine;
 
 /// Filesystems whose pages never become dirty in memory.stat.
 const NO_WRITEBACK_FS: &[&str] = &[

@@ -1,7 +1,7 @@
 //! memcgtest's command line; the library is `lib.rs`. See README.md.
 
 use memcgtest::{
-    cgroup, cleanup, compare, env, error, lock, progress, record, report, runner, scenario, sysctl,
+    cgroup, cleanup, compare, env, error, lock, model, progress, report, runner, scenario, sysctl,
     units, vm, workload,
 };
 
@@ -357,7 +357,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     _ => "v2".into(),
                 },
                 accel: *accel,
-                cpus: cpus.unwrap_or_else(|| record::Machine::this().cpus.min(4) as u32),
+                cpus: cpus.unwrap_or_else(|| model::Machine::this().cpus.min(4) as u32),
                 memory_mib: *memory >> 20,
                 disk_mib: *disk >> 20,
                 timeout: *timeout,
@@ -555,7 +555,7 @@ fn run_scenarios(
         wait_sysctls: !no_wait,
         quick,
         timeout,
-        machine: record::Machine::this(),
+        machine: model::Machine::this(),
         progress: runner::Progress::new(mode),
     };
     let mut durations = if in_vm {
@@ -585,7 +585,7 @@ fn run_scenarios(
         kmsg(&format!("{}{}", vm::console::END, sc.name));
         ctx.progress.done(&sc.name, r.status.as_str(), r.seconds);
         // Skips and errors end early: only whole runs say how long the next one takes.
-        if matches!(r.status, runner::Status::Pass | runner::Status::Fail) {
+        if matches!(r.status, model::Status::Pass | model::Status::Fail) {
             durations.seconds.insert(keys[i].clone(), r.seconds);
         }
         results.push(r);
@@ -593,7 +593,7 @@ fn run_scenarios(
     ctx.progress.finish();
     durations.save();
     let ids = report::kcidb::Ids::new(origin, build_id, &environment, started);
-    let rep = report::RunReport::new(environment, quick, started, ids, results);
+    let rep = model::RunReport::new(environment, quick, started, ids, results);
     print!("{}", report::render(&rep, format));
     let verdict = run_verdict(&rep.scenarios, cleanup::interrupted());
     match report_dir {
@@ -625,12 +625,12 @@ fn with_report(verdict: Result<u8, Error>, written: anyhow::Result<()>) -> Resul
 /// (the run is incomplete, whatever it saw); a failed check or a scenario the kernel stopped
 /// (`Error::Kernel`: worker killed, timeout): 1; a scenario the machine stopped: 125 with its
 /// reason; nothing passed (every scenario skipped): 125; else 0.
-fn run_verdict(results: &[runner::ScenarioResult], interrupted: bool) -> Result<u8, Error> {
-    use runner::Status;
+fn run_verdict(results: &[model::ScenarioResult], interrupted: bool) -> Result<u8, Error> {
+    use model::Status;
     if interrupted {
         return Err(Error::Interrupted);
     }
-    let failed = |r: &&runner::ScenarioResult| {
+    let failed = |r: &&model::ScenarioResult| {
         r.status == Status::Fail
             || r.error
                 .as_ref()
@@ -697,7 +697,7 @@ fn kmsg(msg: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runner::{ScenarioResult, Status};
+    use model::{ScenarioResult, Status};
 
     fn result(status: Status, error: Option<Error>) -> ScenarioResult {
         ScenarioResult {

@@ -7,15 +7,17 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow};
-use serde::{Deserialize, Serialize};
 
 use crate::cgroup::stat::{self, Stat};
 use crate::cgroup::{Cgroup, Version, file_name};
 use crate::check::{self, CheckResult, Outcome};
 use crate::cleanup::{self, interrupted};
 use crate::error::Error;
-use crate::record::{Machine, MoveRecord, PhaseMeasure, PhaseRecord, Record, StepRecord};
-use crate::sample::{Sampler, Series, Source};
+use crate::model::{
+    Machine, MoveRecord, PhaseRecord, PhaseResult, Record, ScenarioResult, Series, Status,
+    StepRecord,
+};
+use crate::sample::{Sampler, Source};
 use crate::scenario::{Antagonist, Feature, Scenario, Step};
 use crate::sysctl::SysctlGuard;
 use crate::workload::{self, Holder, Job, JobResult, WaitError, Worker};
@@ -49,64 +51,6 @@ fn hold_writeback(sysctls: &mut SysctlGuard) -> Result<()> {
     sysctls.set("vm.dirty_expire_centisecs", "360000")?;
     sysctls.set("vm.dirty_writeback_centisecs", "0")?;
     Ok(())
-}
-
-/// How a scenario ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Fail,
-    Skip,
-    Error,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Fail => "fail",
-            Status::Skip => "skip",
-            Status::Error => "error",
-        }
-    }
-}
-
-/// Per-phase results for reports.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PhaseResult {
-    #[serde(flatten)]
-    pub measure: PhaseMeasure,
-    pub antagonists: Vec<String>,
-    /// Changes of the sampled /proc/vmstat event counters during the phase.
-    pub vmstat_delta: Vec<(String, i64)>,
-}
-
-/// The result of one scenario.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ScenarioResult {
-    pub name: String,
-    pub summary: String,
-    pub status: Status,
-    pub reason: String,
-    pub cgroup_version: Option<Version>,
-    pub seconds: f64,
-    pub samples: usize,
-    pub phases: Vec<PhaseResult>,
-    pub checks: Vec<CheckResult>,
-    /// Notes for people (tolerances, oddities seen, what was left out).
-    pub notes: Vec<String>,
-    /// Task moves and what they cost.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub moves: Vec<MoveRecord>,
-    /// Sample sets of everything measured (for `memcgtest compare`).
-    pub measurements: Vec<crate::record::Measurement>,
-    #[serde(skip)]
-    pub record: Option<Record>,
-    /// Why the scenario could not finish, when its status is `error`: the kernel's fault (exit 1)
-    /// or the machine's (125), see `Stop`.
-    #[serde(skip)]
-    pub error: Option<Error>,
 }
 
 impl ScenarioResult {

@@ -1,7 +1,7 @@
 //! change: a step changes a column by a given amount.
 
 use super::{CheckResult, Outcome, missing, row_at_or_after, row_at_or_before, signed};
-use crate::record::Record;
+use crate::model::Record;
 use crate::units::human_bytes;
 
 /// change: across each step of kind `step`, column `col` changed by `by` bytes: the value at the

@@ -4,7 +4,7 @@ use super::reference::reference;
 use super::{
     CheckResult, Columns, Outcome, columns, missing, row_at_or_after, row_at_or_before, sum,
 };
-use crate::record::Record;
+use crate::model::Record;
 use crate::units::human_bytes;
 
 /// dirty-probe: after each probe step (exactly W bytes written with writeback held off), the

@@ -1,7 +1,7 @@
 //! exercised: the antagonist did its job (a /proc/vmstat event counter rose).
 
 use super::{CheckResult, Outcome, missing};
-use crate::record::Record;
+use crate::model::Record;
 
 /// (d) the antagonist did its job: a /proc/vmstat event counter rose during the phase.
 pub fn exercised(

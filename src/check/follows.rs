@@ -1,7 +1,7 @@
 //! follows: across a step, what one column held moves to another.
 
 use super::{CheckResult, Outcome, missing, row_at_or_after, row_at_or_before, signed};
-use crate::record::Record;
+use crate::model::Record;
 use crate::units::human_bytes;
 
 /// follows: across each step of kind `step`, everything column `from` held moves to `to`: `from`

@@ -1,7 +1,7 @@
 //! hierarchy: a parent's hierarchical counter against its own plus its children's.
 
 use super::{CheckResult, Outcome, groups, missing};
-use crate::record::Record;
+use crate::model::Record;
 use crate::units::human_bytes;
 
 /// How much a set of columns can move while one sampler pass reads the files one after another:

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Record;
+use crate::model::Record;
 use crate::scenario::Check;
 use crate::stats;
 use crate::units::human_bytes;
@@ -225,7 +225,7 @@ fn groups(rec: &Record) -> Vec<String> {
     let mut g: Vec<String> = Vec::new();
     for c in &rec.series.columns {
         if let Some((name, _)) = c.split_once('.')
-            && !crate::sample::is_meta_column(c)
+            && !crate::model::is_meta_column(c)
             && !g.iter().any(|x| x == name)
         {
             g.push(name.to_string());

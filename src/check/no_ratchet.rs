@@ -1,7 +1,7 @@
 //! no-ratchet: the values counters settle to do not creep upwards.
 
 use super::{CheckResult, Outcome, columns, missing, sum};
-use crate::record::Record;
+use crate::model::Record;
 use crate::units::human_bytes;
 
 /// no-ratchet: the values the counters settle to after each sync (lowest sample before the next

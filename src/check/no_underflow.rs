@@ -1,7 +1,7 @@
 //! no-underflow: no sampled value is negative.
 
 use super::{CheckResult, Outcome, columns, missing};
-use crate::record::Record;
+use crate::model::Record;
 use crate::units::human_bytes;
 
 /// (a) no sampled value is negative. Old kernels print an underflowed counter as a negative number

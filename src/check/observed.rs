@@ -2,7 +2,7 @@
 
 use super::reference::reference;
 use super::{CheckResult, Outcome, columns, missing, sum};
-use crate::record::Record;
+use crate::model::Record;
 use crate::units::human_bytes;
 
 /// observed: the group's counters were seen above 0 while its reference was — with the per-file

@@ -1,7 +1,7 @@
 //! ratio: paired A/B rates of a step inside and outside a group.
 
 use super::{CheckResult, MORE_SAMPLES, Outcome, missing, ratio_tolerance};
-use crate::record::Record;
+use crate::model::Record;
 use crate::stats::{self, Separation, median};
 
 /// ratio: paired A/B. The rates of `step` steps in `inside` and in `outside` (alternating in the
@@ -28,7 +28,7 @@ pub fn ratio(
                     None => !x.warmup,
                 })
             })
-            .filter_map(crate::record::step_rate)
+            .filter_map(crate::model::step_rate)
             .collect()
     };
     let (a, b) = (rates(inside), rates(outside));

@@ -7,8 +7,8 @@
 //! machine (`oracle.root` or /proc/vmstat, minus the run's own groups `oracle.run`) moved by more
 //! than the tolerance is inconclusive: reported with the amount, and never a failure.
 
+use crate::model::{Record, StepRecord};
 use crate::oracle::{files_column, machine_column};
-use crate::record::{Record, StepRecord};
 use crate::units::human_bytes;
 
 /// How long a disagreement between a group's memory.stat and its reference must last to count,

@@ -1,7 +1,7 @@
 //! settles: after each sync step the counters fall to a bound.
 
 use super::{CheckResult, Outcome, columns, missing};
-use crate::record::Record;
+use crate::model::Record;
 use crate::units::human_bytes;
 
 /// (b) after each sync step, every counter falls to at most `bound` within `within` seconds (and

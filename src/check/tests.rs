@@ -1,7 +1,7 @@
 use super::*;
 use crate::cgroup::stat::Stat;
-use crate::record::{Machine, PhaseRecord, Record, StepRecord};
-use crate::sample::Series;
+use crate::model::Series;
+use crate::model::{Machine, PhaseRecord, Record, StepRecord};
 
 const MIB: i64 = 1 << 20;
 
@@ -725,7 +725,7 @@ fn observed_needs_global_activity() {
 #[test]
 fn zoneinfo_threshold_takes_the_largest_per_node() {
     let z = "Node 0, zone DMA\n  vm stats threshold: 4\nNode 0, zone Normal\n  vm stats threshold: 24\nNode 1, zone Normal\n  vm stats threshold: 16\n";
-    assert_eq!(crate::record::zoneinfo_threshold(z), 40);
+    assert_eq!(crate::model::zoneinfo_threshold(z), 40);
 }
 
 /// Groups a and b; a task holding 64 MiB moves a -> b over steps at t=1.0..1.1; `moved` is how

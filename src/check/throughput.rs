@@ -1,7 +1,7 @@
 //! throughput: a phase's write throughput against its baseline's.
 
 use super::{CheckResult, MORE_SAMPLES, Outcome, missing, ratio_tolerance};
-use crate::record::Record;
+use crate::model::Record;
 use crate::stats::{self, Separation};
 
 /// (c) the write throughput of `phase` is at least `min_ratio` times that of `baseline`: median

@@ -2,7 +2,7 @@
 
 use super::reference::{STALE_WINDOW, inconclusive_text, reference, tol_text, windows};
 use super::{CheckResult, Outcome, columns, missing, row_at_or_after, row_at_or_before, sum};
-use crate::record::Record;
+use crate::model::Record;
 use crate::units::human_bytes;
 
 /// tracks-global: during each of the group's write steps, the rise of its counters follows the

@@ -3,9 +3,9 @@
 //! its checks' actual/expected/tolerance lines, its notes, its SVG timeline inline and a link to
 //! its CSV samples.
 
-use super::RunReport;
 use crate::check::Outcome;
-use crate::runner::{ScenarioResult, Status};
+use crate::model::RunReport;
+use crate::model::{ScenarioResult, Status};
 use crate::units::human_bytes;
 
 /// What `--report DIR` holds for one scenario besides the results: its timeline (empty when it

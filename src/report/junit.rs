@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::RunReport;
 use crate::check::{CheckResult, Outcome};
-use crate::runner::{ScenarioResult, Status};
+use crate::model::RunReport;
+use crate::model::{ScenarioResult, Status};
 
 /// The check's details: what was looked at, its tolerance.
 fn details(c: &CheckResult) -> String {

@@ -10,10 +10,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::RunReport;
 use crate::check::{CheckResult, Outcome};
 use crate::env::EnvInfo;
-use crate::runner::{ScenarioResult, Status};
+use crate::model::RunReport;
+use crate::model::{ScenarioResult, Status};
 
 pub const SCHEMA_MAJOR: u32 = 5;
 pub const SCHEMA_MINOR: u32 = 3;

@@ -7,11 +7,9 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::check::Outcome;
-use crate::env::EnvInfo;
-use crate::runner::{ScenarioResult, Status};
+use crate::model::{RunReport, ScenarioResult, Status};
 use crate::units::human_bytes;
 
 pub mod html;
@@ -37,79 +35,6 @@ pub fn render(rep: &RunReport, format: Format) -> String {
         Format::Json => json(rep),
         Format::Junit => junit::render(rep),
         Format::Kcidb => kcidb::render(rep),
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Totals {
-    pub passed: usize,
-    pub failed: usize,
-    pub skipped: usize,
-    pub errors: usize,
-}
-
-/// One run: the tool, the environment, every scenario's result.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunReport {
-    pub tool: String,
-    pub version: String,
-    /// When the run started, RFC 3339 in UTC.
-    pub started: String,
-    pub environment: EnvInfo,
-    pub quick: bool,
-    /// The KCIDB ids the run reports under (`--origin`, `--build-id`).
-    pub kcidb: kcidb::Ids,
-    pub scenarios: Vec<ScenarioResult>,
-    pub totals: Totals,
-}
-
-impl RunReport {
-    pub fn new(
-        environment: EnvInfo,
-        quick: bool,
-        started: chrono::DateTime<chrono::Utc>,
-        kcidb: kcidb::Ids,
-        scenarios: Vec<ScenarioResult>,
-    ) -> Self {
-        let mut rep = RunReport {
-            tool: "memcgtest".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            started: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            environment,
-            quick,
-            kcidb,
-            scenarios,
-            totals: Totals {
-                passed: 0,
-                failed: 0,
-                skipped: 0,
-                errors: 0,
-            },
-        };
-        rep.count();
-        rep
-    }
-
-    /// Recomputes the totals from the scenarios' statuses.
-    pub fn count(&mut self) {
-        let count = |s: Status| self.scenarios.iter().filter(|r| r.status == s).count();
-        self.totals = Totals {
-            passed: count(Status::Pass),
-            failed: count(Status::Fail),
-            skipped: count(Status::Skip),
-            errors: count(Status::Error),
-        };
-    }
-
-    /// Fails the named scenarios with a reason (a kernel splat the VM host saw during them).
-    pub fn fail(&mut self, failed: &[(String, String)]) {
-        for r in &mut self.scenarios {
-            if let Some((_, why)) = failed.iter().find(|(n, _)| *n == r.name) {
-                r.status = Status::Fail;
-                r.reason = why.clone();
-            }
-        }
-        self.count();
     }
 }
 
@@ -292,6 +217,7 @@ pub fn write_dir(rep: &RunReport, dir: &Path) -> Result<()> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::env::EnvInfo;
 
     /// A check with `outcome`, an actual and a tolerance that need escaping in XML and HTML.
     pub(crate) fn check(name: &str, outcome: Outcome) -> crate::check::CheckResult {

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::check::{CheckResult, Outcome};
-use crate::record::Record;
-use crate::runner::ScenarioResult;
+use crate::model::Record;
+use crate::model::ScenarioResult;
 
 const WIDTH: f64 = 1100.0;
 const LEFT: f64 = 90.0;
@@ -64,7 +64,7 @@ fn panels(rec: &Record) -> Vec<Panel> {
     let mut order: Vec<String> = Vec::new();
     let mut groups: Vec<String> = Vec::new();
     for (i, c) in cols.iter().enumerate() {
-        if crate::sample::is_meta_column(c) {
+        if crate::model::is_meta_column(c) {
             continue;
         }
         let Some((group, counter)) = c.split_once('.') else {

@@ -459,7 +459,7 @@ fn rewrite_report(dir: &Path, failed: &[(String, String)], format: &str) -> Resu
     use clap::ValueEnum;
     let p = dir.join("results.json");
     let text = std::fs::read_to_string(&p).with_context(|| format!("read {}", p.display()))?;
-    let mut rep: crate::report::RunReport =
+    let mut rep: crate::model::RunReport =
         serde_json::from_str(&text).with_context(|| format!("parse {}", p.display()))?;
     rep.fail(failed);
     crate::report::write_dir(&rep, dir)?;

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cgroup::stat::Stat;
-use crate::sample::Series;
+use crate::model::Series;
 use crate::stats::median;
 
 /// One executed step.

@@ -1,0 +1,142 @@
+//! The result of a run: every scenario's status, checks, measurements and moves. Every reporter,
+//! `compare` and the VM host read it (it is Serialize and Deserialize: results.json).
+
+use serde::{Deserialize, Serialize};
+
+use super::record::{MoveRecord, PhaseMeasure, Record};
+use crate::cgroup::Version;
+use crate::check::CheckResult;
+use crate::env::EnvInfo;
+use crate::error::Error;
+use crate::report::kcidb;
+
+/// How a scenario ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+    Skip,
+    Error,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Skip => "skip",
+            Status::Error => "error",
+        }
+    }
+}
+
+/// Per-phase results for reports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhaseResult {
+    #[serde(flatten)]
+    pub measure: PhaseMeasure,
+    pub antagonists: Vec<String>,
+    /// Changes of the sampled /proc/vmstat event counters during the phase.
+    pub vmstat_delta: Vec<(String, i64)>,
+}
+
+/// The result of one scenario.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    pub name: String,
+    pub summary: String,
+    pub status: Status,
+    pub reason: String,
+    pub cgroup_version: Option<Version>,
+    pub seconds: f64,
+    pub samples: usize,
+    pub phases: Vec<PhaseResult>,
+    pub checks: Vec<CheckResult>,
+    /// Notes for people (tolerances, oddities seen, what was left out).
+    pub notes: Vec<String>,
+    /// Task moves and what they cost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<MoveRecord>,
+    /// Sample sets of everything measured (for `memcgtest compare`).
+    pub measurements: Vec<crate::model::Measurement>,
+    #[serde(skip)]
+    pub record: Option<Record>,
+    /// Why the scenario could not finish, when its status is `error`: the kernel's fault (exit 1)
+    /// or the machine's (125), see `Stop`.
+    #[serde(skip)]
+    pub error: Option<Error>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Totals {
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub errors: usize,
+}
+
+/// One run: the tool, the environment, every scenario's result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunReport {
+    pub tool: String,
+    pub version: String,
+    /// When the run started, RFC 3339 in UTC.
+    pub started: String,
+    pub environment: EnvInfo,
+    pub quick: bool,
+    /// The KCIDB ids the run reports under (`--origin`, `--build-id`).
+    pub kcidb: kcidb::Ids,
+    pub scenarios: Vec<ScenarioResult>,
+    pub totals: Totals,
+}
+
+impl RunReport {
+    pub fn new(
+        environment: EnvInfo,
+        quick: bool,
+        started: chrono::DateTime<chrono::Utc>,
+        kcidb: kcidb::Ids,
+        scenarios: Vec<ScenarioResult>,
+    ) -> Self {
+        let mut rep = RunReport {
+            tool: "memcgtest".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            started: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            environment,
+            quick,
+            kcidb,
+            scenarios,
+            totals: Totals {
+                passed: 0,
+                failed: 0,
+                skipped: 0,
+                errors: 0,
+            },
+        };
+        rep.count();
+        rep
+    }
+
+    /// Recomputes the totals from the scenarios' statuses.
+    pub fn count(&mut self) {
+        let count = |s: Status| self.scenarios.iter().filter(|r| r.status == s).count();
+        self.totals = Totals {
+            passed: count(Status::Pass),
+            failed: count(Status::Fail),
+            skipped: count(Status::Skip),
+            errors: count(Status::Error),
+        };
+    }
+
+    /// Fails the named scenarios with a reason (a kernel splat the VM host saw during them).
+    pub fn fail(&mut self, failed: &[(String, String)]) {
+        for r in &mut self.scenarios {
+            if let Some((_, why)) = failed.iter().find(|(n, _)| *n == r.name) {
+                r.status = Status::Fail;
+                r.reason = why.clone();
+            }
+        }
+        self.count();
+    }
+}
