@@ -269,7 +269,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let stat = d.path().join("memory.stat");
         let usage = d.path().join("memory.current");
-        std::fs::write(&stat, "file_dirty 4096\nfile_writeback 0\n").unwrap();
+        // Two spaces: the update below changes this one byte (see there).
+        std::fs::write(&stat, "file_dirty  4096\nfile_writeback 0\n").unwrap();
         std::fs::write(&usage, "8192\n").unwrap();
         let cols = vec!["t.dirty".into(), "t.writeback".into(), "t.usage".into()];
         let sources = vec![
@@ -283,7 +284,16 @@ mod tests {
         let s = Sampler::start(cols, sources, Duration::from_millis(1), Instant::now()).unwrap();
         s.wait_fresh(3);
         // The open descriptor sees new contents (pread at offset 0 every time).
-        std::fs::write(&stat, "file_dirty -4096\nfile_writeback 0\n").unwrap();
+        // Rewritten in place, never truncated: fs::write truncates first, and a pass reading the
+        // empty file in between stopped the sampler (missing key; about 1 run in 150). A rename
+        // would leave the kept descriptor on the old file. Only one byte differs, so a pass sees
+        // the old text or the new one.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&stat)
+            .unwrap()
+            .write_all_at(b"file_dirty -4096\nfile_writeback 0\n", 0)
+            .unwrap();
         s.wait_fresh(3);
         let series = s.stop().unwrap();
         assert!(series.len() >= 6);
