@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::cgroup::detect::{self, Choice, Layout};
 use crate::cgroup::{Cgroup, Version, read_path};
 use crate::model::Machine;
+use crate::model::counter::DIRTY_WRITEBACK;
 
 /// Filesystems whose pages never become dirty in memory.stat.
 const NO_WRITEBACK_FS: &[&str] = &[
@@ -254,7 +255,7 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
         .map(|s| {
             s.0.into_iter()
                 .map(|(k, _)| k)
-                .filter(|k| k.contains("dirty") || k.contains("writeback"))
+                .filter(|k| DIRTY_WRITEBACK.iter().any(|c| k.contains(c)))
                 .collect()
         })
         .unwrap_or_default();

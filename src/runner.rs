@@ -13,6 +13,7 @@ use crate::cgroup::{Cgroup, Version, file_name};
 use crate::check::{self, CheckResult, Outcome};
 use crate::cleanup::{self, interrupted};
 use crate::error::Error;
+use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::{
     Machine, MoveRecord, PhaseRecord, PhaseResult, Record, ScenarioResult, Series, Status,
     StepRecord,
@@ -588,7 +589,7 @@ fn oracle_sources(
         }
         for (which, cg) in views {
             let mut keyed = Vec::new();
-            for c in ["dirty", "writeback"] {
+            for c in DIRTY_WRITEBACK {
                 if let Some(key) = stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
                     keyed.push((key, columns.len()));
                     columns.push(oracle::machine_column(which, c));

@@ -98,13 +98,12 @@ pub fn file_name(version: Version, what: &str) -> &'static str {
     match (version, what) {
         (Version::V1, "limit") => "memory.limit_in_bytes",
         (Version::V2, "limit") => "memory.max",
-        (Version::V1, "usage") => "memory.usage_in_bytes",
-        (Version::V2, "usage") => "memory.current",
-        (Version::V1, "memsw") => "memory.memsw.usage_in_bytes",
         (Version::V1, "procs") => "cgroup.procs",
         (Version::V2, "procs") => "cgroup.procs",
         (_, "stat") => "memory.stat",
-        _ => unreachable!("unknown cgroup file kind {what}"),
+        // usage, memsw: the counter table's.
+        _ => crate::model::counter::file(version, what)
+            .unwrap_or_else(|| unreachable!("unknown cgroup file kind {what}")),
     }
 }
 

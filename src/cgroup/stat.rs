@@ -1,4 +1,4 @@
-//! memory.stat parsing and the one vocabulary of counters shared by v1 and v2.
+//! memory.stat parsing, and where each version keeps a counter of the table (`model::counter`).
 //!
 //! Values are parsed strictly into signed 64-bit numbers: a negative value is kept (old kernels print
 //! underflowed counters as negative numbers), a value above 2^63 printed as unsigned is the negative
@@ -70,58 +70,8 @@ pub fn extract<K: AsRef<str>>(
     Ok(())
 }
 
-/// A counter in memcgtest's vocabulary, mapped to the file and key of each cgroup version.
-/// Hierarchical by default (v1 total_*, v2 memory.stat); `.local` asks for the group's own value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CounterName {
-    pub name: &'static str,
-    pub v1: &'static str,
-    pub v2: &'static str,
-}
-
-/// Counters read from memory.stat. Values are bytes in both versions.
-pub const COUNTERS: &[CounterName] = &[
-    CounterName {
-        name: "dirty",
-        v1: "dirty",
-        v2: "file_dirty",
-    },
-    CounterName {
-        name: "writeback",
-        v1: "writeback",
-        v2: "file_writeback",
-    },
-    CounterName {
-        name: "file",
-        v1: "cache",
-        v2: "file",
-    },
-    CounterName {
-        name: "anon",
-        v1: "rss",
-        v2: "anon",
-    },
-    CounterName {
-        name: "mapped",
-        v1: "mapped_file",
-        v2: "file_mapped",
-    },
-    CounterName {
-        name: "shmem",
-        v1: "shmem",
-        v2: "shmem",
-    },
-    CounterName {
-        name: "swap",
-        v1: "swap",
-        v2: "swap",
-    },
-];
-
-/// Counters read from a file of their own rather than memory.stat.
-pub const USAGE: &str = "usage";
-/// Memory + swap usage (v1 memory.memsw.usage_in_bytes, with swap accounting).
-pub const MEMSW: &str = "memsw";
+use crate::model::counter::{COUNTERS, Source};
+pub use crate::model::counter::{MEMSW, USAGE};
 
 /// Where a counter comes from for a version: the memory.stat key, or None for `usage`.
 /// Errors name the unknown counter and list the known ones.
@@ -141,17 +91,23 @@ pub fn stat_key(counter: &str, version: Version) -> Result<Option<String>, Strin
             )),
         };
     }
-    let c = COUNTERS.iter().find(|c| c.name == base).ok_or_else(|| {
-        let names: Vec<&str> = COUNTERS.iter().map(|c| c.name).collect();
-        format!(
-            "unknown counter {counter:?} (known: {}, {USAGE}, {MEMSW}; add .local for a group's own value)",
-            names.join(", ")
-        )
-    })?;
+    let (v1, v2) = COUNTERS
+        .iter()
+        .find_map(|c| match c.source {
+            Source::Stat { v1, v2 } if c.name == base => Some((v1, v2)),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            let names: Vec<&str> = COUNTERS.iter().map(|c| c.name).collect();
+            format!(
+                "unknown counter {counter:?} (known: {}; add .local for a group's own value)",
+                names.join(", ")
+            )
+        })?;
     Ok(Some(match (version, local) {
-        (Version::V1, false) => format!("total_{}", c.v1),
-        (Version::V1, true) => c.v1.to_string(),
-        (Version::V2, false) => c.v2.to_string(),
+        (Version::V1, false) => format!("total_{v1}"),
+        (Version::V1, true) => v1.to_string(),
+        (Version::V2, false) => v2.to_string(),
         // v2 memory.stat is hierarchical only; a group's own value is derived by the checks.
         (Version::V2, true) => {
             return Err(format!(

@@ -5,6 +5,7 @@ use super::{
     CheckResult, Columns, Outcome, columns, missing, row_at_or_after, row_at_or_before, sum,
 };
 use crate::model::Record;
+use crate::model::counter::DIRTY_WRITEBACK;
 use crate::units::human_bytes;
 
 /// dirty-probe: after each probe step (exactly W bytes written with writeback held off), the
@@ -13,7 +14,7 @@ use crate::units::human_bytes;
 /// (a clamped underflow from earlier phases) shows as a deficit. If the reference did not rise by
 /// W, writeback was not held off: not exercised.
 pub fn dirty_probe(name: String, rec: &Record, cgroup: &str) -> CheckResult {
-    let counters = ["dirty".to_string(), "writeback".to_string()];
+    let counters = DIRTY_WRITEBACK.map(String::from);
     let cols: Columns = match columns(rec, cgroup, &counters) {
         Ok(c) => c,
         Err(e) => return missing(name, e),

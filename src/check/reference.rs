@@ -7,6 +7,7 @@
 //! machine (`oracle.root` or /proc/vmstat, minus the run's own groups `oracle.run`) moved by more
 //! than the tolerance is inconclusive: reported with the amount, and never a failure.
 
+use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::{Record, StepRecord};
 use crate::oracle::{files_column, machine_column};
 use crate::units::human_bytes;
@@ -129,7 +130,7 @@ pub(super) fn reference(
         post.push(i);
         pre.push(col(&format!("vmstat.pre.{k}")).unwrap_or(i));
     }
-    let dw = ["dirty", "writeback"];
+    let dw = DIRTY_WRITEBACK;
     let machine = |which: &str| -> Option<Vec<usize>> {
         dw.iter().map(|c| col(&machine_column(which, c))).collect()
     };

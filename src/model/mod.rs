@@ -1,6 +1,7 @@
 //! The model at the centre: what a run records (sampled series, phases, steps, the machine) and the
 //! result every reporter, `compare` and the VM host read.
 
+pub mod counter;
 pub mod record;
 pub mod result;
 pub mod series;

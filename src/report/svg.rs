@@ -24,19 +24,6 @@ const COLORS: [&str; 6] = [
     "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
 
-/// The node counter in /proc/vmstat that matches a memcg counter, if any.
-fn global_key(counter: &str) -> Option<&'static str> {
-    Some(match counter {
-        "dirty" => "nr_dirty",
-        "writeback" => "nr_writeback",
-        "file" => "nr_file_pages",
-        "anon" => "nr_anon_pages",
-        "mapped" => "nr_mapped",
-        "shmem" => "nr_shmem",
-        _ => return None,
-    })
-}
-
 /// One line in a panel.
 struct Line {
     label: String,
@@ -120,8 +107,8 @@ fn panels(rec: &Record) -> Vec<Panel> {
     }
     let page = rec.machine.page_size as i64;
     for (counter, p) in by_counter.iter_mut() {
-        let global =
-            global_key(counter).and_then(|k| Some((k, rec.series.col(&format!("vmstat.{k}"))?)));
+        let global = crate::model::counter::global_key(counter)
+            .and_then(|k| Some((k, rec.series.col(&format!("vmstat.{k}"))?)));
         if let Some((k, i)) = global {
             p.lines.insert(
                 0,

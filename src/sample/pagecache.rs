@@ -4,6 +4,7 @@
 //! about, so other processes on the machine cannot change it. This is the truth the accounting
 //! checks compare a group's memory.stat with.
 
+use crate::model::counter::{DIRTY, FILE, WRITEBACK};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -114,7 +115,7 @@ pub struct FileTruth {
 }
 
 /// The counters the per-file truth has, in column order.
-pub const COUNTERS: [&str; 3] = ["file", "dirty", "writeback"];
+pub const COUNTERS: [&str; 3] = [FILE, DIRTY, WRITEBACK];
 
 impl FileTruth {
     pub fn read_into(&self, row: &mut [i64]) -> Result<(), String> {

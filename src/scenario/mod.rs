@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::cgroup::{Version, stat};
+use crate::model::counter::DIRTY_WRITEBACK;
 use crate::units::{MIN_INTERVAL, parse_duration_within, parse_size};
 
 /// The largest size a scenario may give (see `Ctx::size`).
@@ -971,7 +972,7 @@ fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
                 counters, global, ..
             } => (counters.clone(), global.clone()),
             Check::DirtyProbe { .. } => (
-                vec!["dirty".into(), "writeback".into()],
+                DIRTY_WRITEBACK.map(String::from).to_vec(),
                 vec!["nr_dirty".into(), "nr_writeback".into()],
             ),
             Check::Exercised { vmstat, .. } => (vec![], vec![vmstat.clone()]),

@@ -1,0 +1,133 @@
+//! The counter table: every counter memcgtest samples, where each cgroup version keeps it, the
+//! node counter in /proc/vmstat that matches it and its unit. Everything that names a counter
+//! (scenario validation, the sampler's sources, the oracle, the timelines) reads it here.
+
+use crate::cgroup::Version;
+
+pub const DIRTY: &str = "dirty";
+pub const WRITEBACK: &str = "writeback";
+pub const FILE: &str = "file";
+/// Read from a file of its own (v1 memory.usage_in_bytes, v2 memory.current).
+pub const USAGE: &str = "usage";
+/// Memory + swap usage (v1 memory.memsw.usage_in_bytes, with swap accounting).
+pub const MEMSW: &str = "memsw";
+
+/// The counters a page in the page cache is dirty or under writeback in: the accounting checks'
+/// subject.
+pub const DIRTY_WRITEBACK: [&str; 2] = [DIRTY, WRITEBACK];
+
+/// Where a counter is read for each cgroup version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A memory.stat key; v1's hierarchical value is `total_<v1>`, v2's memory.stat is
+    /// hierarchical only.
+    Stat { v1: &'static str, v2: &'static str },
+    /// A file holding one number; `None`: the version has no such file.
+    File {
+        v1: &'static str,
+        v2: Option<&'static str>,
+    },
+}
+
+/// The unit of a counter's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Bytes in both versions (the /proc/vmstat key counts pages).
+    Bytes,
+}
+
+/// A counter in memcgtest's vocabulary. Hierarchical by default (v1 total_*, v2 memory.stat);
+/// `<name>.local` asks for the group's own value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counter {
+    pub name: &'static str,
+    pub source: Source,
+    /// The node counter in /proc/vmstat that matches it, if any.
+    pub vmstat: Option<&'static str>,
+    pub unit: Unit,
+}
+
+const fn stat(
+    name: &'static str,
+    v1: &'static str,
+    v2: &'static str,
+    vmstat: Option<&'static str>,
+) -> Counter {
+    Counter {
+        name,
+        source: Source::Stat { v1, v2 },
+        vmstat,
+        unit: Unit::Bytes,
+    }
+}
+
+/// Every counter, memory.stat ones first (the order error messages list them in).
+pub const COUNTERS: &[Counter] = &[
+    stat(DIRTY, "dirty", "file_dirty", Some("nr_dirty")),
+    stat(
+        WRITEBACK,
+        "writeback",
+        "file_writeback",
+        Some("nr_writeback"),
+    ),
+    stat(FILE, "cache", "file", Some("nr_file_pages")),
+    stat("anon", "rss", "anon", Some("nr_anon_pages")),
+    stat("mapped", "mapped_file", "file_mapped", Some("nr_mapped")),
+    stat("shmem", "shmem", "shmem", Some("nr_shmem")),
+    stat("swap", "swap", "swap", None),
+    Counter {
+        name: USAGE,
+        source: Source::File {
+            v1: "memory.usage_in_bytes",
+            v2: Some("memory.current"),
+        },
+        vmstat: None,
+        unit: Unit::Bytes,
+    },
+    Counter {
+        name: MEMSW,
+        source: Source::File {
+            v1: "memory.memsw.usage_in_bytes",
+            v2: None,
+        },
+        vmstat: None,
+        unit: Unit::Bytes,
+    },
+];
+
+/// The counter called `name` (without `.local`).
+pub fn counter(name: &str) -> Option<&'static Counter> {
+    COUNTERS.iter().find(|c| c.name == name)
+}
+
+/// The node counter in /proc/vmstat that matches a memcg counter, if any.
+pub fn global_key(name: &str) -> Option<&'static str> {
+    counter(name).and_then(|c| c.vmstat)
+}
+
+/// The file a counter of its own file is read from on `version`.
+pub fn file(version: Version, name: &str) -> Option<&'static str> {
+    match (counter(name)?.source, version) {
+        (Source::File { v1, .. }, Version::V1) => Some(v1),
+        (Source::File { v2, .. }, Version::V2) => v2,
+        (Source::Stat { .. }, _) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_is_in_the_table_once() {
+        for c in COUNTERS {
+            assert_eq!(COUNTERS.iter().filter(|d| d.name == c.name).count(), 1);
+        }
+        for n in [DIRTY, WRITEBACK, FILE, USAGE, MEMSW] {
+            assert!(counter(n).is_some(), "{n}");
+        }
+        assert_eq!(file(Version::V2, MEMSW), None);
+        assert_eq!(file(Version::V1, DIRTY), None);
+        assert_eq!(global_key("swap"), None);
+    }
+}
