@@ -12,21 +12,6 @@ use std::path::{Path, PathBuf};
 
 use crate::scenario::{Scenario, Step};
 
-/// Column prefix of the per-file truth: `oracle.files.<group>.<counter>` (read after the cgroup
-/// files) and `oracle.files.pre.<group>.<counter>` (read before them).
-pub fn files_column(group: &str, counter: &str, pre: bool) -> String {
-    format!(
-        "oracle.files.{}{group}.{counter}",
-        if pre { "pre." } else { "" }
-    )
-}
-
-/// Columns of the fallback's machine view: the run's top group (`run`) and the memcg root
-/// (`root`), hierarchical, read before the test groups.
-pub fn machine_column(which: &str, counter: &str) -> String {
-    format!("oracle.{which}.{counter}")
-}
-
 /// Which scratch files belong to which groups' truth.
 #[derive(Debug, Default, PartialEq)]
 pub struct FilePlan {

@@ -13,6 +13,7 @@ use crate::cgroup::{Cgroup, Version, file_name};
 use crate::check::{self, CheckResult, Outcome};
 use crate::cleanup::{self, interrupted};
 use crate::error::Error;
+use crate::model::Column;
 use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::{
     Machine, MoveRecord, PhaseRecord, PhaseResult, Record, ScenarioResult, Series, Status,
@@ -345,7 +346,7 @@ fn execute(
         .filter(|k| k.starts_with("nr_") && vm_now.get(k).is_some())
     {
         pre_keys.push((k.clone(), columns.len()));
-        columns.push(format!("vmstat.pre.{k}"));
+        columns.push(Column::vmstat_pre(k).to_string());
     }
     if !pre_keys.is_empty() {
         sources.push(Source::keyed(
@@ -357,7 +358,7 @@ fn execute(
         let mut keyed = Vec::new();
         for c in &counters {
             let col = columns.len();
-            columns.push(format!("{name}.{c}"));
+            columns.push(Column::group(name, c).to_string());
             match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
                 Some(key) => keyed.push((key, col)),
                 None => sources.push(Source::single(&cg.file(file_name(cg.version, c)), col)?),
@@ -369,7 +370,7 @@ fn execute(
     for k in &sc.sample.vmstat {
         if vm_now.get(k).is_some() {
             vm_keys.push((k.clone(), columns.len()));
-            columns.push(format!("vmstat.{k}"));
+            columns.push(Column::vmstat(k).to_string());
         } else {
             result.notes.push(format!(
                 "/proc/vmstat has no {k} on this kernel; not sampled"
@@ -558,7 +559,7 @@ fn oracle_sources(
                 let first = columns.len();
                 for g in &truth_groups {
                     for c in pagecache::COUNTERS {
-                        columns.push(oracle::files_column(g, c, pre));
+                        columns.push(Column::files(g, c, pre).to_string());
                     }
                 }
                 let base = |g: &str| first + 3 * truth_groups.iter().position(|x| *x == g).unwrap();
@@ -592,7 +593,7 @@ fn oracle_sources(
             for c in DIRTY_WRITEBACK {
                 if let Some(key) = stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
                     keyed.push((key, columns.len()));
-                    columns.push(oracle::machine_column(which, c));
+                    columns.push(Column::machine(which, c).to_string());
                 }
             }
             machine.push(Source::keyed(&cg.file("memory.stat"), keyed)?);

@@ -5,6 +5,7 @@ use super::{
     CheckResult, Columns, Outcome, columns, missing, row_at_or_after, row_at_or_before, sum,
 };
 use crate::model::Record;
+use crate::model::column::short_sum;
 use crate::model::counter::DIRTY_WRITEBACK;
 use crate::units::human_bytes;
 
@@ -116,7 +117,7 @@ pub fn dirty_probe(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             res.tolerance = Some(rec.machine.stat_batch_explained());
             res.at = Some(t);
             res.bound = Some(want_lo - tol);
-            res.column = Some(format!("{cgroup}.dirty+writeback"));
+            res.column = Some(short_sum(cgroup, &DIRTY_WRITEBACK));
             return res;
         }
         lines.push(format!("{} of {}", human_bytes(cg), human_bytes(want_lo)));

@@ -2,12 +2,13 @@
 
 use super::{CheckResult, Outcome, groups, missing};
 use crate::model::Record;
+use crate::model::{Column, PASS_COLUMN};
 use crate::units::human_bytes;
 
 /// How much a set of columns can move while one sampler pass reads the files one after another:
 /// their rate of change around the row times the pass duration (the `sampler.pass_us` column).
 fn read_skew(rec: &Record, row: usize, cols: &[usize]) -> i64 {
-    let Some(pc) = rec.series.col("sampler.pass_us") else {
+    let Some(pc) = rec.series.col(PASS_COLUMN) else {
         return 0;
     };
     let pass = rec.series.get(row, pc) as f64 / 1e6;
@@ -45,15 +46,17 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
     let tol_base = batch * (children.len() as i64 + 1);
     let mut worst = 0i64;
     for c in counters {
-        let Some(p) = rec.series.col(&format!("{parent}.{c}")) else {
-            return missing(name, format!("column {parent}.{c} was not sampled"));
+        let column = Column::group(parent, c).to_string();
+        let Some(p) = rec.series.col(&column) else {
+            return missing(name, format!("column {column} was not sampled"));
         };
-        let own = rec.series.col(&format!("{parent}.{c}.local"));
+        let own = rec.series.col(&Column::local(parent, c).to_string());
         let mut kids = Vec::new();
         for ch in &children {
-            match rec.series.col(&format!("{ch}.{c}")) {
+            let child = Column::group(ch, c).to_string();
+            match rec.series.col(&child) {
                 Some(i) => kids.push(i),
-                None => return missing(name, format!("column {ch}.{c} was not sampled")),
+                None => return missing(name, format!("column {child} was not sampled")),
             }
         }
         let mut all: Vec<usize> = vec![p];
@@ -101,7 +104,7 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
                     rec.machine.stat_batch_explained()
                 ));
                 res.at = Some(t);
-                res.column = Some(format!("{parent}.{c}"));
+                res.column = Some(column.clone());
                 return res;
             }
             worst = worst.max(gap);

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::Column;
 use crate::model::Record;
 use crate::scenario::Check;
 use crate::stats;
@@ -123,7 +124,10 @@ pub fn evaluate(check: &Check, rec: &Record) -> CheckResult {
         } => follows(
             name,
             rec,
-            (&format!("{from}.{counter}"), &format!("{to}.{counter}")),
+            (
+                &Column::group(from, counter).to_string(),
+                &Column::group(to, counter).to_string(),
+            ),
             step,
             *needs_moving,
         ),
@@ -151,7 +155,7 @@ pub fn evaluate(check: &Check, rec: &Record) -> CheckResult {
         } => change(
             name,
             rec,
-            &format!("{cgroup}.{counter}"),
+            &Column::group(cgroup, counter).to_string(),
             step,
             *by,
             *tolerance,
@@ -174,7 +178,7 @@ fn columns(
     counters
         .iter()
         .map(|c| {
-            let col = format!("{cgroup}.{c}");
+            let col = Column::group(cgroup, c).to_string();
             rec.series
                 .col(&col)
                 .map(|i| (col.clone(), i))
@@ -224,11 +228,11 @@ fn row_at_or_after(rec: &Record, t: f64) -> Option<usize> {
 fn groups(rec: &Record) -> Vec<String> {
     let mut g: Vec<String> = Vec::new();
     for c in &rec.series.columns {
-        if let Some((name, _)) = c.split_once('.')
+        if let Some(Column::Group { group: name, .. }) = Column::parse(c)
             && !crate::model::is_meta_column(c)
-            && !g.iter().any(|x| x == name)
+            && !g.contains(&name)
         {
-            g.push(name.to_string());
+            g.push(name);
         }
     }
     g

@@ -7,9 +7,9 @@
 //! machine (`oracle.root` or /proc/vmstat, minus the run's own groups `oracle.run`) moved by more
 //! than the tolerance is inconclusive: reported with the amount, and never a failure.
 
+use crate::model::Column;
 use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::{Record, StepRecord};
-use crate::oracle::{files_column, machine_column};
 use crate::units::human_bytes;
 
 /// How long a disagreement between a group's memory.stat and its reference must last to count,
@@ -101,8 +101,8 @@ pub(super) fn reference(
         .iter()
         .map(|c| {
             Some((
-                col(&files_column(cgroup, c, true))?,
-                col(&files_column(cgroup, c, false))?,
+                col(&Column::files(cgroup, c, true).to_string())?,
+                col(&Column::files(cgroup, c, false).to_string())?,
             ))
         })
         .collect::<Option<Vec<_>>>()
@@ -125,14 +125,16 @@ pub(super) fn reference(
     let mut pre = Vec::new();
     let mut post = Vec::new();
     for k in global {
-        let i = col(&format!("vmstat.{k}"))
+        let i = col(&Column::vmstat(k).to_string())
             .ok_or_else(|| format!("/proc/vmstat {k} was not sampled (missing on this kernel?)"))?;
         post.push(i);
-        pre.push(col(&format!("vmstat.pre.{k}")).unwrap_or(i));
+        pre.push(col(&Column::vmstat_pre(k).to_string()).unwrap_or(i));
     }
     let dw = DIRTY_WRITEBACK;
     let machine = |which: &str| -> Option<Vec<usize>> {
-        dw.iter().map(|c| col(&machine_column(which, c))).collect()
+        dw.iter()
+            .map(|c| col(&Column::machine(which, c).to_string()))
+            .collect()
     };
     let foreign = machine("run").map(|run| match machine("root") {
         Some(total) => Foreign {
@@ -144,7 +146,7 @@ pub(super) fn reference(
         None => Foreign {
             total: ["nr_dirty", "nr_writeback"]
                 .iter()
-                .filter_map(|k| col(&format!("vmstat.{k}")))
+                .filter_map(|k| col(&Column::vmstat(k).to_string()))
                 .collect(),
             unit: page,
             run,

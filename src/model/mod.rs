@@ -1,14 +1,16 @@
 //! The model at the centre: what a run records (sampled series, phases, steps, the machine) and the
 //! result every reporter, `compare` and the VM host read.
 
+pub mod column;
 pub mod counter;
 pub mod record;
 pub mod result;
 pub mod series;
 
+pub use column::{Column, META_PREFIXES, PASS_COLUMN, is_meta_column};
 pub use record::{
     Machine, Measurement, MoveRecord, PhaseMeasure, PhaseRecord, Record, StepRecord, step_rate,
     zoneinfo_threshold,
 };
 pub use result::{PhaseResult, RunReport, ScenarioResult, Status, Totals};
-pub use series::{META_PREFIXES, Series, is_meta_column};
+pub use series::Series;

@@ -1,17 +1,5 @@
 //! The sampled time series: one row per sampler pass, one column per counter.
 
-/// Column-name prefixes that are not test groups: /proc/vmstat, the sampler's own timing, and the
-/// references the accounting checks compare with (per-file truth, the run's and the memcg root's
-/// totals).
-pub const META_PREFIXES: [&str; 3] = ["vmstat", "sampler", "oracle"];
-
-/// Whether a column belongs to no test group (see META_PREFIXES).
-pub fn is_meta_column(column: &str) -> bool {
-    META_PREFIXES
-        .iter()
-        .any(|p| column.strip_prefix(p).is_some_and(|r| r.starts_with('.')))
-}
-
 /// A time series: one row of values per sample, `t` in seconds since the scenario started.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Series {

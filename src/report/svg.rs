@@ -9,8 +9,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::check::{CheckResult, Outcome};
+use crate::model::Column;
 use crate::model::Record;
 use crate::model::ScenarioResult;
+use crate::model::column::{sum_parts, sum_shows};
 
 const WIDTH: f64 = 1100.0;
 const LEFT: f64 = 90.0;
@@ -54,13 +56,15 @@ fn panels(rec: &Record) -> Vec<Panel> {
         if crate::model::is_meta_column(c) {
             continue;
         }
-        let Some((group, counter)) = c.split_once('.') else {
+        let Some(Column::Group {
+            group,
+            counter,
+            local,
+        }) = Column::parse(c)
+        else {
             continue;
         };
-        let (counter, local) = match counter.strip_suffix(".local") {
-            Some(b) => (b, true),
-            None => (counter, false),
-        };
+        let (group, counter) = (group.as_str(), counter.as_str());
         if !groups.iter().any(|g| g == group) {
             groups.push(group.to_string());
         }
@@ -92,7 +96,7 @@ fn panels(rec: &Record) -> Vec<Panel> {
         for (counter, p) in by_counter.iter_mut() {
             if let Some(i) = rec
                 .series
-                .col(&crate::oracle::files_column(group, counter, false))
+                .col(&Column::files(group, counter, false).to_string())
             {
                 p.lines.push(Line {
                     label: format!("{group}'s files (cachestat)"),
@@ -108,7 +112,7 @@ fn panels(rec: &Record) -> Vec<Panel> {
     let page = rec.machine.page_size as i64;
     for (counter, p) in by_counter.iter_mut() {
         let global = crate::model::counter::global_key(counter)
-            .and_then(|k| Some((k, rec.series.col(&format!("vmstat.{k}"))?)));
+            .and_then(|k| Some((k, rec.series.col(&Column::vmstat(k).to_string())?)));
         if let Some((k, i)) = global {
             p.lines.insert(
                 0,
@@ -131,8 +135,10 @@ fn panels(rec: &Record) -> Vec<Panel> {
         .iter()
         .enumerate()
         .filter_map(|(i, c)| {
-            let k = c.strip_prefix("vmstat.")?;
-            (!k.starts_with("nr_") && !k.starts_with("pre.")).then_some((i, k))
+            let Some(Column::Vmstat { key, pre: false }) = Column::parse(c) else {
+                return None;
+            };
+            (!key.starts_with("nr_")).then_some((i, key))
         })
         .enumerate()
         .map(|(n, (i, k))| Line {
@@ -191,15 +197,6 @@ fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-}
-
-/// Whether a failed check's column (`a.dirty+writeback`, `a.dirty.local`) is about `counter`.
-fn matches_counter(column: &str, counter: &str) -> bool {
-    !counter.is_empty()
-        && column.split('+').any(|part| {
-            let part = part.strip_suffix(".local").unwrap_or(part);
-            part == counter || part.ends_with(&format!(".{counter}"))
-        })
 }
 
 /// Points of one line, thinned to at most two per pixel column (min and max) so spikes survive.
@@ -341,7 +338,7 @@ pub fn render(name: &str, status: &str, sub: &str, checks: &[CheckResult], rec: 
         }
         for c in failed
             .iter()
-            .filter(|c| matches_counter(c.column.as_deref().unwrap_or(""), &p.counter))
+            .filter(|c| sum_shows(c.column.as_deref().unwrap_or(""), &p.counter))
         {
             if let Some(b) = c.bound {
                 lo = lo.min(b as f64);
@@ -470,7 +467,7 @@ pub fn render(name: &str, status: &str, sub: &str, checks: &[CheckResult], rec: 
         // Failed checks: the bound, the failing time and the failing value.
         for c in &failed {
             let col = c.column.as_deref().unwrap_or("");
-            let here = matches_counter(col, &p.counter);
+            let here = sum_shows(col, &p.counter);
             if let (true, Some(b)) = (here, c.bound) {
                 let yb = y(b as f64);
                 let _ = writeln!(
@@ -503,13 +500,7 @@ pub fn render(name: &str, status: &str, sub: &str, checks: &[CheckResult], rec: 
                     let row = (0..s.len()).rev().find(|&k| s.t[k] <= at).unwrap_or(0);
                     let mut sum = 0i64;
                     let mut any = false;
-                    for part in col.split('+') {
-                        let name = if part.contains('.') {
-                            part.to_string()
-                        } else {
-                            let g = col.split('.').next().unwrap_or("");
-                            format!("{g}.{part}")
-                        };
+                    for name in sum_parts(col) {
                         if let Some(ci) = s.col(&name) {
                             sum += s.get(row, ci);
                             any = true;
@@ -536,11 +527,11 @@ mod tests {
 
     #[test]
     fn counters_match_failed_columns() {
-        assert!(matches_counter("a.dirty+writeback", "dirty"));
-        assert!(matches_counter("a.dirty+writeback", "writeback"));
-        assert!(matches_counter("p.dirty.local", "dirty"));
-        assert!(!matches_counter("a.dirty", "writeback"));
-        assert!(!matches_counter("a.dirty", ""));
+        assert!(sum_shows("a.dirty+writeback", "dirty"));
+        assert!(sum_shows("a.dirty+writeback", "writeback"));
+        assert!(sum_shows("p.dirty.local", "dirty"));
+        assert!(!sum_shows("a.dirty", "writeback"));
+        assert!(!sum_shows("a.dirty", ""));
     }
 
     #[test]

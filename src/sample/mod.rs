@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cgroup::stat;
-use crate::model::Series;
+use crate::model::{PASS_COLUMN, Series};
 
 pub mod pagecache;
 
@@ -125,9 +125,6 @@ impl FileSource {
         Ok(())
     }
 }
-
-/// The column holding each pass's duration in microseconds.
-pub const PASS_COLUMN: &str = "sampler.pass_us";
 
 struct Shared {
     stop: AtomicBool,
