@@ -1,0 +1,128 @@
+//! The scenario file as written: serde types with spans for error messages; unknown keys are
+//! rejected.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::Origin;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScenario {
+    pub(super) name: Spanned<String>,
+    pub(super) summary: Spanned<String>,
+    #[serde(default)]
+    pub(super) description: String,
+    pub(super) timeout: Option<Spanned<String>>,
+    pub(super) origin: Origin,
+    #[serde(default)]
+    pub(super) requires: RawRequires,
+    #[serde(default)]
+    pub(super) cgroup: Vec<Spanned<RawCgroup>>,
+    #[serde(default)]
+    pub(super) sample: RawSample,
+    /// vm sysctls set for the whole scenario and restored afterwards.
+    #[serde(default)]
+    pub(super) sysctl: std::collections::BTreeMap<String, Spanned<String>>,
+    pub(super) phase: Vec<Spanned<RawPhase>>,
+    #[serde(default)]
+    pub(super) check: Vec<Spanned<RawCheck>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRequires {
+    #[serde(default)]
+    pub(super) cgroup: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub(super) writeback: bool,
+    #[serde(default)]
+    pub(super) features: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCgroup {
+    pub(super) name: Spanned<String>,
+    pub(super) limit: Option<Spanned<String>>,
+    pub(super) move_charge: Option<Spanned<u32>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSample {
+    pub(super) interval: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) counters: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub(super) vmstat: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPhase {
+    pub(super) name: Spanned<String>,
+    pub(super) repeat: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub(super) warmup: bool,
+    #[serde(default)]
+    pub(super) steps: Vec<Spanned<RawStep>>,
+    #[serde(default)]
+    pub(super) antagonists: Vec<Spanned<RawAntagonist>>,
+}
+
+/// One step as written: `action` picks the kind, the other keys are its parameters.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStep {
+    pub(super) action: Spanned<String>,
+    pub(super) cgroup: Option<Spanned<String>>,
+    pub(super) file: Option<Spanned<String>>,
+    pub(super) size: Option<Spanned<String>>,
+    pub(super) block_size: Option<Spanned<String>>,
+    pub(super) fsync: Option<Spanned<bool>>,
+    pub(super) duration: Option<Spanned<String>>,
+    pub(super) hold: Option<Spanned<String>>,
+    pub(super) task: Option<Spanned<String>>,
+    pub(super) to: Option<Spanned<String>>,
+    pub(super) anon: Option<Spanned<String>>,
+    pub(super) dirty: Option<Spanned<bool>>,
+    pub(super) write: Option<Spanned<String>>,
+    pub(super) count: Option<Spanned<u32>>,
+    pub(super) clients: Option<Spanned<u32>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAntagonist {
+    pub(super) kind: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCheck {
+    pub(super) kind: Spanned<String>,
+    pub(super) cgroup: Option<Spanned<String>>,
+    pub(super) counters: Option<Spanned<Vec<String>>>,
+    pub(super) within: Option<Spanned<String>>,
+    pub(super) bound: Option<Spanned<String>>,
+    pub(super) phase: Option<Spanned<String>>,
+    pub(super) baseline: Option<Spanned<String>>,
+    pub(super) min_ratio: Option<Spanned<f64>>,
+    pub(super) vmstat: Option<Spanned<String>>,
+    pub(super) min: Option<Spanned<i64>>,
+    pub(super) what: Option<Spanned<String>>,
+    pub(super) after: Option<Spanned<Vec<String>>>,
+    pub(super) during: Option<Spanned<Vec<String>>>,
+    pub(super) parent: Option<Spanned<String>>,
+    pub(super) global: Option<Spanned<Vec<String>>>,
+    pub(super) counter: Option<Spanned<String>>,
+    pub(super) step: Option<Spanned<String>>,
+    pub(super) by: Option<Spanned<String>>,
+    pub(super) tolerance: Option<Spanned<String>>,
+    pub(super) needs: Option<Spanned<String>>,
+    pub(super) inside: Option<Spanned<String>>,
+    pub(super) outside: Option<Spanned<String>>,
+    pub(super) from: Option<Spanned<String>>,
+    pub(super) to: Option<Spanned<String>>,
+}

@@ -1,0 +1,511 @@
+//! Parsing and validation: raw TOML into the resolved `Scenario`, errors naming file, line and
+//! column.
+
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::checks::resolve_check;
+use super::raw::RawScenario;
+use super::steps::resolve_step;
+use super::{
+    Antagonist, CgroupSpec, Check, Feature, HELPER_GROUP, MAX_SIZE, Phase, Requires, SampleSpec,
+    Scenario, ScenarioError, Step,
+};
+use crate::cgroup::{Version, stat};
+use crate::model::counter::DIRTY_WRITEBACK;
+use crate::units::{MIN_INTERVAL, parse_duration_within, parse_size};
+
+pub(super) struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    pub(super) fn err(
+        &self,
+        span: std::ops::Range<usize>,
+        msg: impl Into<String>,
+    ) -> ScenarioError {
+        let (line, col) = line_col(self.text, span.start);
+        ScenarioError {
+            file: self.file.to_string(),
+            line,
+            col,
+            msg: msg.into(),
+        }
+    }
+    /// A size of at most `MAX_SIZE` (1 TiB: no memcg test writes or holds more, and sums of
+    /// sizes cannot overflow).
+    pub(super) fn size(&self, s: &Spanned<String>) -> Result<u64, ScenarioError> {
+        match parse_size(s.get_ref()).map_err(|m| self.err(s.span(), m))? {
+            n if n > MAX_SIZE => {
+                Err(self.err(s.span(), format!("{:?} is more than 1 TiB", s.get_ref())))
+            }
+            n => Ok(n),
+        }
+    }
+    /// A size that must not be 0 (`key` names it in the message).
+    pub(super) fn positive_size(
+        &self,
+        s: &Spanned<String>,
+        key: &str,
+    ) -> Result<u64, ScenarioError> {
+        match self.size(s)? {
+            0 => Err(self.err(s.span(), format!("{key} must be more than 0"))),
+            n => Ok(n),
+        }
+    }
+    /// Any duration: at most a day.
+    pub(super) fn duration(&self, s: &Spanned<String>) -> Result<Duration, ScenarioError> {
+        self.duration_within(s, Duration::ZERO)
+    }
+    /// A duration of at least `min` and at most a day.
+    pub(super) fn duration_within(
+        &self,
+        s: &Spanned<String>,
+        min: Duration,
+    ) -> Result<Duration, ScenarioError> {
+        parse_duration_within(s.get_ref(), min).map_err(|m| self.err(s.span(), m))
+    }
+}
+
+/// 1-based line and column of a byte offset.
+pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, col)
+}
+
+/// Parses and validates one scenario file's text. `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    let cx = Ctx { file, text };
+    let raw: RawScenario = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        cx.err(span, e.message().trim().to_string())
+    })?;
+    resolve(&cx, raw)
+}
+
+pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
+    let name = raw.name.get_ref().clone();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(cx.err(raw.name.span(), "name must be non-empty [A-Za-z0-9_-]"));
+    }
+
+    let mut cgroup_versions = Vec::new();
+    for v in &raw.requires.cgroup {
+        cgroup_versions.push(match v.get_ref().as_str() {
+            "v1" => Version::V1,
+            "v2" => Version::V2,
+            other => {
+                return Err(cx.err(
+                    v.span(),
+                    format!("unknown cgroup version {other:?} (v1, v2)"),
+                ));
+            }
+        });
+    }
+    if cgroup_versions.is_empty() {
+        cgroup_versions = vec![Version::V1, Version::V2];
+    }
+    let mut features = Vec::new();
+    for f in &raw.requires.features {
+        let feat = Feature::ALL
+            .iter()
+            .find(|(n, _)| n == f.get_ref())
+            .map(|(_, f)| *f)
+            .ok_or_else(|| {
+                let names: Vec<_> = Feature::ALL.iter().map(|(n, _)| *n).collect();
+                cx.err(
+                    f.span(),
+                    format!(
+                        "unknown feature {:?} (known: {})",
+                        f.get_ref(),
+                        names.join(", ")
+                    ),
+                )
+            })?;
+        features.push(feat);
+    }
+
+    let mut cgroups: Vec<CgroupSpec> = Vec::new();
+    for c in &raw.cgroup {
+        let n = &c.get_ref().name;
+        let nm = n.get_ref();
+        let valid_part = |p: &str| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        };
+        if !nm.split('/').all(valid_part) {
+            return Err(cx.err(
+                n.span(),
+                "cgroup name must be [A-Za-z0-9_-] parts joined by '/'",
+            ));
+        }
+        if nm.split('/').next() == Some(HELPER_GROUP) {
+            return Err(cx.err(
+                n.span(),
+                format!("cgroup {nm:?}: {HELPER_GROUP:?} is the runner's helper group; pick another name"),
+            ));
+        }
+        if cgroups.iter().any(|x| &x.name == nm) {
+            return Err(cx.err(n.span(), format!("cgroup {nm:?} declared twice")));
+        }
+        if let Some((parent, _)) = nm.rsplit_once('/')
+            && !cgroups.iter().any(|x| x.name == parent)
+        {
+            return Err(cx.err(
+                n.span(),
+                format!("parent cgroup {parent:?} must be declared before {nm:?}"),
+            ));
+        }
+        let limit = c
+            .get_ref()
+            .limit
+            .as_ref()
+            .map(|l| cx.positive_size(l, "limit"))
+            .transpose()?;
+        let move_charge = match &c.get_ref().move_charge {
+            Some(m) if *m.get_ref() > 3 => {
+                return Err(cx.err(m.span(), "move_charge must be 0..3 (1 anon, 2 mapped file)"));
+            }
+            Some(m) if cgroup_versions.contains(&Version::V2) => {
+                return Err(cx.err(
+                    m.span(),
+                    "move_charge is a cgroup v1 setting: add requires.cgroup = [\"v1\"]",
+                ));
+            }
+            Some(m) => Some(*m.get_ref()),
+            None => None,
+        };
+        cgroups.push(CgroupSpec {
+            name: nm.clone(),
+            limit,
+            move_charge,
+        });
+    }
+    let cgroup_ref = |s: &Option<Spanned<String>>,
+                      at: std::ops::Range<usize>|
+     -> Result<String, ScenarioError> {
+        match s {
+            Some(s) if cgroups.iter().any(|c| &c.name == s.get_ref()) => Ok(s.get_ref().clone()),
+            Some(s) => Err(cx.err(
+                s.span(),
+                format!("no cgroup named {:?} is declared", s.get_ref()),
+            )),
+            None if cgroups.len() == 1 => Ok(cgroups[0].name.clone()),
+            None => Err(cx.err(
+                at,
+                "which cgroup? add cgroup = \"...\" (more than one is declared)",
+            )),
+        }
+    };
+
+    let mut phases = Vec::new();
+    for p in &raw.phase {
+        let rp = p.get_ref();
+        if !is_name(rp.name.get_ref()) {
+            return Err(cx.err(rp.name.span(), "phase name must be non-empty [A-Za-z0-9_-]"));
+        }
+        if phases.iter().any(|x: &Phase| &x.name == rp.name.get_ref()) {
+            return Err(cx.err(
+                rp.name.span(),
+                format!("phase {:?} declared twice", rp.name.get_ref()),
+            ));
+        }
+        let mut steps = Vec::new();
+        for s in &rp.steps {
+            steps.push(resolve_step(cx, s, &cgroup_ref)?);
+        }
+        if steps.is_empty() {
+            return Err(cx.err(p.span(), "a phase needs at least one step"));
+        }
+        let mut antagonists = Vec::new();
+        for a in &rp.antagonists {
+            let k = &a.get_ref().kind;
+            antagonists.push(match k.get_ref().as_str() {
+                "compaction" => Antagonist::Compaction,
+                other => {
+                    return Err(cx.err(
+                        k.span(),
+                        format!("unknown antagonist {other:?} (known: compaction)"),
+                    ));
+                }
+            });
+        }
+        let repeat = match &rp.repeat {
+            Some(r) if *r.get_ref() == 0 || *r.get_ref() > 100 => {
+                return Err(cx.err(r.span(), "repeat must be 1..100"));
+            }
+            Some(r) => *r.get_ref(),
+            None => 1,
+        };
+        phases.push(Phase {
+            name: rp.name.get_ref().clone(),
+            repeat,
+            warmup: rp.warmup,
+            steps,
+            antagonists,
+        });
+    }
+    if phases.is_empty() {
+        return Err(cx.err(0..0, "a scenario needs at least one [[phase]]"));
+    }
+    check_tasks(cx, &raw, &phases)?;
+
+    let mut counters: Vec<String> = Vec::new();
+    for c in &raw.sample.counters {
+        check_counter(cx, c.get_ref(), c.span(), &cgroup_versions)?;
+        if !counters.contains(c.get_ref()) {
+            counters.push(c.get_ref().clone());
+        }
+    }
+    let mut vmstat: Vec<String> = Vec::new();
+    for v in &raw.sample.vmstat {
+        vmstat.push(vmstat_key(cx, v)?);
+    }
+
+    let mut checks = Vec::new();
+    for c in &raw.check {
+        let chk = resolve_check(cx, c, &cgroup_ref, &phases, &cgroup_versions)?;
+        // Whatever a check looks at is sampled, without repeating it under [sample].
+        let (cs, vs): (Vec<String>, Vec<String>) = match &chk {
+            Check::NoUnderflow { counters, .. }
+            | Check::Settles { counters, .. }
+            | Check::Hierarchy { counters, .. }
+            | Check::NoRatchet { counters, .. } => (counters.clone(), vec![]),
+            Check::TracksGlobal {
+                counters, global, ..
+            }
+            | Check::Observed {
+                counters, global, ..
+            } => (counters.clone(), global.clone()),
+            Check::DirtyProbe { .. } => (
+                DIRTY_WRITEBACK.map(String::from).to_vec(),
+                vec!["nr_dirty".into(), "nr_writeback".into()],
+            ),
+            Check::Exercised { vmstat, .. } => (vec![], vec![vmstat.clone()]),
+            Check::Change { counter, .. } => (vec![counter.clone()], vec![]),
+            Check::Ratio { .. } => (vec![], vec![]),
+            Check::Follows { counter, .. } => (vec![counter.clone()], vec![]),
+            Check::Throughput { .. } => (vec![], vec![]),
+        };
+        for x in cs {
+            if !counters.contains(&x) {
+                counters.push(x);
+            }
+        }
+        for v in vs {
+            if !vmstat.contains(&v) {
+                vmstat.push(v);
+            }
+        }
+        checks.push(chk);
+    }
+
+    let interval = match &raw.sample.interval {
+        Some(i) => cx.duration_within(i, MIN_INTERVAL)?,
+        None => Duration::from_millis(10),
+    };
+    let timeout = match &raw.timeout {
+        Some(t) => cx.duration_within(t, MIN_INTERVAL)?,
+        None => Duration::from_secs(300),
+    };
+    if phases
+        .iter()
+        .flat_map(|p| &p.steps)
+        .any(|s| matches!(s, Step::Write { .. }))
+        && !raw.requires.writeback
+    {
+        return Err(cx.err(
+            0..0,
+            "a scenario with write steps must say requires.writeback = true",
+        ));
+    }
+
+    let mut sysctls = Vec::new();
+    for (k, v) in &raw.sysctl {
+        let Some(short) = k.strip_prefix("vm.") else {
+            return Err(cx.err(
+                v.span(),
+                format!("sysctl {k:?}: only vm.* sysctls may be set"),
+            ));
+        };
+        if short.is_empty() || !short.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(cx.err(v.span(), format!("bad sysctl name {k:?}")));
+        }
+        sysctls.push((short.to_string(), sysctl_value(cx, short, v)?));
+    }
+
+    Ok(Scenario {
+        name,
+        sysctls,
+        summary: one_line(cx, &raw.summary, "summary")?,
+        description: raw.description,
+        origin: raw.origin,
+        requires: Requires {
+            cgroup: cgroup_versions,
+            writeback: raw.requires.writeback,
+            features,
+        },
+        timeout,
+        cgroups,
+        sample: SampleSpec {
+            interval,
+            counters,
+            vmstat,
+        },
+        phases,
+        checks,
+        source: cx.file.to_string(),
+    })
+}
+
+/// A `[sysctl]` value as it will be written to /proc/sys/vm/`key`: a non-negative integer, or for
+/// `*_bytes` keys a size ("64M", written as bytes), within what the kernel accepts for the key
+/// (dirty_bytes at least two pages, dirty_background_bytes at least 1, `*_ratio` at most 100).
+/// No sign, no whitespace: "16 32" or a newline would write something else than meant.
+pub(super) fn sysctl_value(
+    cx: &Ctx,
+    key: &str,
+    v: &Spanned<String>,
+) -> Result<String, ScenarioError> {
+    let bad = |why: String| Err(cx.err(v.span(), format!("sysctl vm.{key}: {why}")));
+    let text = v.get_ref();
+    if text.is_empty() || text.chars().any(|c| c.is_whitespace()) {
+        return bad(format!("{text:?} must be one number without spaces"));
+    }
+    let n = if key.ends_with("_bytes") {
+        match parse_size(text) {
+            Ok(n) => n,
+            Err(m) => return bad(m),
+        }
+    } else if text.chars().all(|c| c.is_ascii_digit()) {
+        match text.parse::<u64>() {
+            Ok(n) => n,
+            Err(_) => return bad(format!("{text:?} is too large")),
+        }
+    } else {
+        return bad(format!("{text:?} is not a non-negative integer"));
+    };
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    let min = match key {
+        "dirty_bytes" => 2 * page,
+        "dirty_background_bytes" => 1,
+        _ => 0,
+    };
+    if n < min {
+        return bad(format!("the kernel refuses less than {min}"));
+    }
+    if key.ends_with("_ratio") && n > 100 {
+        return bad("a ratio is a percentage, at most 100".into());
+    }
+    Ok(n.to_string())
+}
+
+/// A name as reports print it: non-empty [A-Za-z0-9_-].
+pub(super) fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Free text that reaches reports (KTAP diagnostics, one line each): no control characters (a
+/// newline would forge KTAP lines such as `ok 1 forged-pass`), at most 200 characters.
+pub(super) fn one_line(cx: &Ctx, s: &Spanned<String>, key: &str) -> Result<String, ScenarioError> {
+    let t = s.get_ref();
+    if t.chars().any(char::is_control) {
+        return Err(cx.err(
+            s.span(),
+            format!("{key} must be one line without control characters"),
+        ));
+    }
+    if t.chars().count() > 200 {
+        return Err(cx.err(s.span(), format!("{key} is longer than 200 characters")));
+    }
+    Ok(t.clone())
+}
+
+/// A /proc/vmstat key: [a-z0-9_].
+pub(super) fn vmstat_key(cx: &Ctx, s: &Spanned<String>) -> Result<String, ScenarioError> {
+    let t = s.get_ref();
+    if t.is_empty()
+        || !t
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        return Err(cx.err(
+            s.span(),
+            format!("{t:?} is not a /proc/vmstat key ([a-z0-9_])"),
+        ));
+    }
+    Ok(t.clone())
+}
+
+pub(super) fn check_counter(
+    cx: &Ctx,
+    name: &str,
+    span: std::ops::Range<usize>,
+    versions: &[Version],
+) -> Result<(), ScenarioError> {
+    for v in versions {
+        stat::stat_key(name, *v).map_err(|m| cx.err(span.clone(), m))?;
+    }
+    Ok(())
+}
+
+pub(super) fn task_name(cx: &Ctx, t: &Spanned<String>) -> Result<String, ScenarioError> {
+    let ok = !t.get_ref().is_empty()
+        && t.get_ref()
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(t.get_ref().clone())
+    } else {
+        Err(cx.err(t.span(), "task name must be [A-Za-z0-9_-]"))
+    }
+}
+
+/// Tasks must be held before they are used, and not held twice while alive; a phase that holds
+/// a task cannot repeat.
+pub(super) fn check_tasks(
+    cx: &Ctx,
+    raw: &RawScenario,
+    phases: &[Phase],
+) -> Result<(), ScenarioError> {
+    let mut alive: Vec<String> = Vec::new();
+    for (p, rp) in phases.iter().zip(&raw.phase) {
+        for (st, rs) in p.steps.iter().zip(&rp.get_ref().steps) {
+            match st {
+                Step::Hold { task, .. } => {
+                    if p.repeat > 1 {
+                        return Err(cx.err(rs.span(), "a phase that holds a task cannot repeat"));
+                    }
+                    if alive.contains(task) {
+                        return Err(cx.err(rs.span(), format!("task {task:?} is already held")));
+                    }
+                    alive.push(task.clone());
+                }
+                Step::Move { task, .. }
+                | Step::Grow { task, .. }
+                | Step::Wait { task }
+                | Step::Release { task }
+                    if !alive.contains(task) =>
+                {
+                    return Err(cx.err(rs.span(), format!("no task {task:?} is held here")));
+                }
+                Step::Release { task } => alive.retain(|t| t != task),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
