@@ -1,4 +1,6 @@
-//! Resolving a `[[phase.step]]`: the keys each action takes and what it becomes.
+//! The step table: each `[[phase.step]]` action, the keys it takes and how it is resolved. Adding
+//! a step kind is one entry here, its `Step` variant (description, `--quick` scaling) and its
+//! executor in the runner.
 
 use std::time::Duration;
 
@@ -12,6 +14,164 @@ use crate::units::MIN_INTERVAL;
 pub(super) type CgroupRef<'a> =
     dyn Fn(&Option<Spanned<String>>, std::ops::Range<usize>) -> Result<String, ScenarioError> + 'a;
 
+/// One step kind: its action name, the keys it takes (anything else set is an error at that key)
+/// and its resolver.
+pub struct StepKind {
+    pub action: &'static str,
+    pub keys: &'static [&'static str],
+    resolve: fn(&Input) -> Result<Step, ScenarioError>,
+}
+
+/// Every step kind, in the order the unknown-action error lists them.
+pub const STEPS: &[StepKind] = &[
+    StepKind {
+        action: "write",
+        keys: &["cgroup", "file", "size", "block_size", "fsync"],
+        resolve: write,
+    },
+    StepKind {
+        action: "sync",
+        keys: &[],
+        resolve: |_| Ok(Step::Sync),
+    },
+    StepKind {
+        action: "fsync",
+        keys: &["cgroup", "file"],
+        resolve: fsync,
+    },
+    StepKind {
+        action: "sleep",
+        keys: &["duration"],
+        resolve: sleep,
+    },
+    StepKind {
+        action: "truncate",
+        keys: &["cgroup", "file", "size"],
+        resolve: truncate,
+    },
+    StepKind {
+        action: "unlink",
+        keys: &["cgroup", "file"],
+        resolve: unlink,
+    },
+    StepKind {
+        action: "mmap-write",
+        keys: &["cgroup", "file", "size", "hold"],
+        resolve: mmap_write,
+    },
+    StepKind {
+        action: "probe",
+        keys: &["cgroup", "file", "size"],
+        resolve: probe,
+    },
+    StepKind {
+        action: "hold",
+        keys: &["task", "cgroup", "anon", "file", "size", "dirty", "write"],
+        resolve: hold,
+    },
+    StepKind {
+        action: "move",
+        keys: &["task", "to"],
+        resolve: move_task,
+    },
+    StepKind {
+        action: "grow",
+        keys: &["task", "anon"],
+        resolve: grow,
+    },
+    StepKind {
+        action: "wait",
+        keys: &["task"],
+        resolve: wait,
+    },
+    StepKind {
+        action: "release",
+        keys: &["task"],
+        resolve: release,
+    },
+    StepKind {
+        action: "create",
+        keys: &["file", "size", "count"],
+        resolve: create,
+    },
+    StepKind {
+        action: "read",
+        keys: &["cgroup", "file", "count"],
+        resolve: read,
+    },
+    StepKind {
+        action: "fault",
+        keys: &["cgroup", "size", "clients", "duration"],
+        resolve: fault,
+    },
+    StepKind {
+        action: "usemem",
+        keys: &["cgroup", "size", "clients"],
+        resolve: usemem,
+    },
+];
+
+/// What a step kind's resolver reads: the raw step and the scenario-wide resolvers.
+struct Input<'a, 'b> {
+    cx: &'a Ctx<'b>,
+    s: &'a Spanned<RawStep>,
+    r: &'a RawStep,
+    action: &'a str,
+    cgroup_ref: &'a CgroupRef<'b>,
+}
+
+impl Input<'_, '_> {
+    fn need(
+        &self,
+        v: &Option<Spanned<String>>,
+        key: &str,
+    ) -> Result<Spanned<String>, ScenarioError> {
+        v.clone().ok_or_else(|| {
+            self.cx.err(
+                self.s.span(),
+                format!("action {:?} needs {key:?}", self.action),
+            )
+        })
+    }
+    fn file_name(&self, f: &Option<Spanned<String>>) -> Result<String, ScenarioError> {
+        let f = f
+            .clone()
+            .unwrap_or_else(|| Spanned::new(0..0, "data".to_string()));
+        let ok = !f.get_ref().is_empty()
+            && f.get_ref()
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && !f.get_ref().starts_with('.');
+        if ok {
+            Ok(f.get_ref().clone())
+        } else {
+            Err(self.cx.err(
+                f.span(),
+                "file must be a plain name inside the scratch directory",
+            ))
+        }
+    }
+    /// The step's `cgroup`.
+    fn cgroup(&self) -> Result<String, ScenarioError> {
+        (self.cgroup_ref)(&self.r.cgroup, self.s.span())
+    }
+    fn task(&self) -> Result<String, ScenarioError> {
+        task_name(self.cx, &self.need(&self.r.task, "task")?)
+    }
+    /// An optional size, 0 when not given.
+    fn size_or_zero(&self, v: &Option<Spanned<String>>) -> Result<u64, ScenarioError> {
+        Ok(v.as_ref()
+            .map(|x| self.cx.size(x))
+            .transpose()?
+            .unwrap_or(0))
+    }
+    /// The `size` a step must have, more than 0.
+    fn positive_size(&self) -> Result<u64, ScenarioError> {
+        self.cx
+            .positive_size(&self.need(&self.r.size, "size")?, "size")
+    }
+}
+
 pub(super) fn resolve_step(
     cx: &Ctx,
     s: &Spanned<RawStep>,
@@ -19,31 +179,12 @@ pub(super) fn resolve_step(
 ) -> Result<Step, ScenarioError> {
     let r = s.get_ref();
     let action = r.action.get_ref().as_str();
-    // Which keys each action takes; anything else set is an error at that key.
-    let allowed: &[&str] = match action {
-        "write" => &["cgroup", "file", "size", "block_size", "fsync"],
-        "sync" => &[],
-        "fsync" | "unlink" => &["cgroup", "file"],
-        "truncate" => &["cgroup", "file", "size"],
-        "sleep" => &["duration"],
-        "mmap-write" => &["cgroup", "file", "size", "hold"],
-        "probe" => &["cgroup", "file", "size"],
-        "hold" => &["task", "cgroup", "anon", "file", "size", "dirty", "write"],
-        "move" => &["task", "to"],
-        "grow" => &["task", "anon"],
-        "wait" | "release" => &["task"],
-        "create" => &["file", "size", "count"],
-        "read" => &["cgroup", "file", "count"],
-        "fault" => &["cgroup", "size", "clients", "duration"],
-        "usemem" => &["cgroup", "size", "clients"],
-        other => {
-            return Err(cx.err(
-                r.action.span(),
-                format!(
-                    "unknown action {other:?} (known: write, sync, fsync, sleep, truncate, unlink, mmap-write, probe, hold, move, grow, wait, release, create, read, fault, usemem)"
-                ),
-            ));
-        }
+    let Some(kind) = STEPS.iter().find(|k| k.action == action) else {
+        let known: Vec<&str> = STEPS.iter().map(|k| k.action).collect();
+        return Err(cx.err(
+            r.action.span(),
+            format!("unknown action {action:?} (known: {})", known.join(", ")),
+        ));
     };
     let present: [(&str, Option<std::ops::Range<usize>>); 14] = [
         ("cgroup", r.cgroup.as_ref().map(|x| x.span())),
@@ -63,199 +204,213 @@ pub(super) fn resolve_step(
     ];
     for (key, span) in present {
         if let Some(span) = span
-            && !allowed.contains(&key)
+            && !kind.keys.contains(&key)
         {
             return Err(cx.err(span, format!("action {action:?} takes no {key:?}")));
         }
     }
-    let need = |v: &Option<Spanned<String>>, key: &str| -> Result<Spanned<String>, ScenarioError> {
-        v.clone()
-            .ok_or_else(|| cx.err(s.span(), format!("action {action:?} needs {key:?}")))
+    (kind.resolve)(&Input {
+        cx,
+        s,
+        r,
+        action,
+        cgroup_ref,
+    })
+}
+
+fn write(i: &Input) -> Result<Step, ScenarioError> {
+    let size = i.positive_size()?;
+    let block_size = match &i.r.block_size {
+        Some(b) => i.cx.size(b)?,
+        None => 1 << 20,
     };
-    let file_name = |f: &Option<Spanned<String>>| -> Result<String, ScenarioError> {
-        let f = f
-            .clone()
-            .unwrap_or_else(|| Spanned::new(0..0, "data".to_string()));
-        let ok = !f.get_ref().is_empty()
-            && f.get_ref()
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            && !f.get_ref().starts_with('.');
-        if ok {
-            Ok(f.get_ref().clone())
-        } else {
-            Err(cx.err(
-                f.span(),
-                "file must be a plain name inside the scratch directory",
-            ))
+    if block_size == 0 || block_size > 64 << 20 {
+        return Err(i.cx.err(
+            i.r.block_size.as_ref().unwrap().span(),
+            "block_size must be 1..64M",
+        ));
+    }
+    Ok(Step::Write {
+        cgroup: i.cgroup()?,
+        file: i.file_name(&i.r.file)?,
+        size,
+        block_size,
+        fsync: i.r.fsync.as_ref().map(|f| *f.get_ref()).unwrap_or(false),
+    })
+}
+
+fn fsync(i: &Input) -> Result<Step, ScenarioError> {
+    Ok(Step::Fsync {
+        cgroup: i.cgroup()?,
+        file: i.file_name(&i.r.file)?,
+    })
+}
+
+fn sleep(i: &Input) -> Result<Step, ScenarioError> {
+    Ok(Step::Sleep(
+        i.cx.duration(&i.need(&i.r.duration, "duration")?)?,
+    ))
+}
+
+fn truncate(i: &Input) -> Result<Step, ScenarioError> {
+    Ok(Step::Truncate {
+        cgroup: i.cgroup()?,
+        file: i.file_name(&i.r.file)?,
+        size: i.size_or_zero(&i.r.size)?,
+    })
+}
+
+fn unlink(i: &Input) -> Result<Step, ScenarioError> {
+    Ok(Step::Unlink {
+        cgroup: i.cgroup()?,
+        file: i.file_name(&i.r.file)?,
+    })
+}
+
+fn mmap_write(i: &Input) -> Result<Step, ScenarioError> {
+    Ok(Step::MmapWrite {
+        cgroup: i.cgroup()?,
+        file: i.file_name(&i.r.file)?,
+        size: i.positive_size()?,
+        hold: i
+            .r
+            .hold
+            .as_ref()
+            .map(|h| i.cx.duration(h))
+            .transpose()?
+            .unwrap_or(Duration::from_secs(1)),
+    })
+}
+
+fn probe(i: &Input) -> Result<Step, ScenarioError> {
+    Ok(Step::Probe {
+        cgroup: i.cgroup()?,
+        file: i
+            .r
+            .file
+            .as_ref()
+            .map(|_| i.file_name(&i.r.file))
+            .transpose()?
+            .unwrap_or_else(|| "probe".into()),
+        size: i.positive_size()?,
+    })
+}
+
+fn hold(i: &Input) -> Result<Step, ScenarioError> {
+    let r = i.r;
+    let size = i.size_or_zero(&r.size)?;
+    let write = i.size_or_zero(&r.write)?;
+    if (size > 0 || write > 0) && r.file.is_none() {
+        return Err(i
+            .cx
+            .err(i.s.span(), "a hold with size or write needs a file"));
+    }
+    let anon = i.size_or_zero(&r.anon)?;
+    if anon == 0 && size == 0 && write == 0 {
+        return Err(i.cx.err(
+            i.s.span(),
+            "a hold must hold something: anon, size or write more than 0",
+        ));
+    }
+    Ok(Step::Hold {
+        task: i.task()?,
+        cgroup: i.cgroup()?,
+        anon,
+        file: r.file.as_ref().map(|_| i.file_name(&r.file)).transpose()?,
+        size,
+        dirty: r.dirty.as_ref().map(|d| *d.get_ref()).unwrap_or(false),
+        write,
+    })
+}
+
+fn move_task(i: &Input) -> Result<Step, ScenarioError> {
+    let to = i.need(&i.r.to, "to")?;
+    Ok(Step::Move {
+        task: i.task()?,
+        to: (i.cgroup_ref)(&Some(to), i.s.span())?,
+    })
+}
+
+fn grow(i: &Input) -> Result<Step, ScenarioError> {
+    Ok(Step::Grow {
+        task: i.task()?,
+        anon: i.cx.positive_size(&i.need(&i.r.anon, "anon")?, "anon")?,
+    })
+}
+
+fn wait(i: &Input) -> Result<Step, ScenarioError> {
+    Ok(Step::Wait { task: i.task()? })
+}
+
+fn release(i: &Input) -> Result<Step, ScenarioError> {
+    Ok(Step::Release { task: i.task()? })
+}
+
+/// `count` of create and read: 1..64, default 1.
+fn count(i: &Input) -> Result<u32, ScenarioError> {
+    Ok(match &i.r.count {
+        Some(c) if *c.get_ref() == 0 || *c.get_ref() > 64 => {
+            return Err(i.cx.err(c.span(), "count must be 1..64"));
         }
+        Some(c) => *c.get_ref(),
+        None => 1,
+    })
+}
+
+fn create(i: &Input) -> Result<Step, ScenarioError> {
+    let count = count(i)?;
+    Ok(Step::Create {
+        file: i.file_name(&i.r.file)?,
+        size: i.positive_size()?,
+        count,
+    })
+}
+
+fn read(i: &Input) -> Result<Step, ScenarioError> {
+    let count = count(i)?;
+    Ok(Step::Read {
+        cgroup: i.cgroup()?,
+        file: i.file_name(&i.r.file)?,
+        count,
+    })
+}
+
+/// `clients` (0..64, 0: one per CPU, default 1) and `size` (at least 4K) of fault and usemem.
+fn clients_and_size(i: &Input) -> Result<(u32, u64), ScenarioError> {
+    let clients = match &i.r.clients {
+        Some(c) if *c.get_ref() > 64 => {
+            return Err(i.cx.err(c.span(), "clients must be 0..64 (0: one per CPU)"));
+        }
+        Some(c) => *c.get_ref(),
+        None => 1,
     };
-    Ok(match action {
-        "write" => {
-            let size = cx.positive_size(&need(&r.size, "size")?, "size")?;
-            let block_size = match &r.block_size {
-                Some(b) => cx.size(b)?,
-                None => 1 << 20,
-            };
-            if block_size == 0 || block_size > 64 << 20 {
-                return Err(cx.err(
-                    r.block_size.as_ref().unwrap().span(),
-                    "block_size must be 1..64M",
-                ));
-            }
-            Step::Write {
-                cgroup: cgroup_ref(&r.cgroup, s.span())?,
-                file: file_name(&r.file)?,
-                size,
-                block_size,
-                fsync: r.fsync.as_ref().map(|f| *f.get_ref()).unwrap_or(false),
-            }
-        }
-        "sync" => Step::Sync,
-        "fsync" => Step::Fsync {
-            cgroup: cgroup_ref(&r.cgroup, s.span())?,
-            file: file_name(&r.file)?,
-        },
-        "sleep" => Step::Sleep(cx.duration(&need(&r.duration, "duration")?)?),
-        "truncate" => Step::Truncate {
-            cgroup: cgroup_ref(&r.cgroup, s.span())?,
-            file: file_name(&r.file)?,
-            size: r
-                .size
-                .as_ref()
-                .map(|x| cx.size(x))
-                .transpose()?
-                .unwrap_or(0),
-        },
-        "unlink" => Step::Unlink {
-            cgroup: cgroup_ref(&r.cgroup, s.span())?,
-            file: file_name(&r.file)?,
-        },
-        "mmap-write" => Step::MmapWrite {
-            cgroup: cgroup_ref(&r.cgroup, s.span())?,
-            file: file_name(&r.file)?,
-            size: cx.positive_size(&need(&r.size, "size")?, "size")?,
-            hold: r
-                .hold
-                .as_ref()
-                .map(|h| cx.duration(h))
-                .transpose()?
-                .unwrap_or(Duration::from_secs(1)),
-        },
-        "probe" => Step::Probe {
-            cgroup: cgroup_ref(&r.cgroup, s.span())?,
-            file: r
-                .file
-                .as_ref()
-                .map(|_| file_name(&r.file))
-                .transpose()?
-                .unwrap_or_else(|| "probe".into()),
-            size: cx.positive_size(&need(&r.size, "size")?, "size")?,
-        },
-        "hold" => {
-            let size = r
-                .size
-                .as_ref()
-                .map(|x| cx.size(x))
-                .transpose()?
-                .unwrap_or(0);
-            let write = r
-                .write
-                .as_ref()
-                .map(|x| cx.size(x))
-                .transpose()?
-                .unwrap_or(0);
-            if (size > 0 || write > 0) && r.file.is_none() {
-                return Err(cx.err(s.span(), "a hold with size or write needs a file"));
-            }
-            let anon = r
-                .anon
-                .as_ref()
-                .map(|x| cx.size(x))
-                .transpose()?
-                .unwrap_or(0);
-            if anon == 0 && size == 0 && write == 0 {
-                return Err(cx.err(
-                    s.span(),
-                    "a hold must hold something: anon, size or write more than 0",
-                ));
-            }
-            Step::Hold {
-                task: task_name(cx, &need(&r.task, "task")?)?,
-                cgroup: cgroup_ref(&r.cgroup, s.span())?,
-                anon,
-                file: r.file.as_ref().map(|_| file_name(&r.file)).transpose()?,
-                size,
-                dirty: r.dirty.as_ref().map(|d| *d.get_ref()).unwrap_or(false),
-                write,
-            }
-        }
-        "move" => {
-            let to = need(&r.to, "to")?;
-            Step::Move {
-                task: task_name(cx, &need(&r.task, "task")?)?,
-                to: cgroup_ref(&Some(to), s.span())?,
-            }
-        }
-        "grow" => Step::Grow {
-            task: task_name(cx, &need(&r.task, "task")?)?,
-            anon: cx.positive_size(&need(&r.anon, "anon")?, "anon")?,
-        },
-        "wait" => Step::Wait {
-            task: task_name(cx, &need(&r.task, "task")?)?,
-        },
-        "release" => Step::Release {
-            task: task_name(cx, &need(&r.task, "task")?)?,
-        },
-        "create" | "read" => {
-            let count = match &r.count {
-                Some(c) if *c.get_ref() == 0 || *c.get_ref() > 64 => {
-                    return Err(cx.err(c.span(), "count must be 1..64"));
-                }
-                Some(c) => *c.get_ref(),
-                None => 1,
-            };
-            if action == "create" {
-                Step::Create {
-                    file: file_name(&r.file)?,
-                    size: cx.positive_size(&need(&r.size, "size")?, "size")?,
-                    count,
-                }
-            } else {
-                Step::Read {
-                    cgroup: cgroup_ref(&r.cgroup, s.span())?,
-                    file: file_name(&r.file)?,
-                    count,
-                }
-            }
-        }
-        "fault" | "usemem" => {
-            let clients = match &r.clients {
-                Some(c) if *c.get_ref() > 64 => {
-                    return Err(cx.err(c.span(), "clients must be 0..64 (0: one per CPU)"));
-                }
-                Some(c) => *c.get_ref(),
-                None => 1,
-            };
-            let size = cx.size(&need(&r.size, "size")?)?;
-            if size < 4096 {
-                return Err(cx.err(r.size.as_ref().unwrap().span(), "size must be at least 4K"));
-            }
-            if action == "usemem" {
-                Step::Usemem {
-                    cgroup: cgroup_ref(&r.cgroup, s.span())?,
-                    size,
-                    clients,
-                }
-            } else {
-                Step::Fault {
-                    cgroup: cgroup_ref(&r.cgroup, s.span())?,
-                    size,
-                    clients,
-                    duration: cx.duration_within(&need(&r.duration, "duration")?, MIN_INTERVAL)?,
-                }
-            }
-        }
-        _ => unreachable!(),
+    let size = i.cx.size(&i.need(&i.r.size, "size")?)?;
+    if size < 4096 {
+        return Err(i.cx.err(
+            i.r.size.as_ref().unwrap().span(),
+            "size must be at least 4K",
+        ));
+    }
+    Ok((clients, size))
+}
+
+fn fault(i: &Input) -> Result<Step, ScenarioError> {
+    let (clients, size) = clients_and_size(i)?;
+    Ok(Step::Fault {
+        cgroup: i.cgroup()?,
+        size,
+        clients,
+        duration: i
+            .cx
+            .duration_within(&i.need(&i.r.duration, "duration")?, MIN_INTERVAL)?,
+    })
+}
+
+fn usemem(i: &Input) -> Result<Step, ScenarioError> {
+    let (clients, size) = clients_and_size(i)?;
+    Ok(Step::Usemem {
+        cgroup: i.cgroup()?,
+        size,
+        clients,
     })
 }
