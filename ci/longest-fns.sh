@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.." || exit 1
 find src -name '*.rs' | sort | xargs awk '
   FNR == 1 { depth = "" }
   match($0, /^ *((pub(\([a-z]+\))? )?(const )?(async )?(unsafe )?(extern "C" )?fn [A-Za-z0-9_]+)/) && depth == "" {
-    ind = match($0, /[^ ]/) - 1; start = FNR; name = $0; sub(/^ */, "", name); sub(/[(<].*/, "", name)
-    sub(/.*fn /, "", name)
+    ind = match($0, /[^ ]/) - 1; start = FNR; name = $0; sub(/^ */, "", name)
+    sub(/.*fn /, "", name); sub(/[(<].*/, "", name)
     if ($0 ~ /;[ \t]*$/ && $0 !~ /\{/) next   # a declaration without a body
     if ($0 ~ /\}[ \t]*$/ && $0 ~ /\{/) { print 1, FILENAME ":" FNR, name; next }  # one line
     depth = ind; next
