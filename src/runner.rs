@@ -276,37 +276,7 @@ fn execute(
         .create_child(&cleanup::marked(&sc.name))
         .map_err(anyhow::Error::from)?;
     guard.root = Some(root.clone());
-    let mut groups: Vec<(String, Cgroup)> = Vec::new();
-    let mut charge_moving: Option<String> = None;
-    for spec in &sc.cgroups {
-        let (parent, leaf) = match spec.name.rsplit_once('/') {
-            Some((p, l)) => (groups.iter().find(|(n, _)| n == p).unwrap().1.clone(), l),
-            None => (root.clone(), spec.name.as_str()),
-        };
-        let cg = parent.create_child(leaf).map_err(anyhow::Error::from)?;
-        if spec.limit.is_some() {
-            cg.set_limit(spec.limit).map_err(anyhow::Error::from)?;
-        }
-        if let Some(m) = spec.move_charge {
-            let f = cg.path.join("memory.move_charge_at_immigrate");
-            match std::fs::write(&f, m.to_string()) {
-                Ok(()) => {}
-                Err(e) if m > 0 && e.raw_os_error() == Some(libc::EINVAL) => {
-                    charge_moving = Some(format!(
-                        "writing {m} to {} gives EINVAL (charge moving was deprecated in 6.2 and removed in 6.13)",
-                        f.display()
-                    ));
-                }
-                Err(e) => {
-                    return Err(Stop::Failed(Error::Environment(format!(
-                        "write {m} to {}: {e}",
-                        f.display()
-                    ))));
-                }
-            }
-        }
-        groups.push((spec.name.clone(), cg));
-    }
+    let (groups, charge_moving) = create_groups(sc, &root)?;
     // Helpers (sync, antagonists) run in a group of their own, outside the measured ones.
     let aux = root
         .create_child(crate::scenario::HELPER_GROUP)
@@ -320,71 +290,7 @@ fn execute(
     std::fs::create_dir(&scratch).with_context(|| format!("mkdir {}", scratch.display()))?;
     guard.scratch = Some(scratch.clone());
 
-    // Sampler columns: <group>.<counter> for every group, then vmstat.<key> present on this kernel.
-    let mut columns = Vec::new();
-    let mut sources = Vec::new();
-    let oracle = oracle_sources(ctx, sc, &root, &groups, &scratch, &mut columns, result)?;
-    sources.extend(oracle.before);
-    sources.extend(oracle.machine);
-    // On v1 the hierarchy check also needs each group's own (non-hierarchical) value.
-    let mut counters = sc.sample.counters.clone();
-    if root.version == Version::V1 {
-        for c in &sc.checks {
-            if let crate::scenario::Check::Hierarchy { counters: cs, .. } = c {
-                counters.extend(cs.iter().map(|x| format!("{x}.local")));
-            }
-        }
-    }
-    // /proc/vmstat's node counters are read before and after the cgroup files, so the global value
-    // at the moment a cgroup file was read lies between the two.
-    let vm_now = read_vmstat()?;
-    let mut pre_keys = Vec::new();
-    for k in sc
-        .sample
-        .vmstat
-        .iter()
-        .filter(|k| k.starts_with("nr_") && vm_now.get(k).is_some())
-    {
-        pre_keys.push((k.clone(), columns.len()));
-        columns.push(Column::vmstat_pre(k).to_string());
-    }
-    if !pre_keys.is_empty() {
-        sources.push(Source::keyed(
-            std::path::Path::new("/proc/vmstat"),
-            pre_keys,
-        )?);
-    }
-    for (name, cg) in &groups {
-        let mut keyed = Vec::new();
-        for c in &counters {
-            let col = columns.len();
-            columns.push(Column::group(name, c).to_string());
-            match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
-                Some(key) => keyed.push((key, col)),
-                None => sources.push(Source::single(&cg.file(file_name(cg.version, c)), col)?),
-            }
-        }
-        sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
-    }
-    let mut vm_keys = Vec::new();
-    for k in &sc.sample.vmstat {
-        if vm_now.get(k).is_some() {
-            vm_keys.push((k.clone(), columns.len()));
-            columns.push(Column::vmstat(k).to_string());
-        } else {
-            result.notes.push(format!(
-                "/proc/vmstat has no {k} on this kernel; not sampled"
-            ));
-        }
-    }
-    if !vm_keys.is_empty() {
-        sources.push(Source::keyed(
-            std::path::Path::new("/proc/vmstat"),
-            vm_keys,
-        )?);
-    }
-    sources.extend(oracle.after);
-
+    let (columns, sources) = sampler_sources(ctx, sc, &root, &groups, &scratch, result)?;
     let t0 = Instant::now();
     let sampler = Sampler::start(columns, sources, sc.sample.interval, t0)?;
     let mut phases = Vec::new();
@@ -419,8 +325,145 @@ fn execute(
     let series: Series = sampler
         .stop()
         .map_err(|e| Stop::Failed(Error::Kernel(format!("{e:#}"))))?;
-    result.samples = series.len();
-    for m in &moves {
+    conclude(
+        sc,
+        result,
+        Record {
+            series,
+            phases,
+            steps,
+            machine: ctx.machine,
+            moves,
+            charge_moving,
+        },
+    );
+    Ok(())
+}
+
+/// The scenario's declared groups below its top group, with their limits and v1 charge moving;
+/// and why charge moving is unavailable, when a group asked for it and the kernel refused.
+#[allow(clippy::type_complexity)]
+fn create_groups(
+    sc: &Scenario,
+    root: &Cgroup,
+) -> Result<(Vec<(String, Cgroup)>, Option<String>), Stop> {
+    let mut groups: Vec<(String, Cgroup)> = Vec::new();
+    let mut charge_moving: Option<String> = None;
+    for spec in &sc.cgroups {
+        let (parent, leaf) = match spec.name.rsplit_once('/') {
+            Some((p, l)) => (groups.iter().find(|(n, _)| n == p).unwrap().1.clone(), l),
+            None => (root.clone(), spec.name.as_str()),
+        };
+        let cg = parent.create_child(leaf).map_err(anyhow::Error::from)?;
+        if spec.limit.is_some() {
+            cg.set_limit(spec.limit).map_err(anyhow::Error::from)?;
+        }
+        if let Some(m) = spec.move_charge {
+            let f = cg.path.join("memory.move_charge_at_immigrate");
+            match std::fs::write(&f, m.to_string()) {
+                Ok(()) => {}
+                Err(e) if m > 0 && e.raw_os_error() == Some(libc::EINVAL) => {
+                    charge_moving = Some(format!(
+                        "writing {m} to {} gives EINVAL (charge moving was deprecated in 6.2 and removed in 6.13)",
+                        f.display()
+                    ));
+                }
+                Err(e) => {
+                    return Err(Stop::Failed(Error::Environment(format!(
+                        "write {m} to {}: {e}",
+                        f.display()
+                    ))));
+                }
+            }
+        }
+        groups.push((spec.name.clone(), cg));
+    }
+    Ok((groups, charge_moving))
+}
+
+/// What the sampler reads, in order, and the column each value goes to: the references before
+/// the cgroup files, every group's counters, /proc/vmstat, the per-file truth after them.
+fn sampler_sources(
+    ctx: &Context,
+    sc: &Scenario,
+    root: &Cgroup,
+    groups: &[(String, Cgroup)],
+    scratch: &std::path::Path,
+    result: &mut ScenarioResult,
+) -> Result<(Vec<String>, Vec<Source>), Stop> {
+    // Sampler columns: <group>.<counter> for every group, then vmstat.<key> present on this kernel.
+    let mut columns = Vec::new();
+    let mut sources = Vec::new();
+    let oracle = oracle_sources(ctx, sc, root, groups, scratch, &mut columns, result)?;
+    sources.extend(oracle.before);
+    sources.extend(oracle.machine);
+    // On v1 the hierarchy check also needs each group's own (non-hierarchical) value.
+    let mut counters = sc.sample.counters.clone();
+    if root.version == Version::V1 {
+        for c in &sc.checks {
+            if let crate::scenario::Check::Hierarchy { counters: cs, .. } = c {
+                counters.extend(cs.iter().map(|x| format!("{x}.local")));
+            }
+        }
+    }
+    // /proc/vmstat's node counters are read before and after the cgroup files, so the global value
+    // at the moment a cgroup file was read lies between the two.
+    let vm_now = read_vmstat()?;
+    let mut pre_keys = Vec::new();
+    for k in sc
+        .sample
+        .vmstat
+        .iter()
+        .filter(|k| k.starts_with("nr_") && vm_now.get(k).is_some())
+    {
+        pre_keys.push((k.clone(), columns.len()));
+        columns.push(Column::vmstat_pre(k).to_string());
+    }
+    if !pre_keys.is_empty() {
+        sources.push(Source::keyed(
+            std::path::Path::new("/proc/vmstat"),
+            pre_keys,
+        )?);
+    }
+    for (name, cg) in groups {
+        let mut keyed = Vec::new();
+        for c in &counters {
+            let col = columns.len();
+            columns.push(Column::group(name, c).to_string());
+            match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
+                Some(key) => keyed.push((key, col)),
+                None => sources.push(Source::single(&cg.file(file_name(cg.version, c)), col)?),
+            }
+        }
+        sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
+    }
+    let mut vm_keys = Vec::new();
+    for k in &sc.sample.vmstat {
+        if vm_now.get(k).is_some() {
+            vm_keys.push((k.clone(), columns.len()));
+            columns.push(Column::vmstat(k).to_string());
+        } else {
+            result.notes.push(format!(
+                "/proc/vmstat has no {k} on this kernel; not sampled"
+            ));
+        }
+    }
+    if !vm_keys.is_empty() {
+        sources.push(Source::keyed(
+            std::path::Path::new("/proc/vmstat"),
+            vm_keys,
+        )?);
+    }
+    sources.extend(oracle.after);
+
+    Ok((columns, sources))
+}
+
+/// The scenario's result from its record: notes on moves, per-phase results, the checks and the
+/// status they give.
+fn conclude(sc: &Scenario, result: &mut ScenarioResult, record: Record) {
+    result.samples = record.series.len();
+    for m in &record.moves {
         result.notes.push(format!(
             "moved task {} ({} held) from {} to {} in {:.3} s wall, {:.3} s system{}",
             m.task,
@@ -436,19 +479,11 @@ fn execute(
             }
         ));
     }
-    if let Some(why) = &charge_moving {
+    if let Some(why) = &record.charge_moving {
         result
             .notes
             .push(format!("charge moving unavailable: {why}"));
     }
-    let record = Record {
-        series,
-        phases,
-        steps,
-        machine: ctx.machine,
-        moves,
-        charge_moving,
-    };
     for (i, p) in record.phases.iter().enumerate() {
         result.phases.push(PhaseResult {
             measure: record.phase_measure(i),
@@ -497,7 +532,6 @@ fn execute(
     result.moves = record.moves.clone();
     result.measurements = record.measurements();
     result.record = Some(record);
-    Ok(())
 }
 
 /// The references the accounting checks need (see `oracle`): the per-file truth, read before and
@@ -607,6 +641,10 @@ fn oracle_sources(
     })
 }
 
+/// Tasks held across steps (and phases), by name: the holder, the group it is in, the bytes it
+/// holds. Dropping a holder kills its process, on every exit path.
+type Holders = std::collections::BTreeMap<String, (Holder, String, u64)>;
+
 #[allow(clippy::too_many_arguments)]
 fn run_phases(
     ctx: &Context,
@@ -623,18 +661,7 @@ fn run_phases(
     moves: &mut Vec<MoveRecord>,
 ) -> Result<(), Stop> {
     let now = || t0.elapsed().as_secs_f64();
-    // Tasks held across steps (and phases): the holder, the group it is in, the bytes it holds.
-    // Dropping a holder kills its process, on every exit path.
-    let mut holders: std::collections::BTreeMap<String, (Holder, String, u64)> =
-        std::collections::BTreeMap::new();
-    // Names were checked against the declared groups when the scenario was parsed.
-    let group = |name: &str| {
-        &groups
-            .iter()
-            .find(|(n, _)| n == name)
-            .expect("declared group")
-            .1
-    };
+    let mut holders = Holders::new();
     for (pi, phase) in sc.phases.iter().enumerate() {
         ctx.progress
             .phase(&sc.name, &phase.name, (pi + 1, sc.phases.len()));
@@ -652,295 +679,30 @@ fn run_phases(
         for (rep, step) in (0..phase.repeat).flat_map(|r| phase.steps.iter().map(move |s| (r, s))) {
             ctx.progress.step(&sc.name, &step.describe());
             let kind = step.kind();
-            let path = |f: &str| scratch.join(f);
-            let (job, cg) = match step {
-                Step::Write {
-                    cgroup,
-                    file,
-                    size,
-                    block_size,
-                    fsync,
-                } => (
-                    Some(Job::Write {
-                        path: path(file),
-                        size: *size,
-                        block_size: *block_size,
-                        fsync: *fsync,
-                    }),
-                    group(cgroup),
-                ),
-                Step::Sync => (Some(Job::Sync), aux),
-                Step::Fsync { cgroup, file } => {
-                    (Some(Job::Fsync { path: path(file) }), group(cgroup))
-                }
-                Step::Sleep(_) => (None, aux),
-                Step::Truncate { cgroup, file, size } => (
-                    Some(Job::Truncate {
-                        path: path(file),
-                        size: *size,
-                    }),
-                    group(cgroup),
-                ),
-                Step::Unlink { cgroup, file } => {
-                    (Some(Job::Unlink { path: path(file) }), group(cgroup))
-                }
-                Step::MmapWrite {
-                    cgroup,
-                    file,
-                    size,
-                    hold,
-                } => (
-                    Some(Job::MmapWrite {
-                        path: path(file),
-                        size: *size,
-                        hold_ms: hold.as_millis() as u64,
-                    }),
-                    group(cgroup),
-                ),
-                Step::Probe { cgroup, file, size } => (
-                    Some(Job::Write {
-                        path: path(file),
-                        size: *size,
-                        block_size: 1 << 20,
-                        fsync: false,
-                    }),
-                    group(cgroup),
-                ),
-                Step::Hold { .. }
-                | Step::Move { .. }
-                | Step::Grow { .. }
-                | Step::Wait { .. }
-                | Step::Release { .. }
-                | Step::Create { .. }
-                | Step::Read { .. }
-                | Step::Fault { .. }
-                | Step::Usemem { .. } => (None, aux),
+            let mut env = StepEnv {
+                ctx,
+                sc,
+                phase: &phase.name,
+                step,
+                deadline,
+                aux,
+                groups,
+                scratch,
+                holders: &mut holders,
+                moves,
             };
             // The probe holds writeback off while it writes and while the sampler looks.
             let probe_mark = guard.sysctls.mark();
-            if let Step::Probe { size, file, .. } = step {
-                let need = probe_ballast(cg, *size).map_err(|e| Stop::Failed(Error::Kernel(e)))?;
-                if need > 0 {
-                    let ballast = Job::Write {
-                        path: path(&format!("{file}.ballast")),
-                        size: need,
-                        block_size: 1 << 20,
-                        fsync: true,
-                    };
-                    let mut w = workload::spawn(&ballast, cg)?;
-                    w.wait(deadline, &interrupted)
-                        .map_err(|e| stop_of(e, &phase.name, step))?;
-                }
-                hold_writeback(&mut guard.sysctls)?;
+            if let Step::Probe {
+                cgroup, file, size, ..
+            } = step
+            {
+                prepare_probe(&env, env.group(cgroup), file, *size, guard)?;
                 // The window starts from a sample taken after the ballast is clean.
                 sampler.wait_fresh(2);
             }
             let s_start = now();
-            let res = match (job, step) {
-                (Some(job), _) => {
-                    let mut w = workload::spawn(&job, cg)?;
-                    let r = w.wait(deadline, &interrupted);
-                    match r {
-                        Ok(r) => r,
-                        Err(WaitError::Timeout) => {
-                            return Err(Stop::Timeout(format!(
-                                "phase {}, step '{}'",
-                                phase.name,
-                                step.describe()
-                            )));
-                        }
-                        Err(WaitError::Interrupted) => return Err(Stop::Interrupted),
-                        Err(WaitError::Failed(e)) => return Err(Stop::Failed(e)),
-                    }
-                }
-                (None, Step::Sleep(d)) => {
-                    let until = Instant::now() + *d;
-                    while Instant::now() < until {
-                        if interrupted() {
-                            return Err(Stop::Interrupted);
-                        }
-                        if Instant::now() >= deadline {
-                            return Err(Stop::Timeout(format!("phase {}, sleep", phase.name)));
-                        }
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    Default::default()
-                }
-                (
-                    None,
-                    Step::Hold {
-                        task,
-                        cgroup,
-                        anon,
-                        file,
-                        size,
-                        dirty,
-                        write,
-                    },
-                ) => {
-                    let job = Job::Hold {
-                        anon: *anon,
-                        file: file.as_ref().map(|f| path(f)),
-                        file_size: *size,
-                        dirty: *dirty,
-                        write: *write,
-                    };
-                    let (h, secs) = Holder::start(&job, group(cgroup), deadline, &interrupted)
-                        .map_err(|e| stop_of(e, &phase.name, step))?;
-                    holders.insert(task.clone(), (h, cgroup.clone(), anon + size));
-                    JobResult {
-                        bytes: anon + size,
-                        seconds: secs,
-                        ..Default::default()
-                    }
-                }
-                (None, Step::Move { task, to }) => {
-                    let (h, from, bytes) = holders.get_mut(task).expect("validated task");
-                    let to_cg = group(to);
-                    let procs = to_cg.file(crate::cgroup::file_name(to_cg.version, "procs"));
-                    let sys0 = thread_sys_seconds();
-                    let t = Instant::now();
-                    // We are root and the group is ours: a refused move is the kernel's doing.
-                    std::fs::write(&procs, h.pid.to_string()).map_err(|e| {
-                        Stop::Failed(Error::Kernel(format!(
-                            "move task {task}: write {} to {}: {e}",
-                            h.pid,
-                            procs.display()
-                        )))
-                    })?;
-                    let wall = t.elapsed().as_secs_f64();
-                    let m = MoveRecord {
-                        task: task.clone(),
-                        from: from.clone(),
-                        to: to.clone(),
-                        bytes: *bytes,
-                        wall_seconds: wall,
-                        sys_seconds: thread_sys_seconds() - sys0,
-                    };
-                    ctx.progress.measured(
-                        &sc.name,
-                        &format!(
-                            "moved {} in {:.3} s ({:.0} MiB/s, {:.3} s system)",
-                            crate::units::human_bytes(m.bytes as i64),
-                            m.wall_seconds,
-                            m.mib_per_s(),
-                            m.sys_seconds
-                        ),
-                    );
-                    *from = to.clone();
-                    moves.push(m);
-                    JobResult {
-                        bytes: *bytes,
-                        seconds: wall,
-                        ..Default::default()
-                    }
-                }
-                (None, Step::Grow { task, anon }) => {
-                    let (h, _, bytes) = holders.get_mut(task).expect("validated task");
-                    let secs = h
-                        .command(&format!("grow {anon}"), deadline, &interrupted)
-                        .map_err(|e| stop_of(e, &phase.name, step))?;
-                    *bytes += anon;
-                    JobResult {
-                        bytes: *anon,
-                        seconds: secs,
-                        ..Default::default()
-                    }
-                }
-                (None, Step::Wait { task }) => {
-                    let (h, _, _) = holders.get_mut(task).expect("validated task");
-                    let secs = h
-                        .command("wait", deadline, &interrupted)
-                        .map_err(|e| stop_of(e, &phase.name, step))?;
-                    JobResult {
-                        seconds: secs,
-                        ..Default::default()
-                    }
-                }
-                (None, Step::Create { file, size, count }) => {
-                    let jobs = (0..*count)
-                        .map(|i| Job::Create {
-                            path: path(&format!("{file}.{i}")),
-                            size: *size,
-                        })
-                        .collect();
-                    run_parallel(jobs, aux, deadline).map_err(|e| stop_of(e, &phase.name, step))?
-                }
-                (
-                    None,
-                    Step::Read {
-                        cgroup,
-                        file,
-                        count,
-                    },
-                ) => {
-                    let jobs = (0..*count)
-                        .map(|i| Job::Read {
-                            path: path(&format!("{file}.{i}")),
-                        })
-                        .collect();
-                    let r = run_parallel(jobs, group(cgroup), deadline)
-                        .map_err(|e| stop_of(e, &phase.name, step))?;
-                    ctx.progress.measured(
-                        &sc.name,
-                        &format!("{:.1} MB/s", r.bytes as f64 / r.seconds.max(1e-9) / 1e6),
-                    );
-                    r
-                }
-                (
-                    None,
-                    Step::Fault {
-                        cgroup,
-                        size,
-                        clients,
-                        duration,
-                    },
-                ) => {
-                    let n = clients_or_cpus(*clients, ctx.machine.cpus);
-                    let jobs = (0..n)
-                        .map(|_| Job::Fault {
-                            size: *size,
-                            duration_ms: duration.as_millis() as u64,
-                        })
-                        .collect();
-                    let r = run_parallel(jobs, group(cgroup), deadline)
-                        .map_err(|e| stop_of(e, &phase.name, step))?;
-                    ctx.progress.measured(
-                        &sc.name,
-                        &format!(
-                            "{:.0} faults/s, {:.0} faults/CPU-s",
-                            r.bytes as f64 / r.seconds.max(1e-9),
-                            r.bytes as f64 / r.cpu_seconds.max(1e-9)
-                        ),
-                    );
-                    r
-                }
-                (
-                    None,
-                    Step::Usemem {
-                        cgroup,
-                        size,
-                        clients,
-                    },
-                ) => {
-                    let n = clients_or_cpus(*clients, ctx.machine.cpus);
-                    let jobs = (0..n).map(|_| Job::Usemem { size: *size }).collect();
-                    let r = run_parallel(jobs, group(cgroup), deadline)
-                        .map_err(|e| stop_of(e, &phase.name, step))?;
-                    ctx.progress.measured(
-                        &sc.name,
-                        &format!("{:.1} MB/s", r.bytes as f64 / r.seconds.max(1e-9) / 1e6),
-                    );
-                    r
-                }
-                (None, Step::Release { task }) => {
-                    let (h, _, _) = holders.remove(task).expect("validated task");
-                    h.release(deadline, &interrupted)
-                        .map_err(|e| stop_of(e, &phase.name, step))?;
-                    Default::default()
-                }
-                _ => unreachable!(),
-            };
+            let res = execute_step(&mut env)?;
             let s_end = now();
             if kind == "write" && res.seconds > 0.0 {
                 ctx.progress.measured(
@@ -998,6 +760,349 @@ fn run_phases(
         });
     }
     Ok(())
+}
+
+/// What a step's executor works with.
+struct StepEnv<'a> {
+    ctx: &'a Context,
+    sc: &'a Scenario,
+    phase: &'a str,
+    step: &'a Step,
+    deadline: Instant,
+    /// The helpers' group (sync, create).
+    aux: &'a Cgroup,
+    groups: &'a [(String, Cgroup)],
+    scratch: &'a std::path::Path,
+    holders: &'a mut Holders,
+    moves: &'a mut Vec<MoveRecord>,
+}
+
+impl StepEnv<'_> {
+    /// A declared group (names were checked against them when the scenario was parsed).
+    fn group(&self, name: &str) -> &Cgroup {
+        &self
+            .groups
+            .iter()
+            .find(|(n, _)| n == name)
+            .expect("declared group")
+            .1
+    }
+    fn path(&self, file: &str) -> PathBuf {
+        self.scratch.join(file)
+    }
+    /// A worker's failure to finish, as the reason the scenario stopped.
+    fn stop(&self, e: WaitError) -> Stop {
+        stop_of(e, self.phase, self.step)
+    }
+    /// The held task `task` (validated when the scenario was parsed).
+    fn holder(&mut self, task: &str) -> &mut (Holder, String, u64) {
+        self.holders.get_mut(task).expect("validated task")
+    }
+    fn measured(&self, what: &str) {
+        self.ctx.progress.measured(&self.sc.name, what);
+    }
+}
+
+/// Before a probe: clean ballast for the group's dirty domain (see `probe_ballast`), then
+/// writeback held off.
+fn prepare_probe(
+    env: &StepEnv,
+    cg: &Cgroup,
+    file: &str,
+    size: u64,
+    guard: &mut Guard,
+) -> Result<(), Stop> {
+    let need = probe_ballast(cg, size).map_err(|e| Stop::Failed(Error::Kernel(e)))?;
+    if need > 0 {
+        let ballast = Job::Write {
+            path: env.path(&format!("{file}.ballast")),
+            size: need,
+            block_size: 1 << 20,
+            fsync: true,
+        };
+        let mut w = workload::spawn(&ballast, cg)?;
+        w.wait(env.deadline, &interrupted)
+            .map_err(|e| env.stop(e))?;
+    }
+    hold_writeback(&mut guard.sysctls)?;
+    Ok(())
+}
+
+/// Runs one step: the executor of its kind.
+fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
+    let path = |f: &str| env.path(f);
+    match env.step {
+        Step::Write {
+            cgroup,
+            file,
+            size,
+            block_size,
+            fsync,
+        } => run_job(
+            env,
+            Job::Write {
+                path: path(file),
+                size: *size,
+                block_size: *block_size,
+                fsync: *fsync,
+            },
+            env.group(cgroup),
+        ),
+        Step::Sync => run_job(env, Job::Sync, env.aux),
+        Step::Fsync { cgroup, file } => {
+            run_job(env, Job::Fsync { path: path(file) }, env.group(cgroup))
+        }
+        Step::Sleep(d) => sleep(env, *d),
+        Step::Truncate { cgroup, file, size } => run_job(
+            env,
+            Job::Truncate {
+                path: path(file),
+                size: *size,
+            },
+            env.group(cgroup),
+        ),
+        Step::Unlink { cgroup, file } => {
+            run_job(env, Job::Unlink { path: path(file) }, env.group(cgroup))
+        }
+        Step::MmapWrite {
+            cgroup,
+            file,
+            size,
+            hold,
+        } => run_job(
+            env,
+            Job::MmapWrite {
+                path: path(file),
+                size: *size,
+                hold_ms: hold.as_millis() as u64,
+            },
+            env.group(cgroup),
+        ),
+        Step::Probe { cgroup, file, size } => run_job(
+            env,
+            Job::Write {
+                path: path(file),
+                size: *size,
+                block_size: 1 << 20,
+                fsync: false,
+            },
+            env.group(cgroup),
+        ),
+        Step::Hold { .. } => hold(env),
+        Step::Move { task, to } => move_task(env, task, to),
+        Step::Grow { task, anon } => grow(env, task, *anon),
+        Step::Wait { task } => wait(env, task),
+        Step::Release { task } => release(env, task),
+        Step::Create { file, size, count } => create(env, file, *size, *count),
+        Step::Read {
+            cgroup,
+            file,
+            count,
+        } => read(env, cgroup, file, *count),
+        Step::Fault {
+            cgroup,
+            size,
+            clients,
+            duration,
+        } => fault(env, cgroup, *size, *clients, *duration),
+        Step::Usemem {
+            cgroup,
+            size,
+            clients,
+        } => usemem(env, cgroup, *size, *clients),
+    }
+}
+
+/// write, sync, fsync, truncate, unlink, mmap-write, probe: one worker in the step's group.
+fn run_job(env: &StepEnv, job: Job, cg: &Cgroup) -> Result<JobResult, Stop> {
+    let mut w = workload::spawn(&job, cg)?;
+    match w.wait(env.deadline, &interrupted) {
+        Ok(r) => Ok(r),
+        Err(WaitError::Timeout) => Err(Stop::Timeout(format!(
+            "phase {}, step '{}'",
+            env.phase,
+            env.step.describe()
+        ))),
+        Err(WaitError::Interrupted) => Err(Stop::Interrupted),
+        Err(WaitError::Failed(e)) => Err(Stop::Failed(e)),
+    }
+}
+
+fn sleep(env: &StepEnv, d: Duration) -> Result<JobResult, Stop> {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        if interrupted() {
+            return Err(Stop::Interrupted);
+        }
+        if Instant::now() >= env.deadline {
+            return Err(Stop::Timeout(format!("phase {}, sleep", env.phase)));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(Default::default())
+}
+
+fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
+    let Step::Hold {
+        task,
+        cgroup,
+        anon,
+        file,
+        size,
+        dirty,
+        write,
+    } = env.step
+    else {
+        unreachable!()
+    };
+    let job = Job::Hold {
+        anon: *anon,
+        file: file.as_ref().map(|f| env.path(f)),
+        file_size: *size,
+        dirty: *dirty,
+        write: *write,
+    };
+    let (h, secs) = Holder::start(&job, env.group(cgroup), env.deadline, &interrupted)
+        .map_err(|e| env.stop(e))?;
+    env.holders
+        .insert(task.clone(), (h, cgroup.clone(), anon + size));
+    Ok(JobResult {
+        bytes: anon + size,
+        seconds: secs,
+        ..Default::default()
+    })
+}
+
+fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobResult, Stop> {
+    let to_cg = env.group(to).clone();
+    let procs = to_cg.file(crate::cgroup::file_name(to_cg.version, "procs"));
+    let (h, from, bytes) = env.holder(task);
+    let sys0 = thread_sys_seconds();
+    let t = Instant::now();
+    // We are root and the group is ours: a refused move is the kernel's doing.
+    std::fs::write(&procs, h.pid.to_string()).map_err(|e| {
+        Stop::Failed(Error::Kernel(format!(
+            "move task {task}: write {} to {}: {e}",
+            h.pid,
+            procs.display()
+        )))
+    })?;
+    let wall = t.elapsed().as_secs_f64();
+    let m = MoveRecord {
+        task: task.to_string(),
+        from: from.clone(),
+        to: to.to_string(),
+        bytes: *bytes,
+        wall_seconds: wall,
+        sys_seconds: thread_sys_seconds() - sys0,
+    };
+    *from = to.to_string();
+    let bytes = *bytes;
+    env.measured(&format!(
+        "moved {} in {:.3} s ({:.0} MiB/s, {:.3} s system)",
+        crate::units::human_bytes(m.bytes as i64),
+        m.wall_seconds,
+        m.mib_per_s(),
+        m.sys_seconds
+    ));
+    env.moves.push(m);
+    Ok(JobResult {
+        bytes,
+        seconds: wall,
+        ..Default::default()
+    })
+}
+
+fn grow(env: &mut StepEnv, task: &str, anon: u64) -> Result<JobResult, Stop> {
+    let deadline = env.deadline;
+    let secs = env
+        .holder(task)
+        .0
+        .command(&format!("grow {anon}"), deadline, &interrupted);
+    let secs = secs.map_err(|e| env.stop(e))?;
+    // The bytes the task holds, for the moves after this.
+    env.holder(task).2 += anon;
+    Ok(JobResult {
+        bytes: anon,
+        seconds: secs,
+        ..Default::default()
+    })
+}
+
+fn wait(env: &mut StepEnv, task: &str) -> Result<JobResult, Stop> {
+    let deadline = env.deadline;
+    let (h, _, _) = env.holder(task);
+    let secs = h.command("wait", deadline, &interrupted);
+    let secs = secs.map_err(|e| env.stop(e))?;
+    Ok(JobResult {
+        seconds: secs,
+        ..Default::default()
+    })
+}
+
+fn release(env: &mut StepEnv, task: &str) -> Result<JobResult, Stop> {
+    let (h, _, _) = env.holders.remove(task).expect("validated task");
+    h.release(env.deadline, &interrupted)
+        .map_err(|e| env.stop(e))?;
+    Ok(Default::default())
+}
+
+fn create(env: &StepEnv, file: &str, size: u64, count: u32) -> Result<JobResult, Stop> {
+    let jobs = (0..count)
+        .map(|i| Job::Create {
+            path: env.path(&format!("{file}.{i}")),
+            size,
+        })
+        .collect();
+    run_parallel(jobs, env.aux, env.deadline).map_err(|e| env.stop(e))
+}
+
+fn read(env: &StepEnv, cgroup: &str, file: &str, count: u32) -> Result<JobResult, Stop> {
+    let jobs = (0..count)
+        .map(|i| Job::Read {
+            path: env.path(&format!("{file}.{i}")),
+        })
+        .collect();
+    let r = run_parallel(jobs, env.group(cgroup), env.deadline).map_err(|e| env.stop(e))?;
+    env.measured(&format!(
+        "{:.1} MB/s",
+        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
+    ));
+    Ok(r)
+}
+
+fn fault(
+    env: &StepEnv,
+    cgroup: &str,
+    size: u64,
+    clients: u32,
+    duration: Duration,
+) -> Result<JobResult, Stop> {
+    let n = clients_or_cpus(clients, env.ctx.machine.cpus);
+    let jobs = (0..n)
+        .map(|_| Job::Fault {
+            size,
+            duration_ms: duration.as_millis() as u64,
+        })
+        .collect();
+    let r = run_parallel(jobs, env.group(cgroup), env.deadline).map_err(|e| env.stop(e))?;
+    env.measured(&format!(
+        "{:.0} faults/s, {:.0} faults/CPU-s",
+        r.bytes as f64 / r.seconds.max(1e-9),
+        r.bytes as f64 / r.cpu_seconds.max(1e-9)
+    ));
+    Ok(r)
+}
+
+fn usemem(env: &StepEnv, cgroup: &str, size: u64, clients: u32) -> Result<JobResult, Stop> {
+    let n = clients_or_cpus(clients, env.ctx.machine.cpus);
+    let jobs = (0..n).map(|_| Job::Usemem { size }).collect();
+    let r = run_parallel(jobs, env.group(cgroup), env.deadline).map_err(|e| env.stop(e))?;
+    env.measured(&format!(
+        "{:.1} MB/s",
+        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
+    ));
+    Ok(r)
 }
 
 /// A worker's failure to finish, as the reason a scenario stopped.
