@@ -274,7 +274,7 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
         compaction: Path::new("/proc/sys/vm/compact_memory").exists(),
     };
     let fstype = fstype_of(scratch);
-    let cachestat = crate::sample::pagecache::support();
+    let cachestat = crate::exec::sample::pagecache::support();
     let oracle = OracleInfo {
         kind: if cachestat.is_ok() {
             "page-cache truth"

@@ -1,8 +1,9 @@
 //! memcgtest's command line; the library is `lib.rs`. See README.md.
 
+use memcgtest::exec::{runner, workload};
 use memcgtest::{
-    cgroup, cleanup, compare, env, error, lock, model, progress, report, runner, scenario, sysctl,
-    units, vm, workload,
+    cgroup, cleanup, compare, env, error, lock, model, progress, report, scenario, sysctl, units,
+    vm,
 };
 
 use std::io::IsTerminal;

@@ -8,10 +8,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow};
 
+use super::sample::{Sampler, Source};
+use super::steps::{Holders, StepEnv, execute_step, prepare_probe};
+use super::workload::{self, Job, Worker};
 use crate::cgroup::stat::{self, Stat};
 use crate::cgroup::{Cgroup, Version, file_name};
 use crate::check::{self, CheckResult, Outcome};
-use crate::cleanup::{self, interrupted};
+use crate::cleanup;
 use crate::error::Error;
 use crate::model::Column;
 use crate::model::counter::DIRTY_WRITEBACK;
@@ -19,41 +22,8 @@ use crate::model::{
     Machine, MoveRecord, PhaseRecord, PhaseResult, Record, ScenarioResult, Series, Status,
     StepRecord,
 };
-use crate::sample::{Sampler, Source};
 use crate::scenario::{Antagonist, Feature, Scenario, Step};
 use crate::sysctl::SysctlGuard;
-use crate::workload::{self, Holder, Job, JobResult, WaitError, Worker};
-
-/// Holds writeback off for a dirty probe: dirty pages never expire, the periodic flusher sleeps,
-/// and the dirty limits are as high as they go. Both limits are set to MemTotal in bytes; then the
-/// kernel (domain_dirty_limits) puts background writeback at half the dirtyable memory. With
-/// cgroup writeback (v2) the group is a dirty domain of its own whose dirtyable memory is its file
-/// pages plus at most the other clean page cache, scaled by the same ratios: in a fresh VM that is
-/// a few MiB and background writeback would start at once. The probe step therefore first makes
-/// sure the group has clean file pages of 3x the probe (see `probe_ballast`).
-/// Clean page cache a v2 group needs before a probe, as a multiple of the probe's size.
-const PROBE_BALLAST: u64 = 3;
-
-/// How much clean ballast to write before a probe of `size` in `cg`: none on v1 (no per-group
-/// dirty domain; extra pages there would only push a limited group into reclaim, which starts
-/// writeback); on v2 what the group's file pages lack of PROBE_BALLAST x size.
-fn probe_ballast(cg: &Cgroup, size: u64) -> Result<u64, String> {
-    if cg.version == Version::V1 {
-        return Ok(0);
-    }
-    let st = cg.stat().map_err(|e| e.to_string())?;
-    let file = st.get("file").unwrap_or(0).max(0) as u64;
-    Ok((PROBE_BALLAST * size).saturating_sub(file))
-}
-
-fn hold_writeback(sysctls: &mut SysctlGuard) -> Result<()> {
-    let total = crate::env::mem_total_bytes().max(1 << 30).to_string();
-    sysctls.set("vm.dirty_bytes", &total)?;
-    sysctls.set("vm.dirty_background_bytes", &total)?;
-    sysctls.set("vm.dirty_expire_centisecs", "360000")?;
-    sysctls.set("vm.dirty_writeback_centisecs", "0")?;
-    Ok(())
-}
 
 impl ScenarioResult {
     fn new(sc: &Scenario, status: Status, reason: String) -> Self {
@@ -96,7 +66,7 @@ pub use crate::progress::Progress;
 /// `Error::of_worker_status`), a move it refused, a counter file that broke mid-run; the
 /// machine's for everything the runner sets up (groups, a marker directory left over, sysctls the
 /// kernel refuses, the scratch directory, opening counter files).
-enum Stop {
+pub(super) enum Stop {
     Timeout(String),
     Interrupted,
     Failed(Error),
@@ -110,11 +80,11 @@ impl From<anyhow::Error> for Stop {
 }
 
 /// Everything a scenario created; undone on drop.
-struct Guard {
+pub(super) struct Guard {
     root: Option<Cgroup>,
     scratch: Option<PathBuf>,
     workers: Vec<Worker>,
-    sysctls: SysctlGuard,
+    pub(super) sysctls: SysctlGuard,
 }
 
 impl Guard {
@@ -557,8 +527,8 @@ fn oracle_sources(
     columns: &mut Vec<String>,
     result: &mut ScenarioResult,
 ) -> Result<OracleSources, Stop> {
+    use crate::exec::sample::pagecache::{self, FileTruth};
     use crate::oracle;
-    use crate::sample::pagecache::{self, FileTruth};
     let accounting: Vec<&str> = sc
         .checks
         .iter()
@@ -640,10 +610,6 @@ fn oracle_sources(
         machine,
     })
 }
-
-/// Tasks held across steps (and phases), by name: the holder, the group it is in, the bytes it
-/// holds. Dropping a holder kills its process, on every exit path.
-type Holders = std::collections::BTreeMap<String, (Holder, String, u64)>;
 
 #[allow(clippy::too_many_arguments)]
 fn run_phases(
@@ -760,388 +726,6 @@ fn run_phases(
         });
     }
     Ok(())
-}
-
-/// What a step's executor works with.
-struct StepEnv<'a> {
-    ctx: &'a Context,
-    sc: &'a Scenario,
-    phase: &'a str,
-    step: &'a Step,
-    deadline: Instant,
-    /// The helpers' group (sync, create).
-    aux: &'a Cgroup,
-    groups: &'a [(String, Cgroup)],
-    scratch: &'a std::path::Path,
-    holders: &'a mut Holders,
-    moves: &'a mut Vec<MoveRecord>,
-}
-
-impl StepEnv<'_> {
-    /// A declared group (names were checked against them when the scenario was parsed).
-    fn group(&self, name: &str) -> &Cgroup {
-        &self
-            .groups
-            .iter()
-            .find(|(n, _)| n == name)
-            .expect("declared group")
-            .1
-    }
-    fn path(&self, file: &str) -> PathBuf {
-        self.scratch.join(file)
-    }
-    /// A worker's failure to finish, as the reason the scenario stopped.
-    fn stop(&self, e: WaitError) -> Stop {
-        stop_of(e, self.phase, self.step)
-    }
-    /// The held task `task` (validated when the scenario was parsed).
-    fn holder(&mut self, task: &str) -> &mut (Holder, String, u64) {
-        self.holders.get_mut(task).expect("validated task")
-    }
-    fn measured(&self, what: &str) {
-        self.ctx.progress.measured(&self.sc.name, what);
-    }
-}
-
-/// Before a probe: clean ballast for the group's dirty domain (see `probe_ballast`), then
-/// writeback held off.
-fn prepare_probe(
-    env: &StepEnv,
-    cg: &Cgroup,
-    file: &str,
-    size: u64,
-    guard: &mut Guard,
-) -> Result<(), Stop> {
-    let need = probe_ballast(cg, size).map_err(|e| Stop::Failed(Error::Kernel(e)))?;
-    if need > 0 {
-        let ballast = Job::Write {
-            path: env.path(&format!("{file}.ballast")),
-            size: need,
-            block_size: 1 << 20,
-            fsync: true,
-        };
-        let mut w = workload::spawn(&ballast, cg)?;
-        w.wait(env.deadline, &interrupted)
-            .map_err(|e| env.stop(e))?;
-    }
-    hold_writeback(&mut guard.sysctls)?;
-    Ok(())
-}
-
-/// Runs one step: the executor of its kind.
-fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
-    let path = |f: &str| env.path(f);
-    match env.step {
-        Step::Write {
-            cgroup,
-            file,
-            size,
-            block_size,
-            fsync,
-        } => run_job(
-            env,
-            Job::Write {
-                path: path(file),
-                size: *size,
-                block_size: *block_size,
-                fsync: *fsync,
-            },
-            env.group(cgroup),
-        ),
-        Step::Sync => run_job(env, Job::Sync, env.aux),
-        Step::Fsync { cgroup, file } => {
-            run_job(env, Job::Fsync { path: path(file) }, env.group(cgroup))
-        }
-        Step::Sleep(d) => sleep(env, *d),
-        Step::Truncate { cgroup, file, size } => run_job(
-            env,
-            Job::Truncate {
-                path: path(file),
-                size: *size,
-            },
-            env.group(cgroup),
-        ),
-        Step::Unlink { cgroup, file } => {
-            run_job(env, Job::Unlink { path: path(file) }, env.group(cgroup))
-        }
-        Step::MmapWrite {
-            cgroup,
-            file,
-            size,
-            hold,
-        } => run_job(
-            env,
-            Job::MmapWrite {
-                path: path(file),
-                size: *size,
-                hold_ms: hold.as_millis() as u64,
-            },
-            env.group(cgroup),
-        ),
-        Step::Probe { cgroup, file, size } => run_job(
-            env,
-            Job::Write {
-                path: path(file),
-                size: *size,
-                block_size: 1 << 20,
-                fsync: false,
-            },
-            env.group(cgroup),
-        ),
-        Step::Hold { .. } => hold(env),
-        Step::Move { task, to } => move_task(env, task, to),
-        Step::Grow { task, anon } => grow(env, task, *anon),
-        Step::Wait { task } => wait(env, task),
-        Step::Release { task } => release(env, task),
-        Step::Create { file, size, count } => create(env, file, *size, *count),
-        Step::Read {
-            cgroup,
-            file,
-            count,
-        } => read(env, cgroup, file, *count),
-        Step::Fault {
-            cgroup,
-            size,
-            clients,
-            duration,
-        } => fault(env, cgroup, *size, *clients, *duration),
-        Step::Usemem {
-            cgroup,
-            size,
-            clients,
-        } => usemem(env, cgroup, *size, *clients),
-    }
-}
-
-/// write, sync, fsync, truncate, unlink, mmap-write, probe: one worker in the step's group.
-fn run_job(env: &StepEnv, job: Job, cg: &Cgroup) -> Result<JobResult, Stop> {
-    let mut w = workload::spawn(&job, cg)?;
-    match w.wait(env.deadline, &interrupted) {
-        Ok(r) => Ok(r),
-        Err(WaitError::Timeout) => Err(Stop::Timeout(format!(
-            "phase {}, step '{}'",
-            env.phase,
-            env.step.describe()
-        ))),
-        Err(WaitError::Interrupted) => Err(Stop::Interrupted),
-        Err(WaitError::Failed(e)) => Err(Stop::Failed(e)),
-    }
-}
-
-fn sleep(env: &StepEnv, d: Duration) -> Result<JobResult, Stop> {
-    let until = Instant::now() + d;
-    while Instant::now() < until {
-        if interrupted() {
-            return Err(Stop::Interrupted);
-        }
-        if Instant::now() >= env.deadline {
-            return Err(Stop::Timeout(format!("phase {}, sleep", env.phase)));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    Ok(Default::default())
-}
-
-fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
-    let Step::Hold {
-        task,
-        cgroup,
-        anon,
-        file,
-        size,
-        dirty,
-        write,
-    } = env.step
-    else {
-        unreachable!()
-    };
-    let job = Job::Hold {
-        anon: *anon,
-        file: file.as_ref().map(|f| env.path(f)),
-        file_size: *size,
-        dirty: *dirty,
-        write: *write,
-    };
-    let (h, secs) = Holder::start(&job, env.group(cgroup), env.deadline, &interrupted)
-        .map_err(|e| env.stop(e))?;
-    env.holders
-        .insert(task.clone(), (h, cgroup.clone(), anon + size));
-    Ok(JobResult {
-        bytes: anon + size,
-        seconds: secs,
-        ..Default::default()
-    })
-}
-
-fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobResult, Stop> {
-    let to_cg = env.group(to).clone();
-    let procs = to_cg.file(crate::cgroup::file_name(to_cg.version, "procs"));
-    let (h, from, bytes) = env.holder(task);
-    let sys0 = thread_sys_seconds();
-    let t = Instant::now();
-    // We are root and the group is ours: a refused move is the kernel's doing.
-    std::fs::write(&procs, h.pid.to_string()).map_err(|e| {
-        Stop::Failed(Error::Kernel(format!(
-            "move task {task}: write {} to {}: {e}",
-            h.pid,
-            procs.display()
-        )))
-    })?;
-    let wall = t.elapsed().as_secs_f64();
-    let m = MoveRecord {
-        task: task.to_string(),
-        from: from.clone(),
-        to: to.to_string(),
-        bytes: *bytes,
-        wall_seconds: wall,
-        sys_seconds: thread_sys_seconds() - sys0,
-    };
-    *from = to.to_string();
-    let bytes = *bytes;
-    env.measured(&format!(
-        "moved {} in {:.3} s ({:.0} MiB/s, {:.3} s system)",
-        crate::units::human_bytes(m.bytes as i64),
-        m.wall_seconds,
-        m.mib_per_s(),
-        m.sys_seconds
-    ));
-    env.moves.push(m);
-    Ok(JobResult {
-        bytes,
-        seconds: wall,
-        ..Default::default()
-    })
-}
-
-fn grow(env: &mut StepEnv, task: &str, anon: u64) -> Result<JobResult, Stop> {
-    let deadline = env.deadline;
-    let secs = env
-        .holder(task)
-        .0
-        .command(&format!("grow {anon}"), deadline, &interrupted);
-    let secs = secs.map_err(|e| env.stop(e))?;
-    // The bytes the task holds, for the moves after this.
-    env.holder(task).2 += anon;
-    Ok(JobResult {
-        bytes: anon,
-        seconds: secs,
-        ..Default::default()
-    })
-}
-
-fn wait(env: &mut StepEnv, task: &str) -> Result<JobResult, Stop> {
-    let deadline = env.deadline;
-    let (h, _, _) = env.holder(task);
-    let secs = h.command("wait", deadline, &interrupted);
-    let secs = secs.map_err(|e| env.stop(e))?;
-    Ok(JobResult {
-        seconds: secs,
-        ..Default::default()
-    })
-}
-
-fn release(env: &mut StepEnv, task: &str) -> Result<JobResult, Stop> {
-    let (h, _, _) = env.holders.remove(task).expect("validated task");
-    h.release(env.deadline, &interrupted)
-        .map_err(|e| env.stop(e))?;
-    Ok(Default::default())
-}
-
-fn create(env: &StepEnv, file: &str, size: u64, count: u32) -> Result<JobResult, Stop> {
-    let jobs = (0..count)
-        .map(|i| Job::Create {
-            path: env.path(&format!("{file}.{i}")),
-            size,
-        })
-        .collect();
-    run_parallel(jobs, env.aux, env.deadline).map_err(|e| env.stop(e))
-}
-
-fn read(env: &StepEnv, cgroup: &str, file: &str, count: u32) -> Result<JobResult, Stop> {
-    let jobs = (0..count)
-        .map(|i| Job::Read {
-            path: env.path(&format!("{file}.{i}")),
-        })
-        .collect();
-    let r = run_parallel(jobs, env.group(cgroup), env.deadline).map_err(|e| env.stop(e))?;
-    env.measured(&format!(
-        "{:.1} MB/s",
-        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
-    ));
-    Ok(r)
-}
-
-fn fault(
-    env: &StepEnv,
-    cgroup: &str,
-    size: u64,
-    clients: u32,
-    duration: Duration,
-) -> Result<JobResult, Stop> {
-    let n = clients_or_cpus(clients, env.ctx.machine.cpus);
-    let jobs = (0..n)
-        .map(|_| Job::Fault {
-            size,
-            duration_ms: duration.as_millis() as u64,
-        })
-        .collect();
-    let r = run_parallel(jobs, env.group(cgroup), env.deadline).map_err(|e| env.stop(e))?;
-    env.measured(&format!(
-        "{:.0} faults/s, {:.0} faults/CPU-s",
-        r.bytes as f64 / r.seconds.max(1e-9),
-        r.bytes as f64 / r.cpu_seconds.max(1e-9)
-    ));
-    Ok(r)
-}
-
-fn usemem(env: &StepEnv, cgroup: &str, size: u64, clients: u32) -> Result<JobResult, Stop> {
-    let n = clients_or_cpus(clients, env.ctx.machine.cpus);
-    let jobs = (0..n).map(|_| Job::Usemem { size }).collect();
-    let r = run_parallel(jobs, env.group(cgroup), env.deadline).map_err(|e| env.stop(e))?;
-    env.measured(&format!(
-        "{:.1} MB/s",
-        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
-    ));
-    Ok(r)
-}
-
-/// A worker's failure to finish, as the reason a scenario stopped.
-fn stop_of(e: WaitError, phase: &str, step: &Step) -> Stop {
-    match e {
-        WaitError::Timeout => Stop::Timeout(format!("phase {phase}, step '{}'", step.describe())),
-        WaitError::Interrupted => Stop::Interrupted,
-        WaitError::Failed(e) => Stop::Failed(e.context(&format!("step '{}'", step.describe()))),
-    }
-}
-
-/// System CPU time of the calling thread so far, seconds.
-fn thread_sys_seconds() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_stime.tv_sec as f64 + ru.ru_stime.tv_usec as f64 / 1e6
-}
-
-/// Runs jobs in parallel in one group and sums them up: bytes and CPU seconds add, the seconds are
-/// the slowest job's (the step lasts as long as its last worker).
-fn run_parallel(jobs: Vec<Job>, cg: &Cgroup, deadline: Instant) -> Result<JobResult, WaitError> {
-    let mut workers = Vec::new();
-    for j in &jobs {
-        workers.push(workload::spawn(j, cg).map_err(|e| WaitError::Failed(e.into()))?);
-    }
-    let mut total = JobResult::default();
-    for w in &mut workers {
-        let r = w.wait(deadline, &interrupted)?;
-        total.bytes += r.bytes;
-        total.cpu_seconds += r.cpu_seconds;
-        total.seconds = total.seconds.max(r.seconds);
-    }
-    Ok(total)
-}
-
-/// A step's client count: 0 means one per CPU.
-fn clients_or_cpus(clients: u32, cpus: u64) -> u32 {
-    if clients == 0 { cpus as u32 } else { clients }
 }
 
 #[cfg(test)]

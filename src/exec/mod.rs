@@ -1,0 +1,7 @@
+//! Running scenarios: the runner (guard, setup, phases, teardown), one executor per step kind,
+//! the sampler and the workloads that run in the test groups.
+
+pub mod runner;
+pub mod sample;
+mod steps;
+pub mod workload;
