@@ -18,6 +18,6 @@ find src -name '*.rs' | sort | xargs awk '
       print FNR - start + 1, FILENAME ":" start, name; depth = ""
     }
   }
-' | sort -rn | head -10
+' | sort -rn | head -"${1:-10}"
 echo "--- largest files"
-find src -name '*.rs' -print0 | xargs -0 wc -l | grep -v ' total$' | sort -rn | head -10
+find src -name '*.rs' -print0 | xargs -0 wc -l | grep -v ' total$' | sort -rn | head -"${1:-10}"

@@ -1,0 +1,243 @@
+//! no-ratchet, hierarchy, observed, change and follows.
+
+use super::*;
+
+fn cycles(settled: &[i64]) -> Record {
+    let mut series = Series::new(vec!["test.dirty".into(), "test.writeback".into()]);
+    let mut steps = Vec::new();
+    for (i, v) in settled.iter().enumerate() {
+        let t0 = i as f64;
+        series.push(t0 + 0.1, &[100 * MIB, 0]);
+        series.push(t0 + 0.6, &[*v, 0]);
+        series.push(t0 + 0.7, &[*v, 0]);
+        steps.push(StepRecord {
+            phase: 0,
+            rep: i as u32,
+            kind: "write",
+            describe: "w".into(),
+            start: t0,
+            end: t0 + 0.4,
+            bytes: 1,
+            seconds: 1.0,
+            cgroup: "test".into(),
+            cpu_seconds: 0.0,
+        });
+        steps.push(StepRecord {
+            phase: 0,
+            rep: i as u32,
+            kind: "sync",
+            describe: "s".into(),
+            start: t0 + 0.4,
+            end: t0 + 0.5,
+            bytes: 0,
+            seconds: 0.1,
+            cgroup: "test".into(),
+            cpu_seconds: 0.0,
+        });
+    }
+    Record {
+        series,
+        phases: vec![PhaseRecord {
+            name: "p".into(),
+            start: 0.0,
+            end: 99.0,
+            antagonists: vec![],
+            warmup: false,
+            vmstat_start: Stat::default(),
+            vmstat_end: Stat::default(),
+        }],
+        steps,
+        machine: Machine {
+            cpus: 2,
+            page_size: 4096,
+            node_drift_pages: 48,
+        },
+        moves: vec![],
+        charge_moving: None,
+    }
+}
+
+#[test]
+fn leak_fails_no_ratchet_and_noise_passes() {
+    let leak: Vec<i64> = (0..8).map(|i| i * 40 * 1024).collect();
+    let c = no_ratchet("r".into(), &cycles(&leak), "test", &dw(), None);
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(c.detail.contains("crept up"), "{}", c.detail);
+    let stuck = [0, 0, 2 * MIB, 2 * MIB];
+    let c = no_ratchet("r".into(), &cycles(&stuck), "test", &dw(), None);
+    assert_eq!(c.outcome, Outcome::Fail);
+    let noise = [0, 8192, 0, 4096, 0, 8192];
+    let c = no_ratchet("r".into(), &cycles(&noise), "test", &dw(), None);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    let c = no_ratchet("r".into(), &cycles(&[0, 0]), "test", &dw(), None);
+    assert_eq!(c.outcome, Outcome::NotExercised);
+}
+
+fn tree(parent: i64, own: i64, a: i64, b: i64) -> Record {
+    let mut series = Series::new(vec![
+        "p.dirty".into(),
+        "p.dirty.local".into(),
+        "p/a.dirty".into(),
+        "p/b.dirty".into(),
+        "sampler.pass_us".into(),
+    ]);
+    for i in 0..10 {
+        series.push(i as f64 * 0.01, &[parent, own, a, b, 50]);
+    }
+    let mut r = cycles(&[0]);
+    r.series = series;
+    r
+}
+
+#[test]
+fn broken_hierarchy_fails() {
+    let ok = tree(30 * MIB, MIB, 20 * MIB, 9 * MIB);
+    let c = hierarchy("h".into(), &ok, "p", &["dirty".into()]);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // The parent misses 8 MiB of a child's dirty pages.
+    let bad = tree(22 * MIB, MIB, 20 * MIB, 9 * MIB);
+    let c = hierarchy("h".into(), &bad, "p", &["dirty".into()]);
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(
+        c.detail
+            .contains("differs from the sum of its parts by 8.0 MiB"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn observed_needs_global_activity() {
+    let r = global_record(|_, g| g);
+    let c = observed(
+        "o".into(),
+        &r,
+        "test",
+        &["dirty".into()],
+        &["nr_dirty".into()],
+    );
+    assert_eq!(c.outcome, Outcome::Pass);
+    let c = observed(
+        "o".into(),
+        &r,
+        "test",
+        &["writeback".into()],
+        &["nr_dirty".into()],
+    );
+    assert_eq!(c.outcome, Outcome::Fail);
+    let c = observed(
+        "o".into(),
+        &r,
+        "test",
+        &["writeback".into()],
+        &["nr_writeback".into()],
+    );
+    assert_eq!(c.outcome, Outcome::NotExercised);
+}
+
+#[test]
+fn zoneinfo_threshold_takes_the_largest_per_node() {
+    let z = "Node 0, zone DMA\n  vm stats threshold: 4\nNode 0, zone Normal\n  vm stats threshold: 24\nNode 1, zone Normal\n  vm stats threshold: 16\n";
+    assert_eq!(crate::model::zoneinfo_threshold(z), 40);
+}
+
+/// Groups a and b; a task holding 64 MiB moves a -> b over steps at t=1.0..1.1; `moved` is how
+/// much of it b receives (and a loses).
+fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
+    let mut series = Series::new(vec!["a.anon".into(), "b.anon".into()]);
+    for i in 0..30 {
+        let t = i as f64 * 0.1;
+        let x = if t > 1.05 { moved } else { 0 };
+        series.push(t, &[64 * MIB - x, x]);
+    }
+    Record {
+        series,
+        phases: vec![PhaseRecord {
+            name: "move".into(),
+            start: 0.0,
+            end: 2.9,
+            antagonists: vec![],
+            warmup: false,
+            vmstat_start: Stat::default(),
+            vmstat_end: Stat::default(),
+        }],
+        steps: vec![StepRecord {
+            phase: 0,
+            rep: 0,
+            kind: "move",
+            describe: "move task t to b".into(),
+            start: 1.0,
+            end: 1.1,
+            bytes: 64 << 20,
+            seconds: 0.1,
+            cgroup: "test".into(),
+            cpu_seconds: 0.0,
+        }],
+        machine: Machine {
+            cpus: 2,
+            page_size: 4096,
+            node_drift_pages: 48,
+        },
+        moves: vec![],
+        charge_moving,
+    }
+}
+
+#[test]
+fn change_follows_a_moved_charge_and_catches_a_partial_move() {
+    let ok = move_record(64 * MIB, None);
+    let c = change("c".into(), &ok, "b.anon", "move", 64 * MIB, None, true);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    let c = change("c".into(), &ok, "a.anon", "move", -64 * MIB, None, true);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // Half the charge left behind.
+    let half = move_record(32 * MIB, None);
+    let c = change("c".into(), &half, "b.anon", "move", 64 * MIB, None, true);
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(
+        c.detail.contains("less moved than expected"),
+        "{}",
+        c.detail
+    );
+    assert!(c.actual.contains("+32.0 MiB"), "{}", c.actual);
+    // A kernel without charge moving: not exercised, with the reason.
+    let none = move_record(0, Some("EINVAL".into()));
+    let c = change("c".into(), &none, "b.anon", "move", 64 * MIB, None, true);
+    assert_eq!(c.outcome, Outcome::NotExercised);
+    assert!(c.detail.contains("EINVAL"));
+    // The same record holds "nothing moved" when moving is not needed.
+    let c = change("c".into(), &none, "b.anon", "move", 0, None, false);
+    assert_eq!(c.outcome, Outcome::Pass);
+}
+
+#[test]
+fn a_one_sample_burst_is_read_skew_but_a_lasting_gap_fails() {
+    // A task exits between the parent's read and its child's: one sample disagrees.
+    let mut r = tree(30 * MIB, MIB, 20 * MIB, 9 * MIB);
+    let ncols = r.series.columns.len();
+    r.series.values[4 * ncols] = 62 * MIB;
+    let c = hierarchy("h".into(), &r, "p", &["dirty".into()]);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // Two samples in a row: stale totals.
+    r.series.values[5 * ncols] = 62 * MIB;
+    let c = hierarchy("h".into(), &r, "p", &["dirty".into()]);
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(c.detail.contains("as in the sample before"), "{}", c.detail);
+}
+
+#[test]
+fn follows_needs_everything_to_move() {
+    // a held 64 MiB; after the move b has all of it.
+    let all = move_record(64 * MIB, None);
+    let c = follows("f".into(), &all, ("a.anon", "b.anon"), "move", true);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // Half stayed behind.
+    let half = move_record(32 * MIB, None);
+    let c = follows("f".into(), &half, ("a.anon", "b.anon"), "move", true);
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(c.detail.contains("stayed behind"), "{}", c.detail);
+    // Nothing held in the source: not exercised.
+    let c = follows("f".into(), &all, ("b.anon", "a.anon"), "move", true);
+    assert_eq!(c.outcome, Outcome::NotExercised);
+    assert!(c.detail.contains("nothing to move"), "{}", c.detail);
+}

@@ -1,0 +1,175 @@
+//! The accounting checks against the per-file truth and the machine-wide fallback.
+
+use super::*;
+
+/// A record sampled every `dt` seconds for 5 s with one write step of `test` over [0.5, 4.5];
+/// `row(t)` gives the values of `columns` at time t.
+fn sampled(dt: f64, columns: &[&str], row: impl Fn(f64) -> Vec<i64>) -> Record {
+    let mut series = Series::new(columns.iter().map(|c| c.to_string()).collect());
+    let n = (5.0 / dt).round() as usize;
+    for i in 0..=n {
+        let t = i as f64 * dt;
+        series.push(t, &row(t));
+    }
+    let mut r = global_record(|_, g| g);
+    r.series = series;
+    r.steps.truncate(1);
+    r.steps[0].start = 0.5;
+    r.steps[0].end = 4.5;
+    r
+}
+
+const FILES: [&str; 6] = [
+    "oracle.files.pre.test.dirty",
+    "oracle.files.pre.test.writeback",
+    "test.dirty",
+    "test.writeback",
+    "oracle.files.test.dirty",
+    "oracle.files.test.writeback",
+];
+
+/// Per-file truth rising 100 MiB/s from t=0.5; the group shows `cg(t, truth)`.
+fn per_file(dt: f64, cg: impl Fn(f64, i64) -> i64) -> Record {
+    sampled(dt, &FILES, move |t| {
+        let truth = ((t - 0.5).max(0.0) * 100.0 * MIB as f64) as i64;
+        vec![truth, 0, cg(t, truth), 0, truth, 0]
+    })
+}
+
+fn tg(r: &Record) -> CheckResult {
+    tracks_global("g".into(), r, "test", &dw(), &gl(), &["write".into()], None)
+}
+
+#[test]
+fn per_file_truth_passes_when_the_group_follows_its_files() {
+    let c = tg(&per_file(0.01, |_, truth| truth));
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    assert!(
+        c.detail.contains("the page cache of the files test wrote"),
+        "{}",
+        c.detail
+    );
+    assert!(!c.tolerance.unwrap().contains("node counter drift"));
+}
+
+#[test]
+fn per_file_truth_ignores_other_writers_and_catches_a_deficit() {
+    // A foreign writer dirtying 500 MiB machine-wide is not in the files' truth: with global
+    // columns alongside, the per-file reference still decides.
+    let mut cols = FILES.to_vec();
+    cols.extend(["vmstat.nr_dirty", "vmstat.nr_writeback"]);
+    let r = sampled(0.01, &cols, |t| {
+        let truth = ((t - 0.5).max(0.0) * 10.0 * MIB as f64) as i64;
+        let foreign = (t * 100.0 * MIB as f64) as i64;
+        vec![truth, 0, truth, 0, truth, 0, (truth + foreign) / 4096, 0]
+    });
+    assert_eq!(tg(&r).outcome, Outcome::Pass, "{:?}", tg(&r));
+    // The group counts half of what its files hold dirty.
+    let c = tg(&per_file(0.01, |_, truth| truth / 2));
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(c.detail.contains("count is short"), "{}", c.detail);
+    assert!(c.expected.contains("cachestat"), "{}", c.expected);
+}
+
+/// The group lags its files by 8 MiB (beyond the 1 MiB batch) from t=2.0 for `stale` seconds.
+fn stale_for(dt: f64, stale: f64) -> CheckResult {
+    tg(&per_file(dt, move |t, truth| {
+        if (2.0..2.0 + stale - 1e-9).contains(&t) {
+            truth - 8 * MIB
+        } else {
+            truth
+        }
+    }))
+}
+
+#[test]
+fn a_gap_counts_from_its_first_bad_sample_at_any_sampling_interval() {
+    // 10 ms sampling: a 65 ms stale read (a concurrent flush) passes, 150 ms fails, and the
+    // failure is reported 100 ms after the first bad sample (t=2.0 -> t=2.1).
+    assert_eq!(stale_for(0.01, 0.065).outcome, Outcome::Pass);
+    let c = stale_for(0.01, 0.15);
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!((c.at.unwrap() - 2.1).abs() < 1e-6, "{:?}", c.at);
+    // 100 ms sampling: one bad sample passes, two in a row fail (at the second).
+    assert_eq!(stale_for(0.1, 0.1).outcome, Outcome::Pass);
+    let c = stale_for(0.1, 0.2);
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!((c.at.unwrap() - 2.1).abs() < 1e-6, "{:?}", c.at);
+    // 1 s sampling: the same, one sample apart.
+    assert_eq!(stale_for(1.0, 1.0).outcome, Outcome::Pass);
+    assert_eq!(stale_for(1.0, 2.0).outcome, Outcome::Fail);
+}
+
+/// Without per-file truth: global counters plus the machine view (memcg root and the run's top
+/// group). The test group writes 100 MiB/s from t=0.5 and counts `cg(t, own)`; a foreign writer
+/// adds `foreign(t)` machine-wide.
+fn fallback(cg: impl Fn(f64, i64) -> i64, foreign: impl Fn(f64) -> i64) -> Record {
+    let cols = [
+        "oracle.root.dirty",
+        "oracle.root.writeback",
+        "oracle.run.dirty",
+        "oracle.run.writeback",
+        "vmstat.pre.nr_dirty",
+        "vmstat.pre.nr_writeback",
+        "test.dirty",
+        "test.writeback",
+        "vmstat.nr_dirty",
+        "vmstat.nr_writeback",
+    ];
+    sampled(0.01, &cols, move |t| {
+        let own = ((t - 0.5).max(0.0) * 100.0 * MIB as f64) as i64;
+        let c = cg(t, own);
+        let f = foreign(t);
+        vec![
+            c + f,
+            0,
+            c,
+            0,
+            (own + f) / 4096,
+            0,
+            c,
+            0,
+            (own + f) / 4096,
+            0,
+        ]
+    })
+}
+
+#[test]
+fn without_per_file_truth_a_foreign_writer_makes_windows_inconclusive_never_failing() {
+    let c = tg(&fallback(|_, own| own, |t| (t * 50.0 * MIB as f64) as i64));
+    assert_eq!(c.outcome, Outcome::NotExercised, "{c:?}");
+    assert!(
+        c.detail.contains("every window was inconclusive"),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("memcg root"), "{}", c.detail);
+    // No foreign writer: a deficit still fails (the memcg root's total loses the pages too, so the
+    // machine view does not move).
+    let c = tg(&fallback(|_, own| own / 2, |_| 0));
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    // And an honest group passes.
+    assert_eq!(tg(&fallback(|_, own| own, |_| 0)).outcome, Outcome::Pass);
+}
+
+#[test]
+fn dirty_probe_with_per_file_truth() {
+    // The probe (64 MiB) runs 0.5..1.14 s; the group's files then hold 64 MiB dirty.
+    let probe = |shown: i64| {
+        let mut r = sampled(0.01, &FILES, move |t| {
+            let truth = if t >= 1.0 { 64 * MIB } else { 0 };
+            let cg = if t >= 1.0 { shown } else { 0 };
+            vec![truth, 0, cg, 0, truth, 0]
+        });
+        r.steps[0].kind = "probe";
+        r.steps[0].bytes = 64 << 20;
+        r.steps[0].end = 1.15;
+        r
+    };
+    let c = dirty_probe("p".into(), &probe(64 * MIB), "test");
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    let c = dirty_probe("p".into(), &probe(32 * MIB), "test");
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(c.detail.contains("a deficit of 32.0 MiB"), "{}", c.detail);
+}
