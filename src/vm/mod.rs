@@ -6,9 +6,11 @@
 
 pub mod console;
 pub mod guest;
+mod image;
 pub mod initramfs;
 pub mod modules;
 pub mod qemu;
+mod report;
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -19,7 +21,9 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cleanup;
 use crate::error::{Error, exit};
+use image::{build_initramfs, make_disk};
 use qemu::Accel;
+use report::{copy_dir, extract_report, fail_in_report_dir, rewrite_report};
 
 /// `--accel`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -244,92 +248,6 @@ fn kvm_usable() -> bool {
         .is_ok()
 }
 
-fn build_initramfs(
-    opts: &Options,
-    cfg: &guest::GuestConfig,
-    mods: &[(String, PathBuf)],
-) -> Result<Vec<u8>> {
-    let exe = std::env::current_exe().context("find this executable")?;
-    let mut a = initramfs::Archive::new();
-    let mut have = Vec::new();
-    for d in [
-        "dev",
-        "proc",
-        "sys",
-        "run",
-        "tmp",
-        "scratch",
-        "bin",
-        "modules",
-        "scenarios",
-    ] {
-        a.dir(d);
-        have.push(d.to_string());
-    }
-    a.chardev("dev/console", 5, 1);
-    a.file(
-        "init",
-        0o755,
-        &std::fs::read(&exe).with_context(|| format!("read {}", exe.display()))?,
-    );
-    // A dynamically linked build brings its libraries (a static one has none).
-    let ldd = Command::new("ldd").arg(&exe).output();
-    if let Ok(out) = ldd
-        && out.status.success()
-    {
-        for lib in parse_ldd(&String::from_utf8_lossy(&out.stdout)) {
-            let data = std::fs::read(&lib).with_context(|| format!("read {lib}"))?;
-            a.parents(&lib, &mut have);
-            a.file(&lib, 0o755, &data);
-        }
-    }
-    for (name, path) in mods {
-        a.file(
-            &format!("modules/{name}.ko"),
-            0o644,
-            &modules::read_module(path)?,
-        );
-    }
-    if let Some(dir) = &opts.scenario_dir {
-        for e in std::fs::read_dir(dir).with_context(|| format!("read {}", dir.display()))? {
-            let p = e?.path();
-            if p.extension().is_some_and(|x| x == "toml") {
-                let name = p.file_name().unwrap().to_string_lossy().to_string();
-                a.file(
-                    &format!("scenarios/{name}"),
-                    0o644,
-                    &std::fs::read(&p).with_context(|| format!("read {}", p.display()))?,
-                );
-            }
-        }
-    }
-    a.file(
-        guest::CONFIG_PATH,
-        0o644,
-        serde_json::to_string(cfg)?.as_bytes(),
-    );
-    Ok(a.finish())
-}
-
-fn make_disk(path: &Path, mib: u64) -> Result<()> {
-    let f = std::fs::File::create(path).with_context(|| format!("create {}", path.display()))?;
-    f.set_len(mib << 20)
-        .with_context(|| format!("truncate {}", path.display()))?;
-    let out = Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-L", "memcgtest"])
-        .arg(path)
-        .output()
-        .map_err(|e| anyhow!("mkfs.ext4 (install e2fsprogs): {e}"))?;
-    if !out.status.success() {
-        bail!(
-            "mkfs.ext4 {}: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(())
-}
-
 /// Reads what was appended to `path` since `off`.
 fn read_new(path: &Path, off: &mut u64) -> Vec<u8> {
     let mut buf = Vec::new();
@@ -449,73 +367,6 @@ fn boot(
         return Ok(None);
     }
     Ok(Some(b))
-}
-
-/// Fails the scenarios a kernel splat happened in, in every file of the guest's report
-/// directory: results.json is read back, the scenarios marked failed, and every file is
-/// re-rendered from it (the SVG timelines keep their samples and get the new status). Returns the
-/// results as the guest printed them, in `format`, so stdout and the report directory agree.
-fn rewrite_report(dir: &Path, failed: &[(String, String)], format: &str) -> Result<String> {
-    use clap::ValueEnum;
-    let p = dir.join("results.json");
-    let text = std::fs::read_to_string(&p).with_context(|| format!("read {}", p.display()))?;
-    let mut rep: crate::model::RunReport =
-        serde_json::from_str(&text).with_context(|| format!("parse {}", p.display()))?;
-    rep.fail(failed);
-    crate::report::write_dir(&rep, dir)?;
-    let format = crate::report::Format::from_str(format, false)
-        .map_err(|e| anyhow!("--format {format}: {e}"))?;
-    Ok(crate::report::render(&rep, format))
-}
-
-fn copy_dir(src: &Path, dest: &Path) -> Result<()> {
-    std::fs::create_dir_all(dest).with_context(|| format!("mkdir {}", dest.display()))?;
-    for e in std::fs::read_dir(src)? {
-        let p = e?.path();
-        let to = dest.join(p.file_name().unwrap());
-        std::fs::copy(&p, &to).with_context(|| format!("copy to {}", to.display()))?;
-    }
-    Ok(())
-}
-
-/// Copies the guest's report directory out of the ext4 image with debugfs (no mount needed).
-fn extract_report(disk: &Path, dest: &Path, work: &Path) -> Result<()> {
-    let tmp = work.join("report-out");
-    std::fs::create_dir_all(&tmp)?;
-    let out = Command::new("debugfs")
-        .arg("-R")
-        .arg(format!("rdump /report {}", tmp.display()))
-        .arg(disk)
-        .output()
-        .map_err(|e| anyhow!("debugfs (install e2fsprogs): {e}"))?;
-    let src = tmp.join("report");
-    if !src.is_dir() {
-        bail!(
-            "the guest wrote no report ({})",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    copy_dir(&src, dest)
-}
-
-/// Writes the splat verdict into the copied report directory too: results.ktap and results.json
-/// say `fail` for the scenarios a kernel splat failed, as stdout does.
-fn fail_in_report_dir(dir: &Path, failed: &[(String, String)]) -> Result<()> {
-    if failed.is_empty() {
-        return Ok(());
-    }
-    let ktap = dir.join("results.ktap");
-    if let Ok(t) = std::fs::read_to_string(&ktap) {
-        std::fs::write(&ktap, console::fail_in_ktap(&t, failed))
-            .with_context(|| format!("write {}", ktap.display()))?;
-    }
-    let json = dir.join("results.json");
-    if let Ok(t) = std::fs::read_to_string(&json) {
-        let out = console::fail_in_json(&t, failed)
-            .ok_or_else(|| anyhow!("{}: not a memcgtest result", json.display()))?;
-        std::fs::write(&json, out).with_context(|| format!("write {}", json.display()))?;
-    }
-    Ok(())
 }
 
 /// Runs the whole thing; returns the verdict (the guest's code, or 1 for a bad kernel). A host
