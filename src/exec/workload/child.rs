@@ -1,0 +1,482 @@
+//! The worker process's side: what each job does inside the cgroup it was placed in.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::{Job, JobResult};
+
+/// Entry point of a worker process: runs the job and prints its result as JSON.
+pub fn worker_main(job_json: &str) -> Result<()> {
+    let job: Job = serde_json::from_str(job_json).context("bad worker job")?;
+    let result = run_job(&job)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", serde_json::to_string(&result)?)?;
+    Ok(())
+}
+
+pub(super) fn run_job(job: &Job) -> Result<JobResult> {
+    match job {
+        Job::Write {
+            path,
+            size,
+            block_size,
+            fsync,
+        } => write_file(path, *size, *block_size, *fsync),
+        Job::Sync => {
+            let t = Instant::now();
+            nix::unistd::sync();
+            Ok(JobResult {
+                seconds: t.elapsed().as_secs_f64(),
+                ..Default::default()
+            })
+        }
+        Job::Fsync { path } => {
+            let f = fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+            let t = Instant::now();
+            f.sync_all()
+                .with_context(|| format!("fsync {}", path.display()))?;
+            Ok(JobResult {
+                seconds: t.elapsed().as_secs_f64(),
+                ..Default::default()
+            })
+        }
+        Job::Compaction => compaction_loop(),
+        Job::Truncate { path, size } => {
+            let f = fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .with_context(|| format!("open {}", path.display()))?;
+            let t = Instant::now();
+            f.set_len(*size)
+                .with_context(|| format!("truncate {}", path.display()))?;
+            Ok(JobResult {
+                seconds: t.elapsed().as_secs_f64(),
+                ..Default::default()
+            })
+        }
+        Job::Unlink { path } => {
+            let t = Instant::now();
+            fs::remove_file(path).with_context(|| format!("unlink {}", path.display()))?;
+            Ok(JobResult {
+                seconds: t.elapsed().as_secs_f64(),
+                ..Default::default()
+            })
+        }
+        Job::MmapWrite {
+            path,
+            size,
+            hold_ms,
+        } => mmap_write(path, *size, *hold_ms),
+        Job::Hold {
+            anon,
+            file,
+            file_size,
+            dirty,
+            write,
+        } => hold(*anon, file.as_deref(), *file_size, *dirty, *write),
+        Job::Create { path, size } => {
+            let r = write_file(path, *size, 1 << 20, true)?;
+            drop_cache(path)?;
+            Ok(r)
+        }
+        Job::Read { path } => read_cold(path),
+        Job::Fault { size, duration_ms } => fault_loop(*size, *duration_ms),
+        Job::Usemem { size } => usemem(*size),
+    }
+}
+
+/// CPU seconds (user + system) this process used so far.
+pub(super) fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Drops a file's clean pages from the page cache.
+pub(super) fn drop_cache(path: &std::path::Path) -> Result<()> {
+    let f = fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+    // SAFETY: advice on an open descriptor.
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if r != 0 {
+        bail!(
+            "posix_fadvise DONTNEED {}: {}{}",
+            path.display(),
+            std::io::Error::from_raw_os_error(r),
+            if r == libc::ENOSYS {
+                " (a kernel without CONFIG_ADVISE_SYSCALLS cannot drop a file's cache)"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(())
+}
+
+/// Streams a file from a cold cache, like `dd of=/dev/null bs=1M`.
+pub(super) fn read_cold(path: &std::path::Path) -> Result<JobResult> {
+    drop_cache(path)?;
+    let mut f = fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    let mut total = 0u64;
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+    }
+    Ok(JobResult {
+        bytes: total,
+        seconds: t.elapsed().as_secs_f64(),
+        fsync_seconds: 0.0,
+        cpu_seconds: cpu_seconds() - cpu0,
+    })
+}
+
+/// A fresh private anonymous mapping of `size` bytes, read-write; with `small_pages`, advised
+/// MADV_NOHUGEPAGE so every 4 KiB page faults on its own (pft, the 2010 move benchmark).
+pub(super) fn map_anon(
+    size: u64,
+    small_pages: bool,
+) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+    use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous};
+    let len = std::num::NonZeroUsize::new(size as usize).context("mapping of 0 bytes")?;
+    // SAFETY: a new mapping; callers write only inside its length.
+    let ptr = unsafe {
+        mmap_anonymous(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE,
+        )
+    }
+    .context("mmap anonymous memory")?;
+    if small_pages {
+        // SAFETY: advice on the mapping just made.
+        let _ = unsafe { madvise(ptr, size as usize, MmapAdvise::MADV_NOHUGEPAGE) };
+    }
+    Ok(ptr)
+}
+
+/// Creates `path` with `size` bytes and maps it shared, read-write.
+pub(super) fn map_shared_file(
+    path: &std::path::Path,
+    size: u64,
+) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+    use nix::sys::mman::{MapFlags, ProtFlags, mmap};
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    f.set_len(size)
+        .with_context(|| format!("truncate {}", path.display()))?;
+    let len = std::num::NonZeroUsize::new(size as usize).context("file mapping of 0 bytes")?;
+    // SAFETY: a shared mapping of a file we own; callers stay inside its length.
+    unsafe {
+        mmap(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_SHARED,
+            &f,
+            0,
+        )
+    }
+    .with_context(|| format!("mmap {}", path.display()))
+}
+
+/// usemem's measure: the throughput of writing fresh anonymous memory (faults, zeroing, charging
+/// and the writes themselves).
+pub(super) fn usemem(size: u64) -> Result<JobResult> {
+    use nix::sys::mman::munmap;
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    let ptr = map_anon(size, false)?;
+    // SAFETY: written inside the fresh mapping, then unmapped.
+    unsafe { std::ptr::write_bytes(ptr.as_ptr() as *mut u8, 0x5a, size as usize) };
+    let seconds = t.elapsed().as_secs_f64();
+    unsafe { munmap(ptr, size as usize) }.context("munmap")?;
+    Ok(JobResult {
+        bytes: size,
+        seconds,
+        fsync_seconds: 0.0,
+        cpu_seconds: cpu_seconds() - cpu0,
+    })
+}
+
+/// pft's loop: map anonymous memory, fault in every page by writing it, unmap; for `duration_ms`.
+/// Reports the faults (pages touched) as `bytes`.
+pub(super) fn fault_loop(size: u64, duration_ms: u64) -> Result<JobResult> {
+    use nix::sys::mman::munmap;
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    let until = Duration::from_millis(duration_ms);
+    let mut faults = 0u64;
+    while t.elapsed() < until {
+        let ptr = map_anon(size, true)?;
+        let base = ptr.as_ptr() as *mut u8;
+        for off in (0..size as usize).step_by(4096) {
+            // SAFETY: inside the mapping.
+            unsafe { base.add(off).write_volatile(1) };
+            faults += 1;
+        }
+        unsafe { munmap(ptr, size as usize) }.context("munmap")?;
+    }
+    Ok(JobResult {
+        bytes: faults,
+        seconds: t.elapsed().as_secs_f64(),
+        fsync_seconds: 0.0,
+        cpu_seconds: cpu_seconds() - cpu0,
+    })
+}
+
+/// Maps `size` bytes of anonymous memory with 4 KiB pages (no THP, like the 2010 move-charge
+/// benchmark) and touches every page. The mapping is leaked on purpose: the task holds it.
+pub(super) fn touch_anon(size: u64) -> Result<()> {
+    if size == 0 {
+        return Ok(());
+    }
+    let ptr = map_anon(size, true)?;
+    let base = ptr.as_ptr() as *mut u8;
+    for off in (0..size as usize).step_by(4096) {
+        // SAFETY: off < size, inside the mapping.
+        unsafe { base.add(off).write_volatile(0x5a) };
+    }
+    Ok(())
+}
+
+/// Maps `size` bytes of `path` shared and dirties (or reads) every page; the mapping is kept.
+pub(super) fn map_file(path: &std::path::Path, size: u64, dirty: bool) -> Result<()> {
+    // Kept until the task exits.
+    let ptr = map_shared_file(path, size)?;
+    let base = ptr.as_ptr() as *mut u8;
+    let mut sum = 0u8;
+    for off in (0..size as usize).step_by(4096) {
+        // SAFETY: off < size, inside the mapping.
+        unsafe {
+            if dirty {
+                base.add(off).write_volatile(0xa5);
+            } else {
+                sum = sum.wrapping_add(base.add(off).read_volatile());
+            }
+        }
+    }
+    std::hint::black_box(sum);
+    Ok(())
+}
+
+/// Writes `size` bytes of `path` 1 MiB at a time, truncates it and starts again, until `stop` is
+/// set; then returns what it wrote in all.
+pub(super) fn rewrite_until(
+    path: &std::path::Path,
+    size: u64,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<JobResult> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    let block = 1usize << 20;
+    let buf: Vec<u8> = (0..block).map(|i| (i % 251) as u8 + 1).collect();
+    let t = Instant::now();
+    let mut total = 0u64;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        // Truncate, so every round writes into new page-cache pages: pages are charged (and
+        // their dirty counts kept) in the group of the task that created them, so only new pages
+        // show where the writer is now.
+        f.set_len(0)
+            .with_context(|| format!("truncate {}", path.display()))?;
+        f.seek(SeekFrom::Start(0))
+            .with_context(|| format!("seek {}", path.display()))?;
+        let mut left = size;
+        while left > 0 && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let n = left.min(block as u64) as usize;
+            f.write_all(&buf[..n])
+                .with_context(|| format!("write {}", path.display()))?;
+            left -= n as u64;
+            total += n as u64;
+        }
+    }
+    Ok(JobResult {
+        bytes: total,
+        seconds: t.elapsed().as_secs_f64(),
+        fsync_seconds: 0.0,
+        cpu_seconds: 0.0,
+    })
+}
+
+/// The holder task: sets up its memory, says "ready SECONDS", then serves commands, one per line:
+/// "grow BYTES" (more anonymous memory; answers "ok SECONDS"), "wait" (stop the background
+/// writer after its current block; "ok SECONDS"), "exit". Its JobResult is printed by `worker_main` at exit.
+pub(super) fn hold(
+    anon: u64,
+    file: Option<&std::path::Path>,
+    file_size: u64,
+    dirty: bool,
+    write: u64,
+) -> Result<JobResult> {
+    use std::io::BufRead;
+    let t = Instant::now();
+    touch_anon(anon)?;
+    if let Some(f) = file
+        && file_size > 0
+    {
+        map_file(f, file_size, dirty)?;
+    }
+    let mut total = anon + file_size;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut writer = match (file, write) {
+        (Some(f), w) if w > 0 => {
+            let p = f.with_extension("written");
+            let stop = stop.clone();
+            Some(std::thread::spawn(move || rewrite_until(&p, w, &stop)))
+        }
+        _ => None,
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready {}", t.elapsed().as_secs_f64())?;
+    out.flush()?;
+    for line in std::io::stdin().lock().lines() {
+        let line = line.context("read command")?;
+        let mut it = line.split_whitespace();
+        match (it.next(), it.next()) {
+            (Some("grow"), Some(n)) => {
+                let n: u64 = n.parse().context("grow BYTES")?;
+                let t = Instant::now();
+                touch_anon(n)?;
+                total += n;
+                writeln!(out, "ok {}", t.elapsed().as_secs_f64())?;
+            }
+            (Some("wait"), None) => {
+                let t = Instant::now();
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                if let Some(w) = writer.take() {
+                    let r = w
+                        .join()
+                        .map_err(|_| anyhow::anyhow!("writer thread panicked"))??;
+                    total += r.bytes;
+                }
+                writeln!(out, "ok {}", t.elapsed().as_secs_f64())?;
+            }
+            (Some("exit"), None) => break,
+            _ => bail!("unknown holder command {line:?}"),
+        }
+        out.flush()?;
+    }
+    drop(out);
+    Ok(JobResult {
+        bytes: total,
+        seconds: t.elapsed().as_secs_f64(),
+        fsync_seconds: 0.0,
+        cpu_seconds: 0.0,
+    })
+}
+
+/// Buffered writes as dd does them: the measured time is the write loop only (dd without
+/// conv=fdatasync); an fsync afterwards is timed separately.
+pub(super) fn write_file(
+    path: &PathBuf,
+    size: u64,
+    block_size: u64,
+    fsync: bool,
+) -> Result<JobResult> {
+    match fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("unlink {}", path.display())),
+    }
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    // Not zeros, so no filesystem can cheat with holes or compression.
+    let buf: Vec<u8> = (0..block_size).map(|i| (i % 251) as u8 + 1).collect();
+    let t = Instant::now();
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(block_size) as usize;
+        f.write_all(&buf[..n])
+            .with_context(|| format!("write {}", path.display()))?;
+        left -= n as u64;
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    let mut fsync_seconds = 0.0;
+    if fsync {
+        let t = Instant::now();
+        f.sync_all()
+            .with_context(|| format!("fsync {}", path.display()))?;
+        fsync_seconds = t.elapsed().as_secs_f64();
+    }
+    Ok(JobResult {
+        bytes: size,
+        seconds,
+        fsync_seconds,
+        cpu_seconds: 0.0,
+    })
+}
+
+/// Dirties a shared file mapping page by page (each first write faults, and the page is marked
+/// dirty and accounted then), keeps the pages dirty for a while, then msyncs them.
+pub(super) fn mmap_write(path: &std::path::Path, size: u64, hold_ms: u64) -> Result<JobResult> {
+    use nix::sys::mman::{MsFlags, msync, munmap};
+    let ptr = map_shared_file(path, size)?;
+    let page = 4096usize;
+    let t = Instant::now();
+    let base = ptr.as_ptr() as *mut u8;
+    for off in (0..size as usize).step_by(page) {
+        // SAFETY: off < size, inside the mapping.
+        unsafe { base.add(off).write_volatile(0xa5) };
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(hold_ms));
+    let t = Instant::now();
+    // SAFETY: the mapping is ours and still mapped.
+    unsafe { msync(ptr, size as usize, MsFlags::MS_SYNC) }
+        .with_context(|| format!("msync {}", path.display()))?;
+    let fsync_seconds = t.elapsed().as_secs_f64();
+    // SAFETY: unmapping what we mapped.
+    unsafe { munmap(ptr, size as usize) }.context("munmap")?;
+    Ok(JobResult {
+        bytes: size,
+        seconds,
+        fsync_seconds,
+        cpu_seconds: 0.0,
+    })
+}
+
+const COMPACT_MEMORY: &str = "/proc/sys/vm/compact_memory";
+
+/// Triggers compaction of all zones over and over (like `yes 1 > compact_memory`).
+pub(super) fn compaction_loop() -> Result<JobResult> {
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .open(COMPACT_MEMORY)
+        .with_context(|| format!("open {COMPACT_MEMORY}"))?;
+    loop {
+        if let Err(e) = f.write_all(b"1") {
+            bail!("write {COMPACT_MEMORY}: {e}");
+        }
+    }
+}
