@@ -224,70 +224,8 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
             Ok(exit::OK)
         }
-        Command::List { json } => {
-            let all = scenario::load_all(cli.scenario_dir.as_deref())?;
-            if *json {
-                let v: Vec<serde_json::Value> = all
-                    .iter()
-                    .map(|s| {
-                        serde_json::json!({
-                            "name": s.name, "summary": s.summary, "description": s.description, "origin": s.origin,
-                            "requires": s.requires, "source": s.source,
-                        })
-                    })
-                    .collect();
-                println!("{}", serde_json::to_string_pretty(&v).map_err(internal)?);
-            } else {
-                for s in &all {
-                    let cg: Vec<&str> = s.requires.cgroup.iter().map(|v| v.as_str()).collect();
-                    println!("{:<24} {}", s.name, s.summary);
-                    println!(
-                        "{:<24} origin: \"{}\"{}; needs cgroup {}{}{}",
-                        "",
-                        s.origin.subject,
-                        s.origin
-                            .commit
-                            .as_ref()
-                            .map(|c| format!(" ({c})"))
-                            .unwrap_or_default(),
-                        cg.join("/"),
-                        if s.requires.writeback {
-                            ", a writeback filesystem"
-                        } else {
-                            ""
-                        },
-                        s.requires
-                            .features
-                            .iter()
-                            .map(|f| format!(", {}", f.name()))
-                            .collect::<String>()
-                    );
-                }
-            }
-            Ok(exit::OK)
-        }
-        Command::Check { files } => {
-            // Every file is checked; errors go to stderr in file order, the last one through
-            // `main` (exit 2).
-            let mut bad: Option<Error> = None;
-            for f in files {
-                match scenario::load_file(f) {
-                    Ok(s) => println!(
-                        "{}: ok ({}: {} phases, {} checks)",
-                        f.display(),
-                        s.name,
-                        s.phases.len(),
-                        s.checks.len()
-                    ),
-                    Err(e) => {
-                        if let Some(earlier) = bad.replace(e.into()) {
-                            eprintln!("{earlier}");
-                        }
-                    }
-                }
-            }
-            bad.map_or(Ok(exit::OK), Err)
-        }
+        Command::List { json } => list(&cli, *json),
+        Command::Check { files } => check_files(files),
         Command::Completions { shell } => {
             clap_complete::generate(
                 *shell,
@@ -303,78 +241,8 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 .map_err(internal)?;
             Ok(exit::OK)
         }
-        Command::Cleanup => {
-            let roots = cleanup_roots(cli.parent.as_deref())?;
-            let scratch: Vec<PathBuf> = cli.scratch.canonicalize().into_iter().collect();
-            let (removed, failed) = cleanup::clean(&cleanup::Places {
-                cgroup_roots: &roots,
-                scratch_dirs: &scratch,
-                run_dir: Path::new(lock::RUN_DIR),
-                proc_sys: Path::new(sysctl::PROC_SYS),
-            });
-            for r in &removed {
-                println!("removed {r}");
-            }
-            for f in &failed {
-                eprintln!("memcgtest: cleanup: {f}");
-            }
-            if removed.is_empty() && failed.is_empty() {
-                println!("nothing to clean up");
-            }
-            // Leftovers that would not go are this machine's problem, not the kernel under test's.
-            if failed.is_empty() {
-                Ok(exit::OK)
-            } else {
-                Err(Error::Environment(format!(
-                    "cleanup: {} leftovers could not be removed",
-                    failed.len()
-                )))
-            }
-        }
-        Command::Vm {
-            kernel,
-            modules,
-            accel,
-            cpus,
-            memory,
-            disk,
-            swap,
-            timeout,
-            console_log,
-            report,
-            allow_splats,
-            show_console,
-            qemu,
-            selftest,
-            guest,
-        } => {
-            // Its work directory in the scratch directory is marked: held live while it exists.
-            let _live = own_liveness().ok();
-            let opts = vm::Options {
-                kernel: kernel.clone(),
-                modules: modules.clone(),
-                cgroup: match cli.cgroup {
-                    Choice::V1 => "v1".into(),
-                    _ => "v2".into(),
-                },
-                accel: *accel,
-                cpus: cpus.unwrap_or_else(|| model::Machine::this().cpus.min(4) as u32),
-                memory_mib: *memory >> 20,
-                disk_mib: *disk >> 20,
-                timeout: *timeout,
-                console_log: console_log.clone(),
-                report: report.clone(),
-                allow_splats: *allow_splats,
-                show_console: *show_console,
-                selftest: selftest.clone(),
-                swap: *swap,
-                work_parent: cli.scratch.clone(),
-                scenario_dir: cli.scenario_dir.clone(),
-                guest_args: guest.clone(),
-                qemu: qemu.clone(),
-            };
-            Ok(vm::run(&opts)?)
-        }
+        Command::Cleanup => cleanup_leftovers(&cli),
+        Command::Vm { .. } => run_vm(&cli),
         Command::Run {
             names,
             format,
@@ -405,37 +273,188 @@ fn run(cli: Cli) -> Result<u8, Error> {
             new,
             threshold,
             format,
-        } => {
-            let (b, n) = match (compare::load(base), compare::load(new)) {
-                (Ok(b), Ok(n)) => (b, n),
-                (Err(e), _) | (_, Err(e)) => return Err(Error::Usage(format!("{e:#}"))),
-            };
-            let rows = compare::compare(&b, &n, *threshold);
-            if rows.is_empty() {
-                return Err(Error::Usage(format!(
-                    "{} and {} have no measurement in common",
-                    base.display(),
-                    new.display()
-                )));
-            }
-            match format {
-                Format::Json => {
-                    println!("{}", serde_json::to_string_pretty(&rows).map_err(internal)?)
-                }
-                _ => print!("{}", compare::render(&rows, *threshold)),
-            }
-            Ok(
-                if rows
-                    .iter()
-                    .any(|r| r.verdict == compare::Verdict::Regression)
-                {
-                    exit::FAIL
+        } => compare_results(base, new, *threshold, *format),
+    }
+}
+
+/// `memcgtest list`.
+fn list(cli: &Cli, json: bool) -> Result<u8, Error> {
+    let all = scenario::load_all(cli.scenario_dir.as_deref())?;
+    if json {
+        let v: Vec<serde_json::Value> = all
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "name": s.name, "summary": s.summary, "description": s.description, "origin": s.origin,
+                    "requires": s.requires, "source": s.source,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v).map_err(internal)?);
+    } else {
+        for s in &all {
+            let cg: Vec<&str> = s.requires.cgroup.iter().map(|v| v.as_str()).collect();
+            println!("{:<24} {}", s.name, s.summary);
+            println!(
+                "{:<24} origin: \"{}\"{}; needs cgroup {}{}{}",
+                "",
+                s.origin.subject,
+                s.origin
+                    .commit
+                    .as_ref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default(),
+                cg.join("/"),
+                if s.requires.writeback {
+                    ", a writeback filesystem"
                 } else {
-                    exit::OK
+                    ""
                 },
-            )
+                s.requires
+                    .features
+                    .iter()
+                    .map(|f| format!(", {}", f.name()))
+                    .collect::<String>()
+            );
         }
     }
+    Ok(exit::OK)
+}
+
+/// `memcgtest check`.
+fn check_files(files: &[PathBuf]) -> Result<u8, Error> {
+    // Every file is checked; errors go to stderr in file order, the last one through
+    // `main` (exit 2).
+    let mut bad: Option<Error> = None;
+    for f in files {
+        match scenario::load_file(f) {
+            Ok(s) => println!(
+                "{}: ok ({}: {} phases, {} checks)",
+                f.display(),
+                s.name,
+                s.phases.len(),
+                s.checks.len()
+            ),
+            Err(e) => {
+                if let Some(earlier) = bad.replace(e.into()) {
+                    eprintln!("{earlier}");
+                }
+            }
+        }
+    }
+    bad.map_or(Ok(exit::OK), Err)
+}
+
+/// `memcgtest cleanup`.
+fn cleanup_leftovers(cli: &Cli) -> Result<u8, Error> {
+    let roots = cleanup_roots(cli.parent.as_deref())?;
+    let scratch: Vec<PathBuf> = cli.scratch.canonicalize().into_iter().collect();
+    let (removed, failed) = cleanup::clean(&cleanup::Places {
+        cgroup_roots: &roots,
+        scratch_dirs: &scratch,
+        run_dir: Path::new(lock::RUN_DIR),
+        proc_sys: Path::new(sysctl::PROC_SYS),
+    });
+    for r in &removed {
+        println!("removed {r}");
+    }
+    for f in &failed {
+        eprintln!("memcgtest: cleanup: {f}");
+    }
+    if removed.is_empty() && failed.is_empty() {
+        println!("nothing to clean up");
+    }
+    // Leftovers that would not go are this machine's problem, not the kernel under test's.
+    if failed.is_empty() {
+        Ok(exit::OK)
+    } else {
+        Err(Error::Environment(format!(
+            "cleanup: {} leftovers could not be removed",
+            failed.len()
+        )))
+    }
+}
+
+/// `memcgtest vm`.
+fn run_vm(cli: &Cli) -> Result<u8, Error> {
+    let Command::Vm {
+        kernel,
+        modules,
+        accel,
+        cpus,
+        memory,
+        disk,
+        swap,
+        timeout,
+        console_log,
+        report,
+        allow_splats,
+        show_console,
+        qemu,
+        selftest,
+        guest,
+    } = &cli.command
+    else {
+        unreachable!()
+    };
+    // Its work directory in the scratch directory is marked: held live while it exists.
+    let _live = own_liveness().ok();
+    let opts = vm::Options {
+        kernel: kernel.clone(),
+        modules: modules.clone(),
+        cgroup: match cli.cgroup {
+            Choice::V1 => "v1".into(),
+            _ => "v2".into(),
+        },
+        accel: *accel,
+        cpus: cpus.unwrap_or_else(|| model::Machine::this().cpus.min(4) as u32),
+        memory_mib: *memory >> 20,
+        disk_mib: *disk >> 20,
+        timeout: *timeout,
+        console_log: console_log.clone(),
+        report: report.clone(),
+        allow_splats: *allow_splats,
+        show_console: *show_console,
+        selftest: selftest.clone(),
+        swap: *swap,
+        work_parent: cli.scratch.clone(),
+        scenario_dir: cli.scenario_dir.clone(),
+        guest_args: guest.clone(),
+        qemu: qemu.clone(),
+    };
+    Ok(vm::run(&opts)?)
+}
+
+/// `memcgtest compare`.
+fn compare_results(base: &Path, new: &Path, threshold: f64, format: Format) -> Result<u8, Error> {
+    let (b, n) = match (compare::load(base), compare::load(new)) {
+        (Ok(b), Ok(n)) => (b, n),
+        (Err(e), _) | (_, Err(e)) => return Err(Error::Usage(format!("{e:#}"))),
+    };
+    let rows = compare::compare(&b, &n, threshold);
+    if rows.is_empty() {
+        return Err(Error::Usage(format!(
+            "{} and {} have no measurement in common",
+            base.display(),
+            new.display()
+        )));
+    }
+    match format {
+        Format::Json => {
+            println!("{}", serde_json::to_string_pretty(&rows).map_err(internal)?)
+        }
+        _ => print!("{}", compare::render(&rows, threshold)),
+    }
+    Ok(
+        if rows
+            .iter()
+            .any(|r| r.verdict == compare::Verdict::Regression)
+        {
+            exit::FAIL
+        } else {
+            exit::OK
+        },
+    )
 }
 
 /// A failure of memcgtest itself (serializing its own results): 125.
