@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use super::checks::resolve_check;
 use super::raw::RawScenario;
-use super::steps::resolve_step;
+use super::steps::{CgroupRef, resolve_step};
 use super::{
     Antagonist, CgroupSpec, Check, Feature, HELPER_GROUP, MAX_SIZE, Phase, Requires, SampleSpec,
     Scenario, ScenarioError, Step,
@@ -98,6 +98,80 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
         return Err(cx.err(raw.name.span(), "name must be non-empty [A-Za-z0-9_-]"));
     }
 
+    let cgroup_versions = versions(cx, &raw)?;
+    let features = features(cx, &raw)?;
+
+    let cgroups = cgroups(cx, &raw, &cgroup_versions)?;
+    let cgroup_ref = |s: &Option<Spanned<String>>,
+                      at: std::ops::Range<usize>|
+     -> Result<String, ScenarioError> {
+        match s {
+            Some(s) if cgroups.iter().any(|c| &c.name == s.get_ref()) => Ok(s.get_ref().clone()),
+            Some(s) => Err(cx.err(
+                s.span(),
+                format!("no cgroup named {:?} is declared", s.get_ref()),
+            )),
+            None if cgroups.len() == 1 => Ok(cgroups[0].name.clone()),
+            None => Err(cx.err(
+                at,
+                "which cgroup? add cgroup = \"...\" (more than one is declared)",
+            )),
+        }
+    };
+
+    let phases = phases(cx, &raw, &cgroup_ref)?;
+    check_tasks(cx, &raw, &phases)?;
+
+    let (counters, vmstat, checks) = sampled(cx, &raw, &cgroup_ref, &phases, &cgroup_versions)?;
+
+    let interval = match &raw.sample.interval {
+        Some(i) => cx.duration_within(i, MIN_INTERVAL)?,
+        None => Duration::from_millis(10),
+    };
+    let timeout = match &raw.timeout {
+        Some(t) => cx.duration_within(t, MIN_INTERVAL)?,
+        None => Duration::from_secs(300),
+    };
+    if phases
+        .iter()
+        .flat_map(|p| &p.steps)
+        .any(|s| matches!(s, Step::Write { .. }))
+        && !raw.requires.writeback
+    {
+        return Err(cx.err(
+            0..0,
+            "a scenario with write steps must say requires.writeback = true",
+        ));
+    }
+
+    let sysctls = sysctls(cx, &raw)?;
+
+    Ok(Scenario {
+        name,
+        sysctls,
+        summary: one_line(cx, &raw.summary, "summary")?,
+        description: raw.description,
+        origin: raw.origin,
+        requires: Requires {
+            cgroup: cgroup_versions,
+            writeback: raw.requires.writeback,
+            features,
+        },
+        timeout,
+        cgroups,
+        sample: SampleSpec {
+            interval,
+            counters,
+            vmstat,
+        },
+        phases,
+        checks,
+        source: cx.file.to_string(),
+    })
+}
+
+/// `requires.cgroup`: both versions when not given.
+fn versions(cx: &Ctx, raw: &RawScenario) -> Result<Vec<Version>, ScenarioError> {
     let mut cgroup_versions = Vec::new();
     for v in &raw.requires.cgroup {
         cgroup_versions.push(match v.get_ref().as_str() {
@@ -114,6 +188,11 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
     if cgroup_versions.is_empty() {
         cgroup_versions = vec![Version::V1, Version::V2];
     }
+    Ok(cgroup_versions)
+}
+
+/// `requires.features`.
+fn features(cx: &Ctx, raw: &RawScenario) -> Result<Vec<Feature>, ScenarioError> {
     let mut features = Vec::new();
     for f in &raw.requires.features {
         let feat = Feature::ALL
@@ -134,6 +213,15 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
         features.push(feat);
     }
 
+    Ok(features)
+}
+
+/// The `[[cgroup]]` tables: names, parents declared first, limits, v1 charge moving.
+fn cgroups(
+    cx: &Ctx,
+    raw: &RawScenario,
+    cgroup_versions: &[Version],
+) -> Result<Vec<CgroupSpec>, ScenarioError> {
     let mut cgroups: Vec<CgroupSpec> = Vec::new();
     for c in &raw.cgroup {
         let n = &c.get_ref().name;
@@ -191,23 +279,15 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
             move_charge,
         });
     }
-    let cgroup_ref = |s: &Option<Spanned<String>>,
-                      at: std::ops::Range<usize>|
-     -> Result<String, ScenarioError> {
-        match s {
-            Some(s) if cgroups.iter().any(|c| &c.name == s.get_ref()) => Ok(s.get_ref().clone()),
-            Some(s) => Err(cx.err(
-                s.span(),
-                format!("no cgroup named {:?} is declared", s.get_ref()),
-            )),
-            None if cgroups.len() == 1 => Ok(cgroups[0].name.clone()),
-            None => Err(cx.err(
-                at,
-                "which cgroup? add cgroup = \"...\" (more than one is declared)",
-            )),
-        }
-    };
+    Ok(cgroups)
+}
 
+/// The `[[phase]]` tables with their steps and antagonists.
+fn phases(
+    cx: &Ctx,
+    raw: &RawScenario,
+    cgroup_ref: &CgroupRef,
+) -> Result<Vec<Phase>, ScenarioError> {
     let mut phases = Vec::new();
     for p in &raw.phase {
         let rp = p.get_ref();
@@ -222,7 +302,7 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
         }
         let mut steps = Vec::new();
         for s in &rp.steps {
-            steps.push(resolve_step(cx, s, &cgroup_ref)?);
+            steps.push(resolve_step(cx, s, cgroup_ref)?);
         }
         if steps.is_empty() {
             return Err(cx.err(p.span(), "a phase needs at least one step"));
@@ -258,11 +338,21 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
     if phases.is_empty() {
         return Err(cx.err(0..0, "a scenario needs at least one [[phase]]"));
     }
-    check_tasks(cx, &raw, &phases)?;
+    Ok(phases)
+}
 
+/// What is sampled (`[sample]` plus whatever a check looks at) and the checks.
+#[allow(clippy::type_complexity)]
+fn sampled(
+    cx: &Ctx,
+    raw: &RawScenario,
+    cgroup_ref: &CgroupRef,
+    phases: &[Phase],
+    cgroup_versions: &[Version],
+) -> Result<(Vec<String>, Vec<String>, Vec<Check>), ScenarioError> {
     let mut counters: Vec<String> = Vec::new();
     for c in &raw.sample.counters {
-        check_counter(cx, c.get_ref(), c.span(), &cgroup_versions)?;
+        check_counter(cx, c.get_ref(), c.span(), cgroup_versions)?;
         if !counters.contains(c.get_ref()) {
             counters.push(c.get_ref().clone());
         }
@@ -274,7 +364,7 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
 
     let mut checks = Vec::new();
     for c in &raw.check {
-        let chk = resolve_check(cx, c, &cgroup_ref, &phases, &cgroup_versions)?;
+        let chk = resolve_check(cx, c, cgroup_ref, phases, cgroup_versions)?;
         // Whatever a check looks at is sampled, without repeating it under [sample].
         let (cs, vs): (Vec<String>, Vec<String>) = match &chk {
             Check::NoUnderflow { counters, .. }
@@ -310,26 +400,11 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
         checks.push(chk);
     }
 
-    let interval = match &raw.sample.interval {
-        Some(i) => cx.duration_within(i, MIN_INTERVAL)?,
-        None => Duration::from_millis(10),
-    };
-    let timeout = match &raw.timeout {
-        Some(t) => cx.duration_within(t, MIN_INTERVAL)?,
-        None => Duration::from_secs(300),
-    };
-    if phases
-        .iter()
-        .flat_map(|p| &p.steps)
-        .any(|s| matches!(s, Step::Write { .. }))
-        && !raw.requires.writeback
-    {
-        return Err(cx.err(
-            0..0,
-            "a scenario with write steps must say requires.writeback = true",
-        ));
-    }
+    Ok((counters, vmstat, checks))
+}
 
+/// `[sysctl]`: vm.* keys and their values as they will be written.
+fn sysctls(cx: &Ctx, raw: &RawScenario) -> Result<Vec<(String, String)>, ScenarioError> {
     let mut sysctls = Vec::new();
     for (k, v) in &raw.sysctl {
         let Some(short) = k.strip_prefix("vm.") else {
@@ -344,28 +419,7 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
         sysctls.push((short.to_string(), sysctl_value(cx, short, v)?));
     }
 
-    Ok(Scenario {
-        name,
-        sysctls,
-        summary: one_line(cx, &raw.summary, "summary")?,
-        description: raw.description,
-        origin: raw.origin,
-        requires: Requires {
-            cgroup: cgroup_versions,
-            writeback: raw.requires.writeback,
-            features,
-        },
-        timeout,
-        cgroups,
-        sample: SampleSpec {
-            interval,
-            counters,
-            vmstat,
-        },
-        phases,
-        checks,
-        source: cx.file.to_string(),
-    })
+    Ok(sysctls)
 }
 
 /// A `[sysctl]` value as it will be written to /proc/sys/vm/`key`: a non-negative integer, or for
