@@ -324,201 +324,272 @@ pub fn render(name: &str, status: &str, sub: &str, checks: &[CheckResult], rec: 
     );
 
     for (pi, p) in panels.iter().enumerate() {
-        let top = TOP + pi as f64 * (PANEL + GAP) + 14.0;
-        let bottom = top + PANEL;
-        // Value range over all lines in the panel, always including 0.
-        let (mut lo, mut hi) = (0f64, 0f64);
-        for l in &p.lines {
-            let base = if l.delta { s.get(0, l.col) } else { 0 };
-            for row in 0..s.len() {
-                let v = ((s.get(row, l.col) - base) * l.scale) as f64;
-                lo = lo.min(v);
-                hi = hi.max(v);
-            }
-        }
-        for c in failed
-            .iter()
-            .filter(|c| sum_shows(c.column.as_deref().unwrap_or(""), &p.counter))
-        {
-            if let Some(b) = c.bound {
-                lo = lo.min(b as f64);
-                hi = hi.max(b as f64);
-            }
-        }
-        if hi - lo <= 0.0 {
-            hi = lo + if p.bytes { 1048576.0 } else { 1.0 };
-        }
-        let step = if p.bytes && hi - lo >= 1048576.0 {
-            nice_step((hi - lo) / 1048576.0, 4.0) * 1048576.0
-        } else {
-            nice_step(hi - lo, 4.0)
-        };
-        let lo = (lo / step).floor() * step;
-        let hi = (hi / step).ceil() * step;
-        let y = |v: f64| bottom - (v - lo) / (hi - lo) * PANEL;
+        panel(&mut o, rec, p, pi, &failed, t_end, &x);
+    }
+    o += "</svg>\n";
+    o
+}
 
+/// One panel: its title, the phases, the axes, the lines with their legend, and where checks
+/// failed.
+fn panel(
+    o: &mut String,
+    rec: &Record,
+    p: &Panel,
+    pi: usize,
+    failed: &[&CheckResult],
+    t_end: f64,
+    x: &dyn Fn(f64) -> f64,
+) {
+    let top = TOP + pi as f64 * (PANEL + GAP) + 14.0;
+    let bottom = top + PANEL;
+    let (lo, hi, step) = value_range(rec, p, failed);
+    let y = |v: f64| bottom - (v - lo) / (hi - lo) * PANEL;
+
+    let _ = writeln!(
+        o,
+        r#"<text x="{LEFT}" y="{:.1}" font-weight="bold">{}</text>"#,
+        top - 4.0,
+        esc(&p.title)
+    );
+    phase_bands(o, rec, pi, top, t_end, x);
+    for st in rec.steps.iter().filter(|st| st.kind == "sync") {
+        let xs = x(st.end);
         let _ = writeln!(
             o,
-            r#"<text x="{LEFT}" y="{:.1}" font-weight="bold">{}</text>"#,
-            top - 4.0,
-            esc(&p.title)
+            r##"<line x1="{xs:.1}" y1="{top:.1}" x2="{xs:.1}" y2="{bottom:.1}" stroke="#999" stroke-dasharray="1,3"/>"##
         );
-        // Phase bands and names, antagonist hatching.
-        for (i, ph) in rec.phases.iter().enumerate() {
-            let (x0, x1) = (x(ph.start), x(ph.end.min(t_end)));
-            let fill = if ph.antagonists.is_empty() {
-                if i % 2 == 0 { "#eef2f7" } else { "#f7f9fb" }
+    }
+    axes(o, p, (lo, hi, step), (top, bottom), t_end, x, &y);
+    lines_and_legend(o, rec, p, top, x, &y);
+    failed_marks(o, rec, p, failed, (top, bottom), x, &y);
+}
+
+/// A panel's value range over all its lines and the failed checks' bounds, always including 0,
+/// rounded out to its tick step: (low, high, step).
+fn value_range(rec: &Record, p: &Panel, failed: &[&CheckResult]) -> (f64, f64, f64) {
+    let s = &rec.series;
+    let (mut lo, mut hi) = (0f64, 0f64);
+    for l in &p.lines {
+        let base = if l.delta { s.get(0, l.col) } else { 0 };
+        for row in 0..s.len() {
+            let v = ((s.get(row, l.col) - base) * l.scale) as f64;
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+    }
+    for c in failed
+        .iter()
+        .filter(|c| sum_shows(c.column.as_deref().unwrap_or(""), &p.counter))
+    {
+        if let Some(b) = c.bound {
+            lo = lo.min(b as f64);
+            hi = hi.max(b as f64);
+        }
+    }
+    if hi - lo <= 0.0 {
+        hi = lo + if p.bytes { 1048576.0 } else { 1.0 };
+    }
+    let step = if p.bytes && hi - lo >= 1048576.0 {
+        nice_step((hi - lo) / 1048576.0, 4.0) * 1048576.0
+    } else {
+        nice_step(hi - lo, 4.0)
+    };
+    let lo = (lo / step).floor() * step;
+    let hi = (hi / step).ceil() * step;
+    (lo, hi, step)
+}
+
+/// Phase bands (antagonist phases hatched); the first panel also names them.
+fn phase_bands(
+    o: &mut String,
+    rec: &Record,
+    pi: usize,
+    top: f64,
+    t_end: f64,
+    x: &dyn Fn(f64) -> f64,
+) {
+    for (i, ph) in rec.phases.iter().enumerate() {
+        let (x0, x1) = (x(ph.start), x(ph.end.min(t_end)));
+        let fill = if ph.antagonists.is_empty() {
+            if i % 2 == 0 { "#eef2f7" } else { "#f7f9fb" }
+        } else {
+            "url(#hatch)"
+        };
+        let _ = writeln!(
+            o,
+            r#"<rect x="{x0:.1}" y="{top:.1}" width="{:.1}" height="{PANEL}" fill="{fill}"/>"#,
+            (x1 - x0).max(0.5)
+        );
+        if pi == 0 {
+            let label = if ph.antagonists.is_empty() {
+                ph.name.clone()
             } else {
-                "url(#hatch)"
+                format!("{} +{}", ph.name, ph.antagonists.join(","))
             };
+            // Names go inside the first panel's band, cut to the band's width.
+            let fit = ((x1 - x0) / 5.5).floor() as usize;
+            let label: String = label.chars().take(fit).collect();
             let _ = writeln!(
                 o,
-                r#"<rect x="{x0:.1}" y="{top:.1}" width="{:.1}" height="{PANEL}" fill="{fill}"/>"#,
-                (x1 - x0).max(0.5)
-            );
-            if pi == 0 {
-                let label = if ph.antagonists.is_empty() {
-                    ph.name.clone()
-                } else {
-                    format!("{} +{}", ph.name, ph.antagonists.join(","))
-                };
-                // Names go inside the first panel's band, cut to the band's width.
-                let fit = ((x1 - x0) / 5.5).floor() as usize;
-                let label: String = label.chars().take(fit).collect();
-                let _ = writeln!(
-                    o,
-                    r##"<text x="{:.1}" y="{:.1}" font-size="9" fill="#555">{}</text>"##,
-                    x0 + 2.0,
-                    top + 10.0,
-                    esc(&label)
-                );
-            }
-        }
-        for st in rec.steps.iter().filter(|st| st.kind == "sync") {
-            let xs = x(st.end);
-            let _ = writeln!(
-                o,
-                r##"<line x1="{xs:.1}" y1="{top:.1}" x2="{xs:.1}" y2="{bottom:.1}" stroke="#999" stroke-dasharray="1,3"/>"##
+                r##"<text x="{:.1}" y="{:.1}" font-size="9" fill="#555">{}</text>"##,
+                x0 + 2.0,
+                top + 10.0,
+                esc(&label)
             );
         }
-        // Axes, grid and tick labels.
-        let mut v = lo;
-        while v <= hi + step / 2.0 {
-            let yy = y(v);
-            let _ = writeln!(
-                o,
-                r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#444">{}</text>"##,
-                LEFT + plot_w,
-                LEFT - 4.0,
-                yy + 4.0,
-                axis_label(v, p.bytes, step)
-            );
-            v += step;
-        }
+    }
+}
+
+/// Axes, grid and tick labels.
+fn axes(
+    o: &mut String,
+    p: &Panel,
+    (lo, hi, step): (f64, f64, f64),
+    (top, bottom): (f64, f64),
+    t_end: f64,
+    x: &dyn Fn(f64) -> f64,
+    y: &dyn Fn(f64) -> f64,
+) {
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let mut v = lo;
+    while v <= hi + step / 2.0 {
+        let yy = y(v);
         let _ = writeln!(
             o,
-            r##"<rect x="{LEFT}" y="{top:.1}" width="{plot_w}" height="{PANEL}" fill="none" stroke="#888"/>"##
+            r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#444">{}</text>"##,
+            LEFT + plot_w,
+            LEFT - 4.0,
+            yy + 4.0,
+            axis_label(v, p.bytes, step)
         );
-        let tstep = nice_step(t_end, 10.0);
-        let mut t = 0.0;
-        while t <= t_end + 1e-9 {
+        v += step;
+    }
+    let _ = writeln!(
+        o,
+        r##"<rect x="{LEFT}" y="{top:.1}" width="{plot_w}" height="{PANEL}" fill="none" stroke="#888"/>"##
+    );
+    let tstep = nice_step(t_end, 10.0);
+    let mut t = 0.0;
+    while t <= t_end + 1e-9 {
+        let _ = writeln!(
+            o,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#444">{}s</text>"##,
+            x(t),
+            bottom + 13.0,
+            (t * 1000.0).round() / 1000.0
+        );
+        t += tstep;
+    }
+}
+
+/// The panel's lines and their legend.
+fn lines_and_legend(
+    o: &mut String,
+    rec: &Record,
+    p: &Panel,
+    top: f64,
+    x: &dyn Fn(f64) -> f64,
+    y: &dyn Fn(f64) -> f64,
+) {
+    let plot_w = WIDTH - LEFT - RIGHT;
+    for (li, l) in p.lines.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            r#"<polyline fill="none" stroke="{}" stroke-width="{}"{} points="{}"/>"#,
+            l.color,
+            if l.color == GLOBAL { 4 } else { 1 },
+            if l.dashed {
+                r#" stroke-dasharray="5,3""#
+            } else {
+                ""
+            },
+            points(rec, l, &x, &y)
+        );
+        let ly = top + 12.0 + li as f64 * 15.0;
+        let lx = LEFT + plot_w + 10.0;
+        let _ = writeln!(
+            o,
+            r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="{}"{}/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
+            ly - 4.0,
+            lx + 18.0,
+            ly - 4.0,
+            l.color,
+            if l.color == GLOBAL { 4 } else { 2 },
+            if l.dashed {
+                r#" stroke-dasharray="5,3""#
+            } else {
+                ""
+            },
+            lx + 22.0,
+            esc(&l.label)
+        );
+    }
+}
+
+/// Failed checks: the bound, the failing time and the failing value.
+fn failed_marks(
+    o: &mut String,
+    rec: &Record,
+    p: &Panel,
+    failed: &[&CheckResult],
+    (top, bottom): (f64, f64),
+    x: &dyn Fn(f64) -> f64,
+    y: &dyn Fn(f64) -> f64,
+) {
+    let s = &rec.series;
+    let plot_w = WIDTH - LEFT - RIGHT;
+    for c in failed {
+        let col = c.column.as_deref().unwrap_or("");
+        let here = sum_shows(col, &p.counter);
+        if let (true, Some(b)) = (here, c.bound) {
+            let yb = y(b as f64);
             let _ = writeln!(
                 o,
-                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#444">{}s</text>"##,
-                x(t),
-                bottom + 13.0,
-                (t * 1000.0).round() / 1000.0
+                r##"<line x1="{LEFT}" y1="{yb:.1}" x2="{:.1}" y2="{yb:.1}" stroke="#dc2626" stroke-dasharray="6,3"/><text x="{:.1}" y="{:.1}" fill="#dc2626" text-anchor="end">bound of {}</text>"##,
+                LEFT + plot_w,
+                LEFT + plot_w - 4.0,
+                yb - 3.0,
+                esc(&c.name)
             );
-            t += tstep;
         }
-        // Lines and legend.
-        for (li, l) in p.lines.iter().enumerate() {
+        if let Some(at) = c.at {
+            let xa = x(at);
             let _ = writeln!(
                 o,
-                r#"<polyline fill="none" stroke="{}" stroke-width="{}"{} points="{}"/>"#,
-                l.color,
-                if l.color == GLOBAL { 4 } else { 1 },
-                if l.dashed {
-                    r#" stroke-dasharray="5,3""#
-                } else {
-                    ""
-                },
-                points(rec, l, &x, &y)
+                r##"<line x1="{xa:.1}" y1="{top:.1}" x2="{xa:.1}" y2="{bottom:.1}" stroke="#dc2626" stroke-width="1.5"/>"##
             );
-            let ly = top + 12.0 + li as f64 * 15.0;
-            let lx = LEFT + plot_w + 10.0;
-            let _ = writeln!(
-                o,
-                r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="{}"{}/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
-                ly - 4.0,
-                lx + 18.0,
-                ly - 4.0,
-                l.color,
-                if l.color == GLOBAL { 4 } else { 2 },
-                if l.dashed {
-                    r#" stroke-dasharray="5,3""#
-                } else {
-                    ""
-                },
-                lx + 22.0,
-                esc(&l.label)
-            );
-        }
-        // Failed checks: the bound, the failing time and the failing value.
-        for c in &failed {
-            let col = c.column.as_deref().unwrap_or("");
-            let here = sum_shows(col, &p.counter);
-            if let (true, Some(b)) = (here, c.bound) {
-                let yb = y(b as f64);
+            if here {
+                // Labels right of the middle grow leftwards, away from the legend.
+                let right_half = xa > LEFT + plot_w / 2.0;
                 let _ = writeln!(
                     o,
-                    r##"<line x1="{LEFT}" y1="{yb:.1}" x2="{:.1}" y2="{yb:.1}" stroke="#dc2626" stroke-dasharray="6,3"/><text x="{:.1}" y="{:.1}" fill="#dc2626" text-anchor="end">bound of {}</text>"##,
-                    LEFT + plot_w,
-                    LEFT + plot_w - 4.0,
-                    yb - 3.0,
+                    r##"<text x="{:.1}" y="{:.1}" fill="#dc2626" text-anchor="{}">{} failed</text>"##,
+                    if right_half { xa - 4.0 } else { xa + 4.0 },
+                    top + 24.0,
+                    if right_half { "end" } else { "start" },
                     esc(&c.name)
                 );
-            }
-            if let Some(at) = c.at {
-                let xa = x(at);
-                let _ = writeln!(
-                    o,
-                    r##"<line x1="{xa:.1}" y1="{top:.1}" x2="{xa:.1}" y2="{bottom:.1}" stroke="#dc2626" stroke-width="1.5"/>"##
-                );
-                if here {
-                    // Labels right of the middle grow leftwards, away from the legend.
-                    let right_half = xa > LEFT + plot_w / 2.0;
+                // A ring on each failing column's value at that sample.
+                let row = (0..s.len()).rev().find(|&k| s.t[k] <= at).unwrap_or(0);
+                let mut sum = 0i64;
+                let mut any = false;
+                for name in sum_parts(col) {
+                    if let Some(ci) = s.col(&name) {
+                        sum += s.get(row, ci);
+                        any = true;
+                    }
+                }
+                if any {
                     let _ = writeln!(
                         o,
-                        r##"<text x="{:.1}" y="{:.1}" fill="#dc2626" text-anchor="{}">{} failed</text>"##,
-                        if right_half { xa - 4.0 } else { xa + 4.0 },
-                        top + 24.0,
-                        if right_half { "end" } else { "start" },
-                        esc(&c.name)
+                        r##"<circle cx="{xa:.1}" cy="{:.1}" r="5" fill="none" stroke="#dc2626" stroke-width="2"/>"##,
+                        y(sum as f64)
                     );
-                    // A ring on each failing column's value at that sample.
-                    let row = (0..s.len()).rev().find(|&k| s.t[k] <= at).unwrap_or(0);
-                    let mut sum = 0i64;
-                    let mut any = false;
-                    for name in sum_parts(col) {
-                        if let Some(ci) = s.col(&name) {
-                            sum += s.get(row, ci);
-                            any = true;
-                        }
-                    }
-                    if any {
-                        let _ = writeln!(
-                            o,
-                            r##"<circle cx="{xa:.1}" cy="{:.1}" r="5" fill="none" stroke="#dc2626" stroke-width="2"/>"##,
-                            y(sum as f64)
-                        );
-                    }
                 }
             }
         }
     }
-    o += "</svg>\n";
-    o
 }
 
 #[cfg(test)]
