@@ -479,6 +479,53 @@ fn run_scenarios(
         bool,
     ),
 ) -> Result<u8, Error> {
+    let selected = select(cli, names, sample_interval)?;
+    if !nix::unistd::geteuid().is_root() {
+        return Err(untestable(
+            "memcgtest run needs root (it creates cgroups and writes /proc/sys/vm)",
+        ));
+    }
+    // Held for the whole run: `cleanup` leaves this run's groups and files alone.
+    let _live = own_liveness().map_err(untestable)?;
+    let (parent, scratch) = test_place(cli, &selected, report_dir)?;
+    cleanup::install_signal_handlers();
+    let started = chrono::Utc::now();
+    let environment = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
+    // In a VM guest stderr is a serial port the host forwards: plain lines, no terminal control.
+    let in_vm = std::env::var_os("MEMCGTEST_KMSG").is_some();
+    let mode = if in_vm {
+        progress::Mode::Lines
+    } else if std::io::stderr().is_terminal() {
+        progress::Mode::Live
+    } else {
+        progress::Mode::Off
+    };
+    let ctx = runner::Context {
+        parent,
+        scratch,
+        wait_sysctls: !no_wait,
+        quick,
+        timeout,
+        machine: model::Machine::this(),
+        progress: runner::Progress::new(mode),
+    };
+    let results = run_each(&ctx, &selected, quick, in_vm);
+    let ids = report::kcidb::Ids::new(origin, build_id, &environment, started);
+    let rep = model::RunReport::new(environment, quick, started, ids, results);
+    print!("{}", report::render(&rep, format));
+    let verdict = run_verdict(&rep.scenarios, cleanup::interrupted());
+    match report_dir {
+        Some(dir) => with_report(verdict, report::write_dir(&rep, dir)),
+        None => verdict,
+    }
+}
+
+/// The scenarios `names` asks for (all when empty), with `--sample-interval` applied.
+fn select(
+    cli: &Cli,
+    names: &[String],
+    sample_interval: Option<std::time::Duration>,
+) -> Result<Vec<scenario::Scenario>, Error> {
     let all = scenario::load_all(cli.scenario_dir.as_deref())?;
     let mut selected = Vec::new();
     for n in names {
@@ -501,13 +548,17 @@ fn run_scenarios(
             s.sample.interval = i;
         }
     }
-    if !nix::unistd::geteuid().is_root() {
-        return Err(untestable(
-            "memcgtest run needs root (it creates cgroups and writes /proc/sys/vm)",
-        ));
-    }
-    // Held for the whole run: `cleanup` leaves this run's groups and files alone.
-    let _live = own_liveness().map_err(untestable)?;
+    Ok(selected)
+}
+
+/// Where the run's groups and files go, checked before anything runs: the test parent (with the
+/// memory controller for its children), the scratch directory (with writeback when a scenario
+/// needs it) and the report directory.
+fn test_place(
+    cli: &Cli,
+    selected: &[scenario::Scenario],
+    report_dir: Option<&Path>,
+) -> Result<(cgroup::Cgroup, PathBuf), Error> {
     let layout = detect::detect().map_err(untestable)?;
     let parent =
         env::test_parent(&layout, cli.cgroup, cli.parent.as_deref()).map_err(untestable)?;
@@ -557,27 +608,17 @@ fn run_scenarios(
             dir.display()
         )));
     }
-    cleanup::install_signal_handlers();
-    let started = chrono::Utc::now();
-    let environment = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
-    // In a VM guest stderr is a serial port the host forwards: plain lines, no terminal control.
-    let in_vm = std::env::var_os("MEMCGTEST_KMSG").is_some();
-    let mode = if in_vm {
-        progress::Mode::Lines
-    } else if std::io::stderr().is_terminal() {
-        progress::Mode::Live
-    } else {
-        progress::Mode::Off
-    };
-    let ctx = runner::Context {
-        parent,
-        scratch,
-        wait_sysctls: !no_wait,
-        quick,
-        timeout,
-        machine: model::Machine::this(),
-        progress: runner::Progress::new(mode),
-    };
+    Ok((parent, scratch))
+}
+
+/// Runs the scenarios one after another (until interrupted), with progress and remembered
+/// durations.
+fn run_each(
+    ctx: &runner::Context,
+    selected: &[scenario::Scenario],
+    quick: bool,
+    in_vm: bool,
+) -> Vec<model::ScenarioResult> {
     let mut durations = if in_vm {
         progress::Durations::none()
     } else {
@@ -601,7 +642,7 @@ fn run_scenarios(
             after,
         );
         kmsg(&format!("{}{}", vm::console::BEGIN, sc.name));
-        let r = runner::run_scenario(&ctx, sc);
+        let r = runner::run_scenario(ctx, sc);
         kmsg(&format!("{}{}", vm::console::END, sc.name));
         ctx.progress.done(&sc.name, r.status.as_str(), r.seconds);
         // Skips and errors end early: only whole runs say how long the next one takes.
@@ -612,14 +653,7 @@ fn run_scenarios(
     }
     ctx.progress.finish();
     durations.save();
-    let ids = report::kcidb::Ids::new(origin, build_id, &environment, started);
-    let rep = model::RunReport::new(environment, quick, started, ids, results);
-    print!("{}", report::render(&rep, format));
-    let verdict = run_verdict(&rep.scenarios, cleanup::interrupted());
-    match report_dir {
-        Some(dir) => with_report(verdict, report::write_dir(&rep, dir)),
-        None => verdict,
-    }
+    results
 }
 
 /// The run's exit once its report was written or not. A kernel found bad stays bad (1) when the
