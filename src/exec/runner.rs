@@ -688,22 +688,7 @@ fn run_phases(
                 cgroup: step.cgroup().unwrap_or_default().to_string(),
                 cpu_seconds: res.cpu_seconds,
             });
-            // At least one sample after every step, so checks see its effect before the next;
-            // after a sync, samples for STALE_WINDOW, so a reading left stale by a concurrent
-            // stats flush is refreshed before the next step starts.
-            sampler.wait_fresh(2);
-            if kind == "sync" {
-                let until = Instant::now() + Duration::from_secs_f64(check::STALE_WINDOW);
-                while Instant::now() < until {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                sampler.wait_fresh(1);
-            }
-            guard.sysctls.restore_to(probe_mark)?;
-            // Counter files that opened and read at the start and broke mid-run: the kernel's.
-            if let Some(e) = sampler.error() {
-                return Err(Stop::Failed(Error::Kernel(format!("sampler: {e}"))));
-            }
+            after_step(sampler, guard, kind, probe_mark)?;
         }
         // Antagonists are the last workers started; stop them at the end of their phase.
         let keep = guard.workers.len() - n_antagonists;
@@ -724,6 +709,33 @@ fn run_phases(
             vmstat_start,
             vmstat_end: read_vmstat()?,
         });
+    }
+    Ok(())
+}
+
+/// After a step: samples that show its effect, the probe's sysctls back, and the sampler's
+/// health.
+fn after_step(
+    sampler: &Sampler,
+    guard: &mut Guard,
+    kind: &str,
+    probe_mark: usize,
+) -> Result<(), Stop> {
+    // At least one sample after every step, so checks see its effect before the next;
+    // after a sync, samples for STALE_WINDOW, so a reading left stale by a concurrent
+    // stats flush is refreshed before the next step starts.
+    sampler.wait_fresh(2);
+    if kind == "sync" {
+        let until = Instant::now() + Duration::from_secs_f64(check::STALE_WINDOW);
+        while Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        sampler.wait_fresh(1);
+    }
+    guard.sysctls.restore_to(probe_mark)?;
+    // Counter files that opened and read at the start and broke mid-run: the kernel's.
+    if let Some(e) = sampler.error() {
+        return Err(Stop::Failed(Error::Kernel(format!("sampler: {e}"))));
     }
     Ok(())
 }

@@ -407,18 +407,7 @@ pub fn run(opts: &Options) -> Result<u8> {
     std::fs::create_dir_all(&dir).with_context(|| format!("mkdir {}", dir.display()))?;
     let mut work = Work { dir, child: None };
     cleanup::install_signal_handlers();
-    let initrd = work.dir.join("initramfs.cpio");
-    let archive = build_initramfs(opts, &cfg, &mods)?;
-    // Read it back: a malformed archive would only show as an unexplained boot failure.
-    let entries = initramfs::list(&archive).context("initramfs reads back")?;
-    eprintln!(
-        "memcgtest vm: initramfs {} entries, {:.1} MiB",
-        entries.len(),
-        archive.len() as f64 / 1048576.0
-    );
-    std::fs::write(&initrd, archive).with_context(|| format!("write {}", initrd.display()))?;
-    let disk = work.dir.join("scratch.img");
-    make_disk(&disk, opts.disk_mib)?;
+    let (initrd, disk) = images(opts, &work, &cfg, &mods)?;
 
     let mut accel = match opts.accel {
         AccelChoice::Tcg => Accel::Tcg,
@@ -465,31 +454,7 @@ pub fn run(opts: &Options) -> Result<u8> {
         std::fs::write(p, &b.console).with_context(|| format!("write {}", p.display()))?;
     }
     let (mut code, reason) = verdict(&b, timeout);
-    // Splats during a scenario fail it (unless --allow-splats); others are reported.
-    let splats = console::splats(&b.console);
-    let mut failed: Vec<(String, String)> = Vec::new();
-    for s in &splats {
-        match &s.scenario {
-            Some(n) if !opts.allow_splats => {
-                if !failed.iter().any(|(f, _)| f == n) {
-                    let first = s.excerpt.lines().find(|l| l.contains(s.kind)).unwrap_or("");
-                    failed.push((
-                        n.clone(),
-                        format!("kernel {} during the scenario: {}", s.kind, first.trim()),
-                    ));
-                }
-            }
-            _ => eprintln!(
-                "memcgtest vm: kernel {} {}:\n{}",
-                s.kind,
-                s.scenario
-                    .as_ref()
-                    .map(|n| format!("during {n} (allowed by --allow-splats)"))
-                    .unwrap_or("outside any scenario".into()),
-                console::tail(&s.excerpt, 12)
-            ),
-        }
-    }
+    let failed = splat_failures(opts, &b.console);
     // The guest's report directory, out of the scratch image (only a `run` writes one).
     let report_dir = work.dir.join("report");
     let have_report = args[0] == "run"
@@ -501,36 +466,8 @@ pub fn run(opts: &Options) -> Result<u8> {
                 false
             }
         };
-    let mut results = b.results.clone();
-    let rewritten = if failed.is_empty() || !have_report {
-        None
-    } else {
-        match rewrite_report(&report_dir, &failed, guest_format(&args)) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                eprintln!("memcgtest vm: re-rendering the report: {e:#}");
-                None
-            }
-        }
-    };
-    // Without a re-rendered report, the copied directory gets the verdict by a text rewrite too.
-    let rewrite_copy = rewritten.is_none() && !failed.is_empty();
-    if let Some(r) = rewritten {
-        results = r;
-    } else if !failed.is_empty() {
-        // No report to re-render from: rewrite the text we have.
-        results = match guest_format(&args) {
-            "ktap" => console::fail_in_ktap(&results, &failed),
-            "json" => console::fail_in_json(&results, &failed).unwrap_or(results),
-            _ => {
-                let mut r = results;
-                for (n, why) in &failed {
-                    r += &format!("{n}: FAIL ({why})\n");
-                }
-                r
-            }
-        };
-    }
+    let (results, rewrite_copy) =
+        with_splats(b.results.clone(), &args, &report_dir, have_report, &failed);
     if !failed.is_empty() && (code == exit::OK || code == exit::UNTESTABLE) {
         code = exit::FAIL;
     }
@@ -572,6 +509,104 @@ pub fn run(opts: &Options) -> Result<u8> {
     );
     drop(work);
     Ok(code)
+}
+
+/// Writes the initramfs (read back first: a malformed archive would only show as an unexplained
+/// boot failure) and the scratch disk into the work directory.
+fn images(
+    opts: &Options,
+    work: &Work,
+    cfg: &guest::GuestConfig,
+    mods: &[(String, PathBuf)],
+) -> Result<(PathBuf, PathBuf)> {
+    let initrd = work.dir.join("initramfs.cpio");
+    let archive = build_initramfs(opts, cfg, mods)?;
+    // Read it back: a malformed archive would only show as an unexplained boot failure.
+    let entries = initramfs::list(&archive).context("initramfs reads back")?;
+    eprintln!(
+        "memcgtest vm: initramfs {} entries, {:.1} MiB",
+        entries.len(),
+        archive.len() as f64 / 1048576.0
+    );
+    std::fs::write(&initrd, archive).with_context(|| format!("write {}", initrd.display()))?;
+    let disk = work.dir.join("scratch.img");
+    make_disk(&disk, opts.disk_mib)?;
+
+    Ok((initrd, disk))
+}
+
+/// The scenarios kernel splats fail, with why: splats during a scenario (unless
+/// --allow-splats); the others are reported on stderr.
+fn splat_failures(opts: &Options, console_text: &str) -> Vec<(String, String)> {
+    // Splats during a scenario fail it (unless --allow-splats); others are reported.
+    let splats = console::splats(console_text);
+    let mut failed: Vec<(String, String)> = Vec::new();
+    for s in &splats {
+        match &s.scenario {
+            Some(n) if !opts.allow_splats => {
+                if !failed.iter().any(|(f, _)| f == n) {
+                    let first = s.excerpt.lines().find(|l| l.contains(s.kind)).unwrap_or("");
+                    failed.push((
+                        n.clone(),
+                        format!("kernel {} during the scenario: {}", s.kind, first.trim()),
+                    ));
+                }
+            }
+            _ => eprintln!(
+                "memcgtest vm: kernel {} {}:\n{}",
+                s.kind,
+                s.scenario
+                    .as_ref()
+                    .map(|n| format!("during {n} (allowed by --allow-splats)"))
+                    .unwrap_or("outside any scenario".into()),
+                console::tail(&s.excerpt, 12)
+            ),
+        }
+    }
+    failed
+}
+
+/// The results as the guest printed them with the splat verdicts applied: re-rendered from the
+/// report directory when there is one, else by a text rewrite. Also whether the copied report
+/// directory needs the text rewrite too.
+fn with_splats(
+    guest_results: String,
+    args: &[String],
+    report_dir: &Path,
+    have_report: bool,
+    failed: &[(String, String)],
+) -> (String, bool) {
+    let mut results = guest_results;
+    let rewritten = if failed.is_empty() || !have_report {
+        None
+    } else {
+        match rewrite_report(report_dir, failed, guest_format(args)) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("memcgtest vm: re-rendering the report: {e:#}");
+                None
+            }
+        }
+    };
+    // Without a re-rendered report, the copied directory gets the verdict by a text rewrite too.
+    let rewrite_copy = rewritten.is_none() && !failed.is_empty();
+    if let Some(r) = rewritten {
+        results = r;
+    } else if !failed.is_empty() {
+        // No report to re-render from: rewrite the text we have.
+        results = match guest_format(args) {
+            "ktap" => console::fail_in_ktap(&results, failed),
+            "json" => console::fail_in_json(&results, failed).unwrap_or(results),
+            _ => {
+                let mut r = results;
+                for (n, why) in failed {
+                    r += &format!("{n}: FAIL ({why})\n");
+                }
+                r
+            }
+        };
+    }
+    (results, rewrite_copy)
 }
 
 #[cfg(test)]
