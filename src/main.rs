@@ -1,171 +1,21 @@
 //! memcgtest's command line; the library is `lib.rs`. See README.md.
 
-use memcgtest::exec::{runner, workload};
-use memcgtest::{
-    cgroup, cleanup, compare, env, error, lock, model, progress, report, scenario, sysctl, units,
-    vm,
-};
-
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser};
 
-use cgroup::detect::{self, Choice};
-use error::{Error, exit};
+use memcgtest::cgroup::detect::{self, Choice};
+use memcgtest::error::{Error, exit};
+use memcgtest::exec::{runner, workload};
+use memcgtest::{
+    cgroup, cleanup, compare, env, lock, model, progress, report, scenario, sysctl, vm,
+};
 
-#[derive(Parser)]
-#[command(
-    name = "memcgtest",
-    version,
-    about = "Testsuite for the Linux memory cgroup controller"
-)]
-struct Cli {
-    /// Which cgroup version to test (auto: v2 when it carries the memory controller, else v1).
-    #[arg(long, global = true, value_enum, default_value = "auto")]
-    cgroup: Choice,
-    /// Create test cgroups below this cgroup directory instead of the one memcgtest runs in.
-    #[arg(long, global = true, value_name = "PATH")]
-    parent: Option<PathBuf>,
-    /// Directory for scratch files (must be on a filesystem with writeback, not tmpfs).
-    #[arg(long, global = true, value_name = "DIR", default_value = env::DEFAULT_SCRATCH)]
-    scratch: PathBuf,
-    /// Also load scenario files from this directory (they replace built-ins of the same name).
-    #[arg(long, global = true, value_name = "DIR")]
-    scenario_dir: Option<PathBuf>,
-    #[command(subcommand)]
-    command: Command,
-}
+mod cli;
 
-/// `compare --format`.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Human,
-    Ktap,
-    Json,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Describe this machine: kernel, cgroup layout, capabilities, scratch filesystem.
-    Env {
-        #[arg(long)]
-        json: bool,
-    },
-    /// List the scenarios.
-    List {
-        #[arg(long)]
-        json: bool,
-    },
-    /// Validate scenario files.
-    Check {
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-    },
-    /// Run scenarios (all when none is named).
-    Run {
-        names: Vec<String>,
-        /// What stdout carries: text, KTAP, JSON, JUnit XML or KCIDB JSON.
-        #[arg(long, value_enum, default_value = "human")]
-        format: report::Format,
-        /// Write results.ktap, results.json, results.xml (JUnit), kcidb.json, index.html and
-        /// per-scenario CSV and SVG into DIR.
-        #[arg(long, value_name = "DIR")]
-        report: Option<PathBuf>,
-        /// KCIDB origin: the CI system submitting ([a-z0-9_]+).
-        #[arg(long, default_value = report::kcidb::DEFAULT_ORIGIN)]
-        origin: String,
-        /// KCIDB build id (ORIGIN: is prepended unless it has an origin prefix); default: the
-        /// kernel release, architecture and a hash of `uname -v`.
-        #[arg(long, value_name = "ID")]
-        build_id: Option<String>,
-        /// Scale sizes down 8x for smoke runs on slow machines; every check still runs.
-        #[arg(long)]
-        quick: bool,
-        /// Per-scenario timeout overriding the scenario's own (e.g. 120s, 10m).
-        #[arg(long, value_parser = units::parse_cli_duration)]
-        timeout: Option<std::time::Duration>,
-        /// Sampling interval overriding the scenarios' own (for measuring the sampler's cost).
-        #[arg(long, value_parser = units::parse_cli_duration)]
-        sample_interval: Option<std::time::Duration>,
-        /// When another run owns the vm sysctls, stop (exit 125) instead of waiting for it.
-        #[arg(long)]
-        no_wait: bool,
-    },
-    /// Compare the measurements of two `run --format json` result files (exit 1 on a regression).
-    Compare {
-        base: PathBuf,
-        new: PathBuf,
-        /// Minimum change of the median, in percent, that can count as a regression.
-        #[arg(long, default_value_t = 5.0, value_parser = compare::parse_threshold)]
-        threshold: f64,
-        #[arg(long, value_enum, default_value = "human")]
-        format: Format,
-    },
-    /// Remove what runs killed with SIGKILL left behind (cgroups, scratch files, sysctls).
-    Cleanup,
-    /// Print a shell completion script (e.g. memcgtest completions bash > /etc/bash_completion.d/memcgtest).
-    Completions {
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
-    /// Print the man page (roff): memcgtest man > memcgtest.1; man ./memcgtest.1
-    Man,
-    /// Boot a kernel image in qemu and run memcgtest inside it:
-    /// memcgtest vm --kernel BZIMAGE [OPTIONS] -- run [NAMES] [RUN OPTIONS].
-    /// The guest's cgroup layout is --cgroup (auto means v2).
-    Vm {
-        /// The kernel image (bzImage, e.g. arch/x86/boot/bzImage or /boot/vmlinuz-*).
-        #[arg(long, value_name = "BZIMAGE")]
-        kernel: PathBuf,
-        /// A lib/modules/<release> tree for kernels with virtio-pci/virtio-blk as modules.
-        #[arg(long, value_name = "DIR")]
-        modules: Option<PathBuf>,
-        /// auto tries KVM and falls back to TCG when the guest does not start under it.
-        #[arg(long, value_enum, default_value = "auto")]
-        accel: vm::AccelChoice,
-        /// Guest CPUs (default: this machine's, at most 4).
-        #[arg(long)]
-        cpus: Option<u32>,
-        /// Guest memory.
-        #[arg(long, default_value = "2G", value_parser = units::parse_size)]
-        memory: u64,
-        /// Size of the sparse ext4 scratch disk.
-        #[arg(long, default_value = "4G", value_parser = units::parse_size)]
-        disk: u64,
-        /// Swap file on the scratch disk, enabled in the guest (0 for none).
-        #[arg(long, default_value = "256M", value_parser = units::parse_size)]
-        swap: u64,
-        /// Kill the VM after this long (default 60m under TCG, 20m under KVM): failure "timeout".
-        #[arg(long, value_parser = units::parse_cli_duration)]
-        timeout: Option<std::time::Duration>,
-        /// Save the kernel console to FILE.
-        #[arg(long, value_name = "FILE")]
-        console_log: Option<PathBuf>,
-        /// Copy the guest's report directory (KTAP, JSON, CSV, SVG) to DIR.
-        #[arg(long, value_name = "DIR")]
-        report: Option<PathBuf>,
-        /// Do not fail a scenario for a kernel WARNING/BUG printed while it ran.
-        #[arg(long)]
-        allow_splats: bool,
-        /// Copy the kernel console to stderr as it arrives.
-        #[arg(long)]
-        show_console: bool,
-        /// The qemu binary.
-        #[arg(long, default_value = "qemu-system-x86_64")]
-        qemu: String,
-        /// Self-tests of the VM runner: panic, hang.
-        #[arg(long, hide = true)]
-        selftest: Option<String>,
-        /// The command the guest runs (run, env or list, with their options).
-        #[arg(last = true)]
-        guest: Vec<String>,
-    },
-    /// Internal: run one workload job (JSON) inside the cgroup it was placed in.
-    #[command(name = "__worker", hide = true)]
-    Worker { job: String },
-}
+use cli::{Cli, Command, Format};
 
 fn main() -> ExitCode {
     // In a VM this binary is the initramfs's /init.
