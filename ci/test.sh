@@ -43,7 +43,7 @@ rc=$?
 set -e
 echo "memcgtest run exit code: $rc"
 $bin cleanup
-left=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'memcgtest-*' 2>/dev/null || true)
+left=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'memcgtest-[0-9]*' 2>/dev/null || true)
 [ -z "$left" ] || { echo "leftover test cgroups: $left"; exit 1; }
 [ "$rc" = 0 ] || exit 1
 

@@ -88,6 +88,6 @@ cat "$out/notkernel.err"
 [ "$rc" = 125 ] || fail "not a kernel: exit $rc, expected 125"
 grep -q "not a bootable x86 kernel image" "$out/notkernel.err" || fail "not a kernel: unclear message"
 
-left=$(find /var/tmp -maxdepth 1 -name 'memcgtest-*' 2>/dev/null || true)
+left=$(find /var/tmp -maxdepth 1 -name 'memcgtest-[0-9]*' 2>/dev/null || true)
 [ -z "$left" ] || fail "leftover work directories: $left"
 echo "vm-tests: all passed"

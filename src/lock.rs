@@ -43,6 +43,22 @@ fn flock(f: &File, op: libc::c_int, block: bool) -> std::io::Result<bool> {
     }
 }
 
+/// Whether an flock error says the kernel has no file locking at all (CONFIG_FILE_LOCKING off,
+/// as `make tinyconfig` leaves it: flock(2) is ENOSYS). Such a kernel cannot arbitrate between
+/// runs; memcgtest then runs unprotected and says so once (in a VM guest nothing else runs).
+fn no_file_locking(e: &std::io::Error) -> bool {
+    if e.raw_os_error() != Some(libc::ENOSYS) {
+        return false;
+    }
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        eprintln!(
+            "memcgtest: this kernel has no file locking (flock: ENOSYS, CONFIG_FILE_LOCKING off): concurrent memcgtest runs on it are not kept apart"
+        )
+    });
+    true
+}
+
 /// Creates the run directory (root-only writable).
 fn make_run_dir(run_dir: &Path) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
@@ -67,8 +83,11 @@ fn lock_named(path: &Path, block: bool) -> Result<Option<File>> {
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .with_context(|| format!("open {}", path.display()))?;
-        if !flock(&f, libc::LOCK_EX, block).with_context(|| format!("flock {}", path.display()))? {
-            return Ok(None);
+        match flock(&f, libc::LOCK_EX, block) {
+            Ok(true) => {}
+            Ok(false) => return Ok(None),
+            Err(e) if no_file_locking(&e) => return Ok(Some(f)),
+            Err(e) => return Err(e).with_context(|| format!("flock {}", path.display())),
         }
         let held = f.metadata()?;
         match std::fs::symlink_metadata(path) {
@@ -118,15 +137,20 @@ pub fn is_live(run_dir: &Path, pid: i32) -> bool {
     // might run.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     loop {
-        if matches!(flock(&f, libc::LOCK_SH, false), Ok(true)) {
-            return false;
+        let gone = || {
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+                == Err(nix::errno::Errno::ESRCH)
+        };
+        match flock(&f, libc::LOCK_SH, false) {
+            Ok(true) => return false,
+            // No file locking on this kernel: the pid's existence is all there is to go by.
+            Err(e) if no_file_locking(&e) => return !gone(),
+            _ => {}
         }
         // Held although the run itself is gone: a worker it was forking shares the lock until
         // it execs or dies of its death signal (a cgroup.procs write can take a while). That
         // takes milliseconds; a lock still held after 2 s is taken as live.
-        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
-            == Err(nix::errno::Errno::ESRCH);
-        if !gone || std::time::Instant::now() >= deadline {
+        if !gone() || std::time::Instant::now() >= deadline {
             return true;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
