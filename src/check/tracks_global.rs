@@ -1,6 +1,6 @@
 //! tracks-global: a group's counters rise with their reference during its write steps.
 
-use super::reference::{STALE_WINDOW, inconclusive_text, reference, tol_text, windows};
+use super::reference::{Reference, STALE_WINDOW, inconclusive_text, reference, tol_text, windows};
 use super::{CheckResult, Outcome, columns, missing, row_at_or_after, row_at_or_before, sum};
 use crate::model::Record;
 use crate::units::human_bytes;
@@ -35,8 +35,13 @@ pub fn tracks_global(
         .map(|(c, _)| c.as_str())
         .collect::<Vec<_>>()
         .join("+");
-    let (mut judged, mut samples, mut worst, mut max_rise) = (0, 0, 0i64, 0i64);
-    let mut skipped: Vec<(String, i64)> = Vec::new();
+    let mut tally = Tally {
+        judged: 0,
+        samples: 0,
+        worst: 0,
+        max_rise: 0,
+        skipped: Vec::new(),
+    };
     let spans = windows(rec, cgroup, during, phase);
     for (w_start, w_end, w_what) in &spans {
         let r0 = row_at_or_before(rec, *w_start);
@@ -50,31 +55,26 @@ pub fn tracks_global(
         // during it. Globally that is every other group's dirty pages (either direction, as
         // before). Per file it is one-sided: pages only the truth has can make the group look
         // high, pages only the group has (metadata it dirtied) can make it look short.
-        let (room_excess, room_deficit) = if reference.per_file {
-            ((ref0_lo - cg0).max(0), (cg0 - ref0_hi).max(0))
-        } else {
-            let o = (ref0_lo - cg0).max(0);
-            (o, o)
-        };
+        let (room_excess, room_deficit) = rooms(reference.per_file, cg0, ref0_lo, ref0_hi);
         let base = batch + reference.drift + reference.skew(rec, r0);
         if let Some(f) = &reference.foreign {
             let moved = f.moved(rec, r0, &rows);
             if moved > base + room_excess {
-                skipped.push((w_what.clone(), moved));
+                tally.skipped.push((w_what.clone(), moved));
                 continue;
             }
         }
-        judged += 1;
+        tally.judged += 1;
         let mut bad_since: Option<f64> = None;
         for r in rows {
-            samples += 1;
+            tally.samples += 1;
             let slack = base + reference.skew(rec, r);
             let dcg = sum(rec, r, &cols) - cg0;
             let (d_lo, d_hi) = (
                 reference.lo(rec, r) - ref0_hi,
                 reference.hi(rec, r) - ref0_lo,
             );
-            max_rise = max_rise.max(d_lo);
+            tally.max_rise = tally.max_rise.max(d_lo);
             let (gap, tol) = if dcg < d_lo {
                 (d_lo - dcg, slack + room_deficit)
             } else if dcg > d_hi {
@@ -85,7 +85,7 @@ pub fn tracks_global(
             let t = rec.series.t[r];
             if gap <= tol {
                 bad_since = None;
-                worst = worst.max(gap);
+                tally.worst = tally.worst.max(gap);
                 continue;
             }
             // A gap must last STALE_WINDOW from its first sample (see STALE_WINDOW).
@@ -93,44 +93,133 @@ pub fn tracks_global(
             if t - since < STALE_WINDOW {
                 continue;
             }
-            let deficit = dcg < d_lo;
-            let mut res = CheckResult::new(
-                name,
-                Outcome::Fail,
-                format!("{cg_label} rose by {} ({dcg} B)", human_bytes(dcg)),
-                format!(
-                    "{} rose by {} .. {}, within {}",
-                    reference.label,
-                    human_bytes(d_lo),
-                    human_bytes(d_hi),
-                    human_bytes(tol)
-                ),
-                format!(
-                    "at t={t:.3}s (sample {r}, phase {}, step '{w_what}'), since t={:.3}s the group's {} and {} differ by {} ({}), for {:.0} ms: {}",
-                    rec.phase_at(t),
-                    rec.series.t[r0],
-                    if deficit {
-                        "count is short"
-                    } else {
-                        "count is too high"
-                    },
-                    reference.label,
-                    human_bytes(gap),
-                    if deficit {
-                        "deficit: the memcg missed dirty pages the reference counted, e.g. a clamped underflow"
-                    } else {
-                        "excess: the memcg counted pages the reference did not"
-                    },
-                    (t - since) * 1000.0,
-                    rec.series.describe_row(r)
-                ),
-            );
-            res.tolerance = Some(tol_text(rec, &reference, Some(tol - slack)));
-            res.at = Some(t);
-            res.column = Some(cg_label.clone());
-            return res;
+            let gap = Gap {
+                t,
+                r,
+                r0,
+                since,
+                dcg,
+                d_lo,
+                d_hi,
+                gap,
+                tol,
+                slack,
+            };
+            return stale_gap(name, rec, &reference, &cg_label, w_what, gap);
         }
     }
+    verdict(name, rec, &reference, during, batch, &cg_label, tally)
+}
+
+/// The room for pages one side held at the window's start: (excess, deficit).
+fn rooms(per_file: bool, cg0: i64, ref0_lo: i64, ref0_hi: i64) -> (i64, i64) {
+    if per_file {
+        ((ref0_lo - cg0).max(0), (cg0 - ref0_hi).max(0))
+    } else {
+        let o = (ref0_lo - cg0).max(0);
+        (o, o)
+    }
+}
+
+/// What the judged windows added up to.
+struct Tally {
+    judged: usize,
+    samples: usize,
+    worst: i64,
+    max_rise: i64,
+    skipped: Vec<(String, i64)>,
+}
+
+/// A gap beyond tolerance that lasted STALE_WINDOW: where it was and how large.
+struct Gap {
+    t: f64,
+    r: usize,
+    r0: usize,
+    since: f64,
+    dcg: i64,
+    d_lo: i64,
+    d_hi: i64,
+    gap: i64,
+    tol: i64,
+    slack: i64,
+}
+
+/// The failure for a gap that lasted.
+fn stale_gap(
+    name: String,
+    rec: &Record,
+    reference: &Reference,
+    cg_label: &str,
+    w_what: &str,
+    g: Gap,
+) -> CheckResult {
+    let Gap {
+        t,
+        r,
+        r0,
+        since,
+        dcg,
+        d_lo,
+        d_hi,
+        gap,
+        tol,
+        slack,
+    } = g;
+    let deficit = dcg < d_lo;
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!("{cg_label} rose by {} ({dcg} B)", human_bytes(dcg)),
+        format!(
+            "{} rose by {} .. {}, within {}",
+            reference.label,
+            human_bytes(d_lo),
+            human_bytes(d_hi),
+            human_bytes(tol)
+        ),
+        format!(
+            "at t={t:.3}s (sample {r}, phase {}, step '{w_what}'), since t={:.3}s the group's {} and {} differ by {} ({}), for {:.0} ms: {}",
+            rec.phase_at(t),
+            rec.series.t[r0],
+            if deficit {
+                "count is short"
+            } else {
+                "count is too high"
+            },
+            reference.label,
+            human_bytes(gap),
+            if deficit {
+                "deficit: the memcg missed dirty pages the reference counted, e.g. a clamped underflow"
+            } else {
+                "excess: the memcg counted pages the reference did not"
+            },
+            (t - since) * 1000.0,
+            rec.series.describe_row(r)
+        ),
+    );
+    res.tolerance = Some(tol_text(rec, reference, Some(tol - slack)));
+    res.at = Some(t);
+    res.column = Some(cg_label.to_string());
+    res
+}
+
+/// The verdict once every window passed: inconclusive, nothing to judge, or a pass.
+fn verdict(
+    name: String,
+    rec: &Record,
+    reference: &Reference,
+    during: &[String],
+    batch: i64,
+    cg_label: &str,
+    tally: Tally,
+) -> CheckResult {
+    let Tally {
+        judged,
+        samples,
+        worst,
+        max_rise,
+        skipped,
+    } = tally;
     let skipped_text =
         (!skipped.is_empty()).then(|| inconclusive_text(&skipped, reference.foreign.as_ref()));
     if judged == 0
@@ -174,6 +263,6 @@ pub fn tracks_global(
             skipped_text.map_or(String::new(), |s| format!("; {s}"))
         ),
     );
-    res.tolerance = Some(tol_text(rec, &reference, None));
+    res.tolerance = Some(tol_text(rec, reference, None));
     res
 }
