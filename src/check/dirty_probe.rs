@@ -1,12 +1,12 @@
 //! dirty-probe: a probe's exactly known dirty bytes appear in the group's counters.
 
-use super::reference::reference;
+use super::reference::{Reference, reference};
 use super::{
     CheckResult, Columns, Outcome, columns, missing, row_at_or_after, row_at_or_before, sum,
 };
-use crate::model::Record;
 use crate::model::column::short_sum;
 use crate::model::counter::DIRTY_WRITEBACK;
+use crate::model::{Record, StepRecord};
 use crate::units::human_bytes;
 
 /// dirty-probe: after each probe step (exactly W bytes written with writeback held off), the
@@ -84,44 +84,96 @@ pub fn dirty_probe(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             0
         };
         if deficit.abs() > tol {
-            let t = rec.series.t[r];
-            let mut res = CheckResult::new(
-                name,
-                Outcome::Fail,
-                format!("{cgroup}.dirty+writeback = {cg} ({})", human_bytes(cg)),
-                format!(
-                    "{want_lo} ({}) +- {}",
-                    human_bytes(want_lo),
-                    human_bytes(tol)
-                ),
-                format!(
-                    "after the probe in phase {} wrote {} ({} rose by {}), the group shows {}: {} of {} ({}) at t={t:.3}s",
-                    rec.phases[st.phase].name,
-                    human_bytes(w),
-                    reference.label,
-                    human_bytes(rise),
-                    human_bytes(cg),
-                    if deficit > 0 {
-                        "a deficit"
-                    } else {
-                        "an excess"
-                    },
-                    human_bytes(deficit.abs()),
-                    if deficit > 0 {
-                        "a hidden negative offset: the counter underflowed earlier and the clamp at 0 hid it"
-                    } else {
-                        "pages counted that were not written"
-                    },
-                ),
-            );
-            res.tolerance = Some(rec.machine.stat_batch_explained());
-            res.at = Some(t);
-            res.bound = Some(want_lo - tol);
-            res.column = Some(short_sum(cgroup, &DIRTY_WRITEBACK));
-            return res;
+            let m = Measured {
+                w,
+                rise,
+                cg,
+                want_lo,
+                tol,
+                deficit,
+                r,
+            };
+            return probe_failure(name, rec, cgroup, st, &reference, m);
         }
         lines.push(format!("{} of {}", human_bytes(cg), human_bytes(want_lo)));
     }
+    probe_pass(name, rec, &reference, &lines, tol)
+}
+
+/// What one probe step left in the counters.
+struct Measured {
+    w: i64,
+    rise: i64,
+    cg: i64,
+    want_lo: i64,
+    tol: i64,
+    deficit: i64,
+    r: usize,
+}
+
+/// The failure when the group's count after a probe is off by more than the tolerance.
+fn probe_failure(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    st: &StepRecord,
+    reference: &Reference,
+    m: Measured,
+) -> CheckResult {
+    let Measured {
+        w,
+        rise,
+        cg,
+        want_lo,
+        tol,
+        deficit,
+        r,
+    } = m;
+    let t = rec.series.t[r];
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!("{cgroup}.dirty+writeback = {cg} ({})", human_bytes(cg)),
+        format!(
+            "{want_lo} ({}) +- {}",
+            human_bytes(want_lo),
+            human_bytes(tol)
+        ),
+        format!(
+            "after the probe in phase {} wrote {} ({} rose by {}), the group shows {}: {} of {} ({}) at t={t:.3}s",
+            rec.phases[st.phase].name,
+            human_bytes(w),
+            reference.label,
+            human_bytes(rise),
+            human_bytes(cg),
+            if deficit > 0 {
+                "a deficit"
+            } else {
+                "an excess"
+            },
+            human_bytes(deficit.abs()),
+            if deficit > 0 {
+                "a hidden negative offset: the counter underflowed earlier and the clamp at 0 hid it"
+            } else {
+                "pages counted that were not written"
+            },
+        ),
+    );
+    res.tolerance = Some(rec.machine.stat_batch_explained());
+    res.at = Some(t);
+    res.bound = Some(want_lo - tol);
+    res.column = Some(short_sum(cgroup, &DIRTY_WRITEBACK));
+    res
+}
+
+/// The pass: every probe showed in the group's count.
+fn probe_pass(
+    name: String,
+    rec: &Record,
+    reference: &Reference,
+    lines: &[String],
+    tol: i64,
+) -> CheckResult {
     let mut res = CheckResult::new(
         name,
         Outcome::Pass,
