@@ -1,7 +1,7 @@
 //! settles: after each sync step the counters fall to a bound.
 
-use super::{CheckResult, Outcome, columns, missing};
-use crate::model::Record;
+use super::{CheckResult, Columns, Outcome, columns, missing};
+use crate::model::{Record, StepRecord};
 use crate::units::human_bytes;
 
 /// (b) after each sync step, every counter falls to at most `bound` within `within` seconds (and
@@ -64,32 +64,7 @@ pub fn settles(
         match settled {
             Some(&r) => worst_settle = worst_settle.max(rec.series.t[r] - s.end),
             None => {
-                // Report the last sample of the window: the counter never came down.
-                let r = *rows.last().unwrap();
-                let (col, c) = cols
-                    .iter()
-                    .find(|(_, c)| rec.series.get(r, *c) > bound)
-                    .unwrap();
-                let v = rec.series.get(r, *c);
-                let mut res = CheckResult::new(
-                    name,
-                    Outcome::Fail,
-                    format!("{col} = {v} ({})", human_bytes(v)),
-                    format!("<= {bound} ({})", human_bytes(bound)),
-                    format!(
-                        "after the sync in phase {} ended at t={:.3}s, {col} stayed above the bound until t={:.3}s ({} samples): {}",
-                        rec.phases[s.phase].name,
-                        s.end,
-                        rec.series.t[r],
-                        rows.len(),
-                        rec.series.describe_row(r)
-                    ),
-                );
-                res.tolerance = Some(tol);
-                res.at = Some(rec.series.t[r]);
-                res.bound = Some(bound);
-                res.column = Some(col.clone());
-                return res;
+                return never_settled(name, rec, &cols, s, &rows, bound, tol);
             }
         }
     }
@@ -113,4 +88,42 @@ pub fn settles(
     );
     r.tolerance = Some(tol);
     r
+}
+
+/// The failure when a counter stayed above the bound for the whole window after a sync.
+fn never_settled(
+    name: String,
+    rec: &Record,
+    cols: &Columns,
+    s: &StepRecord,
+    rows: &[usize],
+    bound: i64,
+    tol: String,
+) -> CheckResult {
+    // Report the last sample of the window: the counter never came down.
+    let r = *rows.last().unwrap();
+    let (col, c) = cols
+        .iter()
+        .find(|(_, c)| rec.series.get(r, *c) > bound)
+        .unwrap();
+    let v = rec.series.get(r, *c);
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!("{col} = {v} ({})", human_bytes(v)),
+        format!("<= {bound} ({})", human_bytes(bound)),
+        format!(
+            "after the sync in phase {} ended at t={:.3}s, {col} stayed above the bound until t={:.3}s ({} samples): {}",
+            rec.phases[s.phase].name,
+            s.end,
+            rec.series.t[r],
+            rows.len(),
+            rec.series.describe_row(r)
+        ),
+    );
+    res.tolerance = Some(tol);
+    res.at = Some(rec.series.t[r]);
+    res.bound = Some(bound);
+    res.column = Some(col.clone());
+    res
 }
