@@ -28,17 +28,22 @@ fn read_skew(rec: &Record, row: usize, cols: &[usize]) -> i64 {
     (rate * pass * cols.len() as f64) as i64
 }
 
-/// hierarchy: the parent's hierarchical counter equals its own (v1 `.local`, sampled on v1) plus
-/// its children's hierarchical counters, at every sample.
-pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) -> CheckResult {
-    let children: Vec<String> = groups(rec)
+/// The parent's direct child groups among the sampled ones.
+fn children(rec: &Record, parent: &str) -> Vec<String> {
+    groups(rec)
         .into_iter()
         .filter(|g| {
             g.strip_prefix(parent)
                 .and_then(|r| r.strip_prefix('/'))
                 .is_some_and(|r| !r.contains('/'))
         })
-        .collect();
+        .collect()
+}
+
+/// hierarchy: the parent's hierarchical counter equals its own (v1 `.local`, sampled on v1) plus
+/// its children's hierarchical counters, at every sample.
+pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) -> CheckResult {
+    let children = children(rec, parent);
     if children.is_empty() {
         return missing(name, format!("{parent} has no child groups"));
     }
