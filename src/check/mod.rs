@@ -121,16 +121,7 @@ pub fn evaluate(check: &Check, rec: &Record) -> CheckResult {
             counter,
             step,
             needs_moving,
-        } => follows(
-            name,
-            rec,
-            (
-                &Column::group(from, counter).to_string(),
-                &Column::group(to, counter).to_string(),
-            ),
-            step,
-            *needs_moving,
-        ),
+        } => follows_groups(name, rec, (from, to), counter, step, *needs_moving),
         Check::Ratio {
             step,
             inside,
@@ -168,6 +159,27 @@ pub fn evaluate(check: &Check, rec: &Record) -> CheckResult {
             what,
         } => exercised(name, rec, phase, vmstat, *min, what),
     }
+}
+
+/// follows between two groups' columns of one counter.
+fn follows_groups(
+    name: String,
+    rec: &Record,
+    (from, to): (&str, &str),
+    counter: &str,
+    step: &str,
+    needs_moving: bool,
+) -> CheckResult {
+    follows(
+        name,
+        rec,
+        (
+            &Column::group(from, counter).to_string(),
+            &Column::group(to, counter).to_string(),
+        ),
+        step,
+        needs_moving,
+    )
 }
 
 fn columns(
