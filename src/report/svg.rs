@@ -131,8 +131,21 @@ fn panels(rec: &Record) -> Vec<Panel> {
         .iter()
         .map(|c| by_counter.remove(c).unwrap())
         .collect();
-    let events: Vec<Line> = cols
-        .iter()
+    let events = event_lines(cols);
+    if !events.is_empty() {
+        out.push(Panel {
+            title: "vmstat events (since start)".into(),
+            counter: String::new(),
+            bytes: false,
+            lines: events,
+        });
+    }
+    out
+}
+
+/// The vmstat event counters (not nr_* levels), as deltas since the start.
+fn event_lines(cols: &[String]) -> Vec<Line> {
+    cols.iter()
         .enumerate()
         .filter_map(|(i, c)| {
             let Some(Column::Vmstat { key, pre: false }) = Column::parse(c) else {
@@ -149,16 +162,7 @@ fn panels(rec: &Record) -> Vec<Panel> {
             scale: 1,
             delta: true,
         })
-        .collect();
-    if !events.is_empty() {
-        out.push(Panel {
-            title: "vmstat events (since start)".into(),
-            counter: String::new(),
-            bytes: false,
-            lines: events,
-        });
-    }
-    out
+        .collect()
 }
 
 /// A round step for axis ticks: about `n` ticks over `span`.
