@@ -96,6 +96,46 @@ pub fn render(rep: &RunReport, files: &[Files]) -> String {
         if rep.quick { ", quick profile" } else { "" }
     );
 
+    h += &environment_table(rep);
+
+    h += "<h2>Scenarios</h2>\n<table>\n<tr><th>scenario</th><th>status</th><th>time</th><th>cgroup</th><th>checks</th><th>samples</th></tr>\n";
+    for r in &rep.scenarios {
+        let checks: Vec<String> = r
+            .checks
+            .iter()
+            .map(|c| {
+                let class = match c.outcome {
+                    Outcome::Pass => "pass",
+                    Outcome::Fail => "fail",
+                    Outcome::NotExercised => "skip",
+                };
+                format!("<span class=\"{class}\">{}</span>", esc(&c.name))
+            })
+            .collect();
+        h += &format!(
+            "<tr><td><a href=\"#{}\">{}</a></td>{}<td>{:.1} s</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            anchor(&r.name),
+            esc(&r.name),
+            status_cell(r.status),
+            r.seconds,
+            r.cgroup_version.map(|v| v.as_str()).unwrap_or("-"),
+            checks.join(" "),
+            r.samples
+        );
+    }
+    h += "</table>\n";
+
+    for (i, r) in rep.scenarios.iter().enumerate() {
+        h += &scenario_section(r, files.get(i), i);
+    }
+    h += "</body></html>\n";
+    h
+}
+
+/// The environment table: kernel, machine, cgroup, scratch, oracle, sysctls, KCIDB build.
+fn environment_table(rep: &RunReport) -> String {
+    let e = &rep.environment;
+    let mut h = String::new();
     h += "<h2>Environment</h2>\n<table>\n";
     let row = |k: &str, v: String| format!("<tr><th>{}</th><td>{}</td></tr>\n", k, esc(&v));
     h += &row("kernel", format!("{} {}", e.kernel, e.kernel_build));
@@ -139,38 +179,6 @@ pub fn render(rep: &RunReport, files: &[Files]) -> String {
     );
     h += &row("KCIDB build", rep.kcidb.build_id.clone());
     h += "</table>\n";
-
-    h += "<h2>Scenarios</h2>\n<table>\n<tr><th>scenario</th><th>status</th><th>time</th><th>cgroup</th><th>checks</th><th>samples</th></tr>\n";
-    for r in &rep.scenarios {
-        let checks: Vec<String> = r
-            .checks
-            .iter()
-            .map(|c| {
-                let class = match c.outcome {
-                    Outcome::Pass => "pass",
-                    Outcome::Fail => "fail",
-                    Outcome::NotExercised => "skip",
-                };
-                format!("<span class=\"{class}\">{}</span>", esc(&c.name))
-            })
-            .collect();
-        h += &format!(
-            "<tr><td><a href=\"#{}\">{}</a></td>{}<td>{:.1} s</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            anchor(&r.name),
-            esc(&r.name),
-            status_cell(r.status),
-            r.seconds,
-            r.cgroup_version.map(|v| v.as_str()).unwrap_or("-"),
-            checks.join(" "),
-            r.samples
-        );
-    }
-    h += "</table>\n";
-
-    for (i, r) in rep.scenarios.iter().enumerate() {
-        h += &scenario_section(r, files.get(i), i);
-    }
-    h += "</body></html>\n";
     h
 }
 
