@@ -212,6 +212,23 @@ pub fn mem_total_bytes() -> u64 {
         * 1024
 }
 
+/// Which accounting oracle this kernel gives, and how busy the machine's writers are.
+fn oracle_info() -> OracleInfo {
+    let cachestat = crate::exec::sample::pagecache::support();
+    OracleInfo {
+        kind: if cachestat.is_ok() {
+            "page-cache truth"
+        } else {
+            "machine-wide counters"
+        }
+        .to_string(),
+        why_not: cachestat.err(),
+        pages_dirtied_last_second: crate::oracle::pages_dirtied_during(
+            std::time::Duration::from_secs(1),
+        ),
+    }
+}
+
 pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool) -> EnvInfo {
     let uts = nix::sys::utsname::uname().ok();
     let s = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
@@ -274,19 +291,7 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
         compaction: Path::new("/proc/sys/vm/compact_memory").exists(),
     };
     let fstype = fstype_of(scratch);
-    let cachestat = crate::exec::sample::pagecache::support();
-    let oracle = OracleInfo {
-        kind: if cachestat.is_ok() {
-            "page-cache truth"
-        } else {
-            "machine-wide counters"
-        }
-        .to_string(),
-        why_not: cachestat.err(),
-        pages_dirtied_last_second: crate::oracle::pages_dirtied_during(
-            std::time::Duration::from_secs(1),
-        ),
-    };
+    let oracle = oracle_info();
     EnvInfo {
         oracle,
         kernel: s(|u| u.release()),
