@@ -265,6 +265,43 @@ fn read_new(path: &Path, off: &mut u64) -> Vec<u8> {
 /// virtualization) a KVM guest either reports an emulation failure at once or never prints at all.
 const KVM_SILENCE: Duration = Duration::from_secs(5);
 
+/// The qemu command line of one boot, its output going to `qlog`; qemu dies with us.
+fn qemu_command(
+    opts: &Options,
+    accel: Accel,
+    initrd: &Path,
+    disk: &Path,
+    serial: &[PathBuf; 4],
+    qlog: &Path,
+) -> Result<Command> {
+    let cfg = qemu::Config {
+        accel,
+        cpus: opts.cpus,
+        memory_mib: opts.memory_mib,
+        kernel: opts.kernel.clone(),
+        initrd: initrd.to_path_buf(),
+        append: qemu::kernel_cmdline(""),
+        disk: disk.to_path_buf(),
+        serial: serial.clone(),
+    };
+    let qlog_file = std::fs::File::create(qlog)?;
+    let mut cmd = Command::new(&opts.qemu);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    cmd.args(qemu::args(&cfg))
+        .stdin(Stdio::null())
+        .stdout(qlog_file.try_clone()?)
+        .stderr(qlog_file);
+    // qemu dies with us, even if we are SIGKILLed.
+    use std::os::unix::process::CommandExt;
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    Ok(cmd)
+}
+
 /// One boot under `accel`. With `watch_kvm`, a KVM failure is noticed early and reported as
 /// `Ok(None)` so the caller can fall back to TCG.
 fn boot(
@@ -281,32 +318,8 @@ fn boot(
     for s in &serial {
         std::fs::write(s, "").with_context(|| format!("create {}", s.display()))?;
     }
-    let cfg = qemu::Config {
-        accel,
-        cpus: opts.cpus,
-        memory_mib: opts.memory_mib,
-        kernel: opts.kernel.clone(),
-        initrd: initrd.to_path_buf(),
-        append: qemu::kernel_cmdline(""),
-        disk: disk.to_path_buf(),
-        serial: serial.clone(),
-    };
     let qlog = work.dir.join("qemu.log");
-    let qlog_file = std::fs::File::create(&qlog)?;
-    let mut cmd = Command::new(&opts.qemu);
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    cmd.args(qemu::args(&cfg))
-        .stdin(Stdio::null())
-        .stdout(qlog_file.try_clone()?)
-        .stderr(qlog_file);
-    // qemu dies with us, even if we are SIGKILLed.
-    use std::os::unix::process::CommandExt;
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    let mut cmd = qemu_command(opts, accel, initrd, disk, &serial, &qlog)?;
     let start = Instant::now();
     let child = cmd
         .spawn()
@@ -409,47 +422,7 @@ pub fn run(opts: &Options) -> Result<u8> {
     cleanup::install_signal_handlers();
     let (initrd, disk) = images(opts, &work, &cfg, &mods)?;
 
-    let mut accel = match opts.accel {
-        AccelChoice::Tcg => Accel::Tcg,
-        AccelChoice::Kvm => Accel::Kvm,
-        AccelChoice::Auto if kvm_usable() => Accel::Kvm,
-        AccelChoice::Auto => Accel::Tcg,
-    };
-    let mut note = String::new();
-    let b = loop {
-        let timeout = opts.timeout.unwrap_or_else(|| default_timeout(accel));
-        eprintln!(
-            "memcgtest vm: booting {} with {} ({} CPUs, {} MiB, cgroup {}{}), timeout {}s",
-            opts.kernel.display(),
-            accel.as_str(),
-            opts.cpus,
-            opts.memory_mib,
-            opts.cgroup,
-            if mods.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    ", modules {}",
-                    mods.iter()
-                        .map(|(n, _)| n.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                )
-            },
-            timeout.as_secs()
-        );
-        let watch = opts.accel == AccelChoice::Auto && accel == Accel::Kvm;
-        match boot(opts, &mut work, accel, &initrd, &disk, timeout, watch)? {
-            Some(b) => break (b, timeout),
-            None => {
-                note = "KVM was tried first but the guest did not start under it (nested virtualization?); fell back to TCG".into();
-                eprintln!("memcgtest vm: {note}");
-                make_disk(&disk, opts.disk_mib)?;
-                accel = Accel::Tcg;
-            }
-        }
-    };
-    let (b, timeout) = b;
+    let (b, timeout, accel, note) = boot_with_fallback(opts, &mut work, &mods, &initrd, &disk)?;
     if let Some(p) = &opts.console_log {
         std::fs::write(p, &b.console).with_context(|| format!("write {}", p.display()))?;
     }
@@ -509,6 +482,60 @@ pub fn run(opts: &Options) -> Result<u8> {
     );
     drop(work);
     Ok(code)
+}
+
+/// Boots under the chosen accelerator; when KVM was only tried (auto) and the guest did not start
+/// under it, boots again under TCG on a fresh disk. Returns the boot, its timeout, the accelerator
+/// and the fallback note.
+fn boot_with_fallback(
+    opts: &Options,
+    work: &mut Work,
+    mods: &[(String, PathBuf)],
+    initrd: &Path,
+    disk: &Path,
+) -> Result<(Boot, Duration, Accel, String)> {
+    let mut accel = match opts.accel {
+        AccelChoice::Tcg => Accel::Tcg,
+        AccelChoice::Kvm => Accel::Kvm,
+        AccelChoice::Auto if kvm_usable() => Accel::Kvm,
+        AccelChoice::Auto => Accel::Tcg,
+    };
+    let mut note = String::new();
+    let b = loop {
+        let timeout = opts.timeout.unwrap_or_else(|| default_timeout(accel));
+        eprintln!(
+            "memcgtest vm: booting {} with {} ({} CPUs, {} MiB, cgroup {}{}), timeout {}s",
+            opts.kernel.display(),
+            accel.as_str(),
+            opts.cpus,
+            opts.memory_mib,
+            opts.cgroup,
+            if mods.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", modules {}",
+                    mods.iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
+            },
+            timeout.as_secs()
+        );
+        let watch = opts.accel == AccelChoice::Auto && accel == Accel::Kvm;
+        match boot(opts, work, accel, initrd, disk, timeout, watch)? {
+            Some(b) => break (b, timeout),
+            None => {
+                note = "KVM was tried first but the guest did not start under it (nested virtualization?); fell back to TCG".into();
+                eprintln!("memcgtest vm: {note}");
+                make_disk(disk, opts.disk_mib)?;
+                accel = Accel::Tcg;
+            }
+        }
+    };
+    let (b, timeout) = b;
+    Ok((b, timeout, accel, note))
 }
 
 /// Writes the initramfs (read back first: a malformed archive would only show as an unexplained
