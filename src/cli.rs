@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use memcgtest::cgroup::detect::Choice;
+use memcgtest::sys::cgroup::detect::Choice;
 use memcgtest::{compare, env, report, units, vm};
 
 #[derive(Parser)]

@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cgroup::detect::{self, Choice, Layout};
-use crate::cgroup::{Cgroup, Version, read_path};
 use crate::model::Machine;
 use crate::model::counter::DIRTY_WRITEBACK;
+use crate::sys::cgroup::detect::{self, Choice, Layout};
+use crate::sys::cgroup::{Cgroup, Version, read_path};
+use crate::sys::proc::{fstype_of, mem_total_bytes, vmstat_has};
 
 /// Filesystems whose pages never become dirty in memory.stat.
 const NO_WRITEBACK_FS: &[&str] = &[
@@ -93,40 +94,8 @@ pub struct ScratchInfo {
     pub writeback: bool,
 }
 
-/// The filesystem type holding `path`, from /proc/self/mountinfo (longest matching mount point).
-pub fn fstype_of(path: &Path) -> Option<String> {
-    let mi = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let path = path.canonicalize().ok()?;
-    let mut best: Option<(usize, String)> = None;
-    for line in mi.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        let sep = f.iter().position(|x| *x == "-")?;
-        let mp = Path::new(f.get(4)?);
-        if path.starts_with(mp) {
-            let len = mp.as_os_str().len();
-            if best.as_ref().is_none_or(|(l, _)| len >= *l) {
-                best = Some((len, f.get(sep + 1)?.to_string()));
-            }
-        }
-    }
-    best.map(|(_, t)| t)
-}
-
 pub fn supports_writeback(fstype: Option<&str>) -> bool {
     fstype.is_some_and(|t| !NO_WRITEBACK_FS.contains(&t))
-}
-
-pub fn vmstat_has(key: &str) -> bool {
-    std::fs::read_to_string("/proc/vmstat")
-        .map(|s| s.lines().any(|l| l.split(' ').next() == Some(key)))
-        .unwrap_or(false)
-}
-
-/// Whether any swap area is enabled (/proc/swaps lists one below its header).
-pub fn swap_enabled() -> bool {
-    std::fs::read_to_string("/proc/swaps")
-        .map(|s| s.lines().count() > 1)
-        .unwrap_or(false)
 }
 
 /// Where test cgroups go: --parent, or the cgroup this process runs in.
@@ -160,7 +129,7 @@ pub fn checked_parent(p: &Path, mount: &Path, version: Version) -> Result<PathBu
             mount.display()
         ));
     }
-    if !(canon.is_dir() && crate::cleanup::on_cgroupfs(&canon)) {
+    if !(canon.is_dir() && crate::sys::cleanup::on_cgroupfs(&canon)) {
         return Err(format!(
             "--parent {} is not a cgroup directory",
             canon.display()
@@ -182,7 +151,11 @@ pub fn probe_charge_moving(parent: &Cgroup) -> String {
     if !parent.file("memory.move_charge_at_immigrate").exists() {
         return "not available: no memory.move_charge_at_immigrate".into();
     }
-    let name = format!("{}{}-probe", crate::cleanup::MARKER, std::process::id());
+    let name = format!(
+        "{}{}-probe",
+        crate::sys::cleanup::MARKER,
+        std::process::id()
+    );
     let cg = match parent.create_child(&name) {
         Ok(c) => c,
         Err(e) => return format!("unknown: {e}"),
@@ -196,20 +169,6 @@ pub fn probe_charge_moving(parent: &Cgroup) -> String {
         }
         Err(e) => format!("not available: {e}"),
     }
-}
-
-/// Gathers everything. `probe` allows creating a throw-away cgroup for the charge-moving probe.
-/// MemTotal from /proc/meminfo in bytes (0 if unreadable).
-pub fn mem_total_bytes() -> u64 {
-    read_path(Path::new("/proc/meminfo"))
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .unwrap_or(0)
-        * 1024
 }
 
 /// Which accounting oracle this kernel gives, and how busy the machine's writers are.
@@ -229,6 +188,7 @@ fn oracle_info() -> OracleInfo {
     }
 }
 
+/// Gathers everything. `probe` allows creating a throw-away cgroup for the charge-moving probe.
 pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool) -> EnvInfo {
     let uts = nix::sys::utsname::uname().ok();
     let s = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {

@@ -6,12 +6,11 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use memcgtest::cgroup::detect::{self, Choice};
 use memcgtest::error::{Error, exit};
 use memcgtest::exec::{runner, workload};
-use memcgtest::{
-    cgroup, cleanup, compare, env, lock, model, progress, report, scenario, sysctl, vm,
-};
+use memcgtest::sys::cgroup::detect::{self, Choice};
+use memcgtest::sys::{cgroup, cleanup, lock, sysctl};
+use memcgtest::{compare, env, model, progress, report, scenario, vm};
 
 mod cli;
 
@@ -440,7 +439,7 @@ fn test_place(
             cli.scratch.display()
         )));
     }
-    let fstype = env::fstype_of(&scratch);
+    let fstype = memcgtest::sys::proc::fstype_of(&scratch);
     if selected.iter().any(|s| s.requires.writeback) && !env::supports_writeback(fstype.as_deref())
     {
         return Err(untestable(format!(

@@ -11,10 +11,7 @@ use anyhow::{Context as _, Result, anyhow};
 use super::sample::{Sampler, Source};
 use super::steps::{Holders, StepEnv, execute_step, prepare_probe};
 use super::workload::{self, Job, Worker};
-use crate::cgroup::stat::{self, Stat};
-use crate::cgroup::{Cgroup, Version, file_name};
 use crate::check::{self, CheckResult, Outcome};
-use crate::cleanup;
 use crate::error::Error;
 use crate::model::Column;
 use crate::model::counter::DIRTY_WRITEBACK;
@@ -23,7 +20,10 @@ use crate::model::{
     StepRecord,
 };
 use crate::scenario::{Antagonist, Feature, Scenario, Step};
-use crate::sysctl::SysctlGuard;
+use crate::sys::cgroup::stat::{self, Stat};
+use crate::sys::cgroup::{Cgroup, Version, file_name};
+use crate::sys::cleanup;
+use crate::sys::sysctl::SysctlGuard;
 
 impl ScenarioResult {
     fn new(sc: &Scenario, status: Status, reason: String) -> Self {
@@ -138,8 +138,8 @@ pub fn unmet_requirement(sc: &Scenario, version: Version) -> Option<String> {
     for f in &sc.requires.features {
         let ok = match f {
             Feature::Compaction => std::path::Path::new("/proc/sys/vm/compact_memory").exists(),
-            Feature::VmEvents => crate::env::vmstat_has("pgmigrate_success"),
-            Feature::Swap => crate::env::swap_enabled(),
+            Feature::VmEvents => crate::sys::proc::vmstat_has("pgmigrate_success"),
+            Feature::Swap => crate::sys::proc::swap_enabled(),
         };
         if !ok {
             return Some(format!("kernel lacks {} (see `memcgtest env`)", f.name()));
@@ -150,7 +150,7 @@ pub fn unmet_requirement(sc: &Scenario, version: Version) -> Option<String> {
 
 fn read_vmstat() -> Result<Stat> {
     let p = std::path::Path::new("/proc/vmstat");
-    Ok(stat::parse_stat(&crate::cgroup::read_path(p)?, p)?)
+    Ok(stat::parse_stat(&crate::sys::cgroup::read_path(p)?, p)?)
 }
 
 /// Runs one scenario and always cleans up after it.
@@ -171,8 +171,8 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
         scratch: None,
         workers: Vec::new(),
         sysctls: SysctlGuard::new(
-            std::path::Path::new(crate::sysctl::PROC_SYS),
-            std::path::Path::new(crate::lock::RUN_DIR),
+            std::path::Path::new(crate::sys::sysctl::PROC_SYS),
+            std::path::Path::new(crate::sys::lock::RUN_DIR),
             ctx.wait_sysctls,
         ),
     };

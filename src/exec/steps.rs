@@ -7,12 +7,12 @@ use anyhow::Result;
 
 use super::runner::{Context, Guard, Stop};
 use super::workload::{self, Holder, Job, JobResult, WaitError};
-use crate::cgroup::{Cgroup, Version};
-use crate::cleanup::interrupted;
 use crate::error::Error;
 use crate::model::MoveRecord;
 use crate::scenario::{Scenario, Step};
-use crate::sysctl::SysctlGuard;
+use crate::sys::cgroup::{Cgroup, Version};
+use crate::sys::cleanup::interrupted;
+use crate::sys::sysctl::SysctlGuard;
 
 /// Holds writeback off for a dirty probe: dirty pages never expire, the periodic flusher sleeps,
 /// and the dirty limits are as high as they go. Both limits are set to MemTotal in bytes; then the
@@ -37,7 +37,7 @@ pub(super) fn probe_ballast(cg: &Cgroup, size: u64) -> Result<u64, String> {
 }
 
 pub(super) fn hold_writeback(sysctls: &mut SysctlGuard) -> Result<()> {
-    let total = crate::env::mem_total_bytes().max(1 << 30).to_string();
+    let total = crate::sys::proc::mem_total_bytes().max(1 << 30).to_string();
     sysctls.set("vm.dirty_bytes", &total)?;
     sysctls.set("vm.dirty_background_bytes", &total)?;
     sysctls.set("vm.dirty_expire_centisecs", "360000")?;
@@ -262,7 +262,7 @@ pub(super) fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
 
 pub(super) fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobResult, Stop> {
     let to_cg = env.group(to).clone();
-    let procs = to_cg.file(crate::cgroup::file_name(to_cg.version, "procs"));
+    let procs = to_cg.file(crate::sys::cgroup::file_name(to_cg.version, "procs"));
     let (h, from, bytes) = env.holder(task);
     let sys0 = thread_sys_seconds();
     let t = Instant::now();

@@ -2,7 +2,7 @@
 //! node counter in /proc/vmstat that matches it and its unit. Everything that names a counter
 //! (scenario validation, the sampler's sources, the oracle, the timelines) reads it here.
 
-use crate::cgroup::Version;
+use crate::sys::cgroup::Version;
 
 pub const DIRTY: &str = "dirty";
 pub const WRITEBACK: &str = "writeback";

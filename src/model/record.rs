@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cgroup::stat::Stat;
 use crate::model::Series;
 use crate::stats::median;
+use crate::sys::cgroup::stat::Stat;
 
 /// One executed step.
 #[derive(Debug, Clone, Serialize)]

@@ -241,7 +241,7 @@ pub(crate) mod tests {
             summary: "s".into(),
             status,
             reason: reason.into(),
-            cgroup_version: Some(crate::cgroup::Version::V1),
+            cgroup_version: Some(crate::sys::cgroup::Version::V1),
             seconds: 1.0,
             samples: 0,
             phases: vec![],
@@ -256,7 +256,7 @@ pub(crate) mod tests {
 
     pub(crate) fn report() -> RunReport {
         let env = crate::env::gather(
-            crate::cgroup::detect::Choice::Auto,
+            crate::sys::cgroup::detect::Choice::Auto,
             None,
             Path::new("/"),
             false,

@@ -9,7 +9,7 @@ use super::raw::RawCheck;
 use super::resolve::{Ctx, check_counter, one_line, vmstat_key};
 use super::steps::{CgroupRef, STEPS};
 use super::{Check, Phase, ScenarioError, Step};
-use crate::cgroup::Version;
+use crate::sys::cgroup::Version;
 
 /// One check kind: its name, the keys it takes (anything else set is an error at that key) and
 /// its resolver.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cgroup::Version;
+use crate::sys::cgroup::Version;
 
 /// The largest size a scenario may give (see `Ctx::size`).
 pub const MAX_SIZE: u64 = 1 << 40;

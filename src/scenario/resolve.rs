@@ -12,8 +12,8 @@ use super::{
     Antagonist, CgroupSpec, Check, Feature, HELPER_GROUP, MAX_SIZE, Phase, Requires, SampleSpec,
     Scenario, ScenarioError, Step,
 };
-use crate::cgroup::{Version, stat};
 use crate::model::counter::DIRTY_WRITEBACK;
+use crate::sys::cgroup::{Version, stat};
 use crate::units::{MIN_INTERVAL, parse_duration_within, parse_size};
 
 pub(super) struct Ctx<'a> {

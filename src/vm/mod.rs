@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::cleanup;
 use crate::error::{Error, exit};
+use crate::sys::cleanup;
 use image::{build_initramfs, make_disk};
 use qemu::Accel;
 use report::{copy_dir, extract_report, fail_in_report_dir, rewrite_report};

@@ -1,7 +1,7 @@
 use super::*;
-use crate::cgroup::stat::Stat;
 use crate::model::Series;
 use crate::model::{Machine, PhaseRecord, Record, StepRecord};
+use crate::sys::cgroup::stat::Stat;
 
 const MIB: i64 = 1 << 20;
 

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::cgroup::stat;
 use crate::model::{PASS_COLUMN, Series};
+use crate::sys::cgroup::stat;
 
 pub mod pagecache;
 

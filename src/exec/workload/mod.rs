@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::cgroup::{Cgroup, file_name};
 use crate::error::Error;
+use crate::sys::cgroup::{Cgroup, file_name};
 
 /// What a worker process does. Sent to the child as JSON on its command line.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

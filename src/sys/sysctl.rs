@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::error::Error;
-use crate::lock::{self, Owner};
+use crate::sys::lock::{self, Owner};
 
 /// The real locations.
 pub const PROC_SYS: &str = "/proc/sys";

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::cgroup::Cgroup;
-use crate::lock;
+use crate::sys::cgroup::Cgroup;
+use crate::sys::lock;
 
 /// The prefix of every name a run creates.
 pub const MARKER: &str = "memcgtest-";
@@ -167,7 +167,7 @@ pub fn clean(at: &Places) -> (Vec<String>, Vec<String>) {
     for pid in dead {
         lock::remove_stale(at.run_dir, pid);
     }
-    let (r, f) = crate::sysctl::restore_leftovers(at.proc_sys, at.run_dir);
+    let (r, f) = crate::sys::sysctl::restore_leftovers(at.proc_sys, at.run_dir);
     removed.extend(r);
     failed.extend(f);
     (removed, failed)

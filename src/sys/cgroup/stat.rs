@@ -122,8 +122,8 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    const V1: &str = include_str!("../../tests/fixtures/memory.stat.v1");
-    const V2: &str = include_str!("../../tests/fixtures/memory.stat.v2");
+    const V1: &str = include_str!("../../../tests/fixtures/memory.stat.v1");
+    const V2: &str = include_str!("../../../tests/fixtures/memory.stat.v2");
 
     #[test]
     fn v1_stat_with_negative_dirty() {

@@ -264,9 +264,9 @@ impl Layout {
 mod tests {
     use super::*;
 
-    const HYBRID: &str = include_str!("../../tests/fixtures/mountinfo.hybrid");
-    const V2: &str = include_str!("../../tests/fixtures/mountinfo.v2");
-    const V1: &str = include_str!("../../tests/fixtures/mountinfo.v1");
+    const HYBRID: &str = include_str!("../../../tests/fixtures/mountinfo.hybrid");
+    const V2: &str = include_str!("../../../tests/fixtures/mountinfo.v2");
+    const V1: &str = include_str!("../../../tests/fixtures/mountinfo.v1");
 
     #[test]
     fn hybrid_layout_is_v1_memory_plus_unified() {
