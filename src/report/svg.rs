@@ -40,7 +40,7 @@ struct Line {
 
 struct Panel {
     title: String,
-    /// Counter name failed checks are matched against ("dirty"); empty for events.
+    /// Counter name (from the counter table) failed checks are matched against; empty for events.
     counter: String,
     bytes: bool,
     lines: Vec<Line>,
