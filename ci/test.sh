@@ -59,3 +59,6 @@ ci/vm-tests.sh
 log "detection matrix: the stock 6.12 kernel and the mutants of kernel-patches/"
 ci/matrix.sh
 echo "ci/test.sh: all checks passed"
+# The plain closing line: the unit and integration tests' counts (the suites above are all green).
+passed=$(grep -oE "test result: ok\. [0-9]+ passed" /tmp/memcgtest-cargo-test.log | awk '{s += $4} END {print s + 0}')
+echo "tests: $passed passed, 0 failed"
