@@ -1,9 +1,7 @@
 //! dirty-probe: a probe's exactly known dirty bytes appear in the group's counters.
 
-use super::reference::{Reference, reference};
-use super::{
-    CheckResult, Columns, Outcome, columns, missing, row_at_or_after, row_at_or_before, sum,
-};
+use super::reference::{Reference, group_and_reference};
+use super::{CheckResult, Outcome, missing, row_at_or_after, row_at_or_before, sum};
 use crate::model::column::short_sum;
 use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::{Record, StepRecord};
@@ -16,18 +14,10 @@ use crate::units::human_bytes;
 /// W, writeback was not held off: not exercised.
 pub fn dirty_probe(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     let counters = DIRTY_WRITEBACK.map(String::from);
-    let cols: Columns = match columns(rec, cgroup, &counters) {
-        Ok(c) => c,
-        Err(e) => return missing(name, e),
-    };
-    let reference = match reference(
-        rec,
-        cgroup,
-        &counters,
-        &["nr_dirty".into(), "nr_writeback".into()],
-    ) {
-        Ok(r) => r,
-        Err(e) => return missing(name, format!("cannot verify: {e}")),
+    let global = ["nr_dirty".into(), "nr_writeback".into()];
+    let (cols, reference) = match group_and_reference(&name, rec, cgroup, &counters, &global) {
+        Ok(x) => x,
+        Err(missing) => return *missing,
     };
     let tol = rec.machine.stat_batch_bytes() as i64;
     let gtol = tol + reference.drift;

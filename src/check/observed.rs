@@ -1,7 +1,7 @@
 //! observed: the group's counters were seen above 0 while their reference was.
 
-use super::reference::reference;
-use super::{CheckResult, Outcome, columns, missing, sum};
+use super::reference::group_and_reference;
+use super::{CheckResult, Outcome, missing, sum};
 use crate::model::Record;
 use crate::units::human_bytes;
 
@@ -17,13 +17,9 @@ pub fn observed(
     counters: &[String],
     global: &[String],
 ) -> CheckResult {
-    let cols = match columns(rec, cgroup, counters) {
-        Ok(c) => c,
-        Err(e) => return missing(name, e),
-    };
-    let reference = match reference(rec, cgroup, counters, global) {
-        Ok(r) => r,
-        Err(e) => return missing(name, format!("cannot verify: {e}")),
+    let (cols, reference) = match group_and_reference(&name, rec, cgroup, counters, global) {
+        Ok(x) => x,
+        Err(missing) => return *missing,
     };
     let floor = reference.drift;
     let all: Vec<usize> = (0..rec.series.len()).collect();

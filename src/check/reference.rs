@@ -90,6 +90,22 @@ impl Reference {
 
 /// The per-file truth of `cgroup` when it was sampled for every counter, else the global
 /// /proc/vmstat keys (with the machine view for inconclusive windows, when sampled).
+/// The group's columns and their reference, or the not-exercised result saying which is missing:
+/// the common start of every accounting check.
+pub(super) fn group_and_reference(
+    name: &str,
+    rec: &Record,
+    cgroup: &str,
+    counters: &[String],
+    global: &[String],
+) -> Result<(super::Columns, Reference), Box<super::CheckResult>> {
+    let cols = super::columns(rec, cgroup, counters)
+        .map_err(|e| Box::new(super::missing(name.into(), e)))?;
+    let reference = reference(rec, cgroup, counters, global)
+        .map_err(|e| Box::new(super::missing(name.into(), format!("cannot verify: {e}"))))?;
+    Ok((cols, reference))
+}
+
 pub(super) fn reference(
     rec: &Record,
     cgroup: &str,

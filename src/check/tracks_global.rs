@@ -1,7 +1,9 @@
 //! tracks-global: a group's counters rise with their reference during its write steps.
 
-use super::reference::{Reference, STALE_WINDOW, inconclusive_text, reference, tol_text, windows};
-use super::{CheckResult, Outcome, columns, missing, row_at_or_after, row_at_or_before, sum};
+use super::reference::{
+    Reference, STALE_WINDOW, group_and_reference, inconclusive_text, tol_text, windows,
+};
+use super::{CheckResult, Outcome, missing, row_at_or_after, row_at_or_before, sum};
 use crate::model::Record;
 use crate::units::human_bytes;
 
@@ -21,13 +23,9 @@ pub fn tracks_global(
     during: &[String],
     phase: Option<&str>,
 ) -> CheckResult {
-    let cols = match columns(rec, cgroup, counters) {
-        Ok(c) => c,
-        Err(e) => return missing(name, e),
-    };
-    let reference = match reference(rec, cgroup, counters, global) {
-        Ok(r) => r,
-        Err(e) => return missing(name, format!("cannot verify: {e}")),
+    let (cols, reference) = match group_and_reference(&name, rec, cgroup, counters, global) {
+        Ok(x) => x,
+        Err(missing) => return *missing,
     };
     let batch = rec.machine.stat_batch_bytes() as i64;
     let cg_label = cols
