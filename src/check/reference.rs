@@ -22,6 +22,7 @@ pub const STALE_WINDOW: f64 = 0.1;
 
 /// What the rest of the machine holds dirty or under writeback, sample by sample: a machine-wide
 /// total (the memcg root's, or /proc/vmstat's) minus the run's own top group.
+#[derive(Clone)]
 pub(super) struct Foreign {
     pub(super) total: Vec<usize>,
     /// Bytes per unit of `total` (page size for /proc/vmstat, 1 for the memcg root).
@@ -61,6 +62,11 @@ pub(super) struct Reference {
     pub(super) per_file: bool,
     /// Only for the global reference, when the run's top group was sampled.
     pub(super) foreign: Option<Foreign>,
+    /// Every counter of the check (pre, post), of which `pre`/`post` are the ones judged: the
+    /// others moving during a pass are pages that may have been read on either side.
+    pub(super) all: Vec<(usize, usize)>,
+    /// What each of `all` is: the group's counter (per file) or the /proc/vmstat key.
+    pub(super) names: Vec<String>,
 }
 
 impl Reference {
@@ -74,17 +80,40 @@ impl Reference {
         self.at(rec, r, &self.pre).max(self.at(rec, r, &self.post))
     }
     /// memory.stat is not one snapshot: its lines are read one after another, so pages that move
-    /// from dirty to writeback during a slow pass can be seen in both (or neither). The
-    /// reference's own counters moving against each other during the pass bounds that, beyond
-    /// what the bracket already covers.
+    /// from dirty to writeback during a slow pass can be seen in both (or neither), and a page
+    /// that moves out of a counter and back within one pass is in neither bracket end. How far
+    /// the reference's counters moved during the pass, beyond the net change of the judged ones,
+    /// bounds that: for the sum, their moving against each other; for one counter, the others'
+    /// movement.
     pub(super) fn skew(&self, rec: &Record, r: usize) -> i64 {
         let each: i64 = self
-            .pre
+            .all
             .iter()
-            .zip(&self.post)
-            .map(|(&a, &b)| (rec.series.get(r, b) - rec.series.get(r, a)).abs())
+            .map(|&(a, b)| (rec.series.get(r, b) - rec.series.get(r, a)).abs())
             .sum();
         (each * self.unit) - (self.at(rec, r, &self.post) - self.at(rec, r, &self.pre)).abs()
+    }
+
+    /// The same reference for counter `i` alone.
+    pub(super) fn only(&self, i: usize) -> Reference {
+        Reference {
+            label: self.label_for(&self.names[i]),
+            pre: vec![self.pre[i]],
+            post: vec![self.post[i]],
+            unit: self.unit,
+            drift: self.drift,
+            per_file: self.per_file,
+            foreign: self.foreign.clone(),
+            all: self.all.clone(),
+            names: self.names.clone(),
+        }
+    }
+
+    fn label_for(&self, name: &str) -> String {
+        match self.label.split_once(" (") {
+            Some((head, _)) if self.per_file => format!("{head} ({name}, cachestat)"),
+            _ => format!("{name} x {} B", self.unit),
+        }
     }
 }
 
@@ -124,7 +153,10 @@ pub(super) fn reference(
         .collect::<Option<Vec<_>>>()
         .map(|v| v.into_iter().unzip());
     if let Some((pre, post)) = files {
+        let all = pre.iter().copied().zip(post.iter().copied()).collect();
         return Ok(Reference {
+            all,
+            names: counters.to_vec(),
             label: format!(
                 "the page cache of the files {cgroup} wrote ({}, cachestat)",
                 counters.join("+")
@@ -170,6 +202,8 @@ pub(super) fn reference(
         },
     });
     Ok(Reference {
+        names: global.to_vec(),
+        all: pre.iter().copied().zip(post.iter().copied()).collect(),
         label: format!("{} x {page} B", global.join("+")),
         pre,
         post,
