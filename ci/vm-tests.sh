@@ -34,7 +34,7 @@ suite() {
   local name=$1 cg=$2 kernel=$3; shift 3
   log "quick suite: $name, cgroup $cg"
   set +e
-  "$bin" --cgroup "$cg" --scenario-dir scenarios/pending vm --kernel "$kernel" "$@" --console-log "$out/$name-$cg.console" \
+  "$bin" --cgroup "$cg" vm --kernel "$kernel" "$@" --console-log "$out/$name-$cg.console" \
     --report "$out/$name-$cg" -- run --quick --format ktap | tee "$out/$name-$cg.ktap"
   local rc=${PIPESTATUS[0]}
   set -e

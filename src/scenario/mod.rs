@@ -41,6 +41,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../scenarios/mmap-dirty.toml"),
     ),
     (
+        "nested-dirty.toml",
+        include_str!("../../scenarios/nested-dirty.toml"),
+    ),
+    (
         "move-charge-anon.toml",
         include_str!("../../scenarios/move-charge-anon.toml"),
     ),
