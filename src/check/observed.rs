@@ -1,8 +1,9 @@
 //! observed: the group's counters were seen above 0 while their reference was.
 
 use super::reference::group_and_reference;
-use super::{CheckResult, Outcome, missing, sum};
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, missing, sum};
 use crate::model::Record;
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
 /// observed: the group's counters were seen above 0 while its reference was — with the per-file
@@ -75,4 +76,39 @@ pub fn observed(
             ),
         },
     )
+}
+
+/// `observed`: the group's counter was seen above 0 while its reference was (e.g. writeback
+/// happened and was accounted); no activity at all makes the scenario `skip`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    pub cgroup: String,
+    pub counters: Vec<String>,
+    pub global: Vec<String>,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "counters", "global"])?;
+    Ok(Check::new(Observed {
+        cgroup: i.cgroup("cgroup")?,
+        counters: i.counters()?,
+        global: i.global(&["nr_writeback"])?,
+    }))
+}
+
+impl CheckSpec for Observed {
+    fn name(&self) -> String {
+        format!("observed({}: {})", self.cgroup, self.counters.join("+"))
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: self.counters.clone(),
+            vmstat: self.global.clone(),
+            reference: Some(self.cgroup.clone()),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        observed(self.name(), rec, &self.cgroup, &self.counters, &self.global)
+    }
 }

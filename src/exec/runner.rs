@@ -371,9 +371,12 @@ fn sampler_sources(
     let mut counters = sc.sample.counters.clone();
     if root.version == Version::V1 {
         for c in &sc.checks {
-            if let crate::scenario::Check::Hierarchy { counters: cs, .. } = c {
-                counters.extend(cs.iter().map(|x| format!("{x}.local")));
-            }
+            counters.extend(
+                c.needs()
+                    .local_counters
+                    .iter()
+                    .map(|x| format!("{x}.local")),
+            );
         }
     }
     // /proc/vmstat's node counters are read before and after the cgroup files, so the global value
@@ -467,11 +470,7 @@ fn conclude(sc: &Scenario, result: &mut ScenarioResult, record: Record) {
                 .collect(),
         });
     }
-    result.checks = sc
-        .checks
-        .iter()
-        .map(|c| check::evaluate(c, &record))
-        .collect();
+    result.checks = sc.checks.iter().map(|c| c.evaluate(&record)).collect();
     let failed: Vec<&CheckResult> = result
         .checks
         .iter()
@@ -529,15 +528,10 @@ fn oracle_sources(
 ) -> Result<OracleSources, Stop> {
     use crate::exec::sample::pagecache::{self, FileTruth};
     use crate::oracle;
-    let accounting: Vec<&str> = sc
+    let accounting: Vec<String> = sc
         .checks
         .iter()
-        .filter_map(|c| match c {
-            crate::scenario::Check::TracksGlobal { cgroup, .. }
-            | crate::scenario::Check::Observed { cgroup, .. }
-            | crate::scenario::Check::DirtyProbe { cgroup } => Some(cgroup.as_str()),
-            _ => None,
-        })
+        .filter_map(|c| c.needs().reference)
         .collect();
     if accounting.is_empty() {
         return Ok(OracleSources::default());
@@ -548,7 +542,7 @@ fn oracle_sources(
     match pagecache::support() {
         Ok(()) => {
             for (g, why) in &plan.unavailable {
-                if accounting.contains(&g.as_str()) {
+                if accounting.contains(g) {
                     result.notes.push(format!(
                         "no per-file truth for {g}: {why}; its accounting checks compare with machine-wide /proc/vmstat"
                     ));
@@ -586,7 +580,10 @@ fn oracle_sources(
         )),
     }
     let mut machine = Vec::new();
-    if accounting.iter().any(|g| !truth_groups.contains(g)) {
+    if accounting
+        .iter()
+        .any(|g| !truth_groups.contains(&g.as_str()))
+    {
         let mut views = vec![("run", root.clone())];
         let top = oracle::hierarchy_root(&root.path);
         if top.join("memory.stat").exists() {
