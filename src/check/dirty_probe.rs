@@ -126,7 +126,11 @@ fn probe_failure(
     let mut res = CheckResult::new(
         name,
         Outcome::Fail,
-        format!("{cgroup}.dirty+writeback = {cg} ({})", human_bytes(cg)),
+        format!(
+            "{} = {cg} ({})",
+            short_sum(cgroup, &DIRTY_WRITEBACK),
+            human_bytes(cg)
+        ),
         format!(
             "{want_lo} ({}) +- {}",
             human_bytes(want_lo),

@@ -88,7 +88,7 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
                 let mut res = CheckResult::new(
                     name,
                     Outcome::Fail,
-                    format!("{parent}.{c} = {pv} ({})", human_bytes(pv)),
+                    format!("{column} = {pv} ({})", human_bytes(pv)),
                     format!(
                         "own {} + children {} = {} +- {}",
                         human_bytes(ov),

@@ -3,6 +3,7 @@
 use super::reference::group_and_reference;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, missing, sum};
 use crate::model::Record;
+use crate::model::column::short_sum;
 use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
@@ -26,7 +27,8 @@ pub fn observed(
     let all: Vec<usize> = (0..rec.series.len()).collect();
     let rmax = all.iter().map(|&r| reference.lo(rec, r)).max().unwrap_or(0);
     let cmax = all.iter().map(|&r| sum(rec, r, &cols)).max().unwrap_or(0);
-    let cl = counters.join("+");
+    let names: Vec<&str> = counters.iter().map(String::as_str).collect();
+    let cl = short_sum(cgroup, &names);
     if rmax <= floor {
         return missing(
             name,
@@ -45,7 +47,7 @@ pub fn observed(
             return missing(
                 name,
                 format!(
-                    "inconclusive: {cgroup}.{cl} never rose above 0, but other writers on the machine moved {} by up to {} (no per-file truth on this kernel)",
+                    "inconclusive: {cl} never rose above 0, but other writers on the machine moved {} by up to {} (no per-file truth on this kernel)",
                     f.label,
                     human_bytes(moved)
                 ),
@@ -60,17 +62,17 @@ pub fn observed(
     CheckResult::new(
         name,
         outcome,
-        format!("{cgroup}.{cl} up to {}", human_bytes(cmax)),
+        format!("{cl} up to {}", human_bytes(cmax)),
         "> 0 at some sample".into(),
         match outcome {
             Outcome::Pass => format!(
-                "{cgroup}.{cl} reached {} while {} reached {}",
+                "{cl} reached {} while {} reached {}",
                 human_bytes(cmax),
                 reference.label,
                 human_bytes(rmax)
             ),
             _ => format!(
-                "{} reached {} but {cgroup}.{cl} never rose above 0: the group's pages were not accounted",
+                "{} reached {} but {cl} never rose above 0: the group's pages were not accounted",
                 reference.label,
                 human_bytes(rmax)
             ),

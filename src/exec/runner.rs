@@ -375,7 +375,7 @@ fn sampler_sources(
                 c.needs()
                     .local_counters
                     .iter()
-                    .map(|x| format!("{x}.local")),
+                    .map(|x| crate::model::counter::local(x)),
             );
         }
     }
