@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Machine;
 use crate::model::counter::DIRTY_WRITEBACK;
 use crate::sys::cgroup::detect::{self, Choice, Layout};
 use crate::sys::cgroup::{Cgroup, Version, read_path};
@@ -182,7 +181,8 @@ fn oracle_info() -> OracleInfo {
         }
         .to_string(),
         why_not: cachestat.err(),
-        pages_dirtied_last_second: crate::oracle::pages_dirtied_during(
+        pages_dirtied_last_second: crate::sys::proc::pages_dirtied_during(
+            Path::new(crate::sys::proc::PROC),
             std::time::Duration::from_secs(1),
         ),
     }
@@ -196,7 +196,7 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
             .map(|u| f(u).to_string_lossy().into_owned())
             .unwrap_or_default()
     };
-    let machine = Machine::this();
+    let machine = crate::sys::proc::machine(Path::new(crate::sys::proc::PROC));
     let memory_bytes = mem_total_bytes();
     let layout = detect::detect().ok();
     let selected = layout

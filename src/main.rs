@@ -256,7 +256,11 @@ fn run_vm(cli: &Cli) -> Result<u8, Error> {
             _ => "v2".into(),
         },
         accel: *accel,
-        cpus: cpus.unwrap_or_else(|| model::Machine::this().cpus.min(4) as u32),
+        cpus: cpus.unwrap_or_else(|| {
+            memcgtest::sys::proc::machine(Path::new(memcgtest::sys::proc::PROC))
+                .cpus
+                .min(4) as u32
+        }),
         memory_mib: *memory >> 20,
         disk_mib: *disk >> 20,
         timeout: *timeout,
@@ -355,7 +359,7 @@ fn run_scenarios(
         wait_sysctls: !no_wait,
         quick,
         timeout,
-        machine: model::Machine::this(),
+        machine: memcgtest::sys::proc::machine(Path::new(memcgtest::sys::proc::PROC)),
         progress: runner::Progress::new(mode),
     };
     let results = run_each(&ctx, &selected, quick, in_vm);

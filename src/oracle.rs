@@ -113,20 +113,6 @@ pub fn hierarchy_root(dir: &Path) -> PathBuf {
     root
 }
 
-/// Pages dirtied machine-wide (/proc/vmstat nr_dirtied) over `window`, for `memcgtest env`: other
-/// writers are active when it rose while memcgtest itself wrote nothing.
-pub fn pages_dirtied_during(window: std::time::Duration) -> Option<i64> {
-    let read = || -> Option<i64> {
-        let text = std::fs::read_to_string("/proc/vmstat").ok()?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("nr_dirtied "))
-            .and_then(|v| v.trim().parse().ok())
-    };
-    let a = read()?;
-    std::thread::sleep(window);
-    Some(read()? - a)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

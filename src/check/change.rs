@@ -1,7 +1,11 @@
 //! change: a step changes a column by a given amount.
 
-use super::{CheckResult, Outcome, missing, row_at_or_after, row_at_or_before, signed};
-use crate::model::Record;
+use super::{
+    Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before,
+    signed,
+};
+use crate::model::{Column, Record};
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
 /// change: across each step of kind `step`, column `col` changed by `by` bytes: the value at the
@@ -96,4 +100,60 @@ pub fn change(
     );
     res.tolerance = Some(tol_text);
     res
+}
+
+/// `change`: across each step of kind `step`, the group's counter changed by `by` bytes
+/// (+- tolerance). With `needs_moving`, not exercised where the kernel cannot move charges.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub cgroup: String,
+    pub counter: String,
+    pub step: String,
+    pub by: i64,
+    pub tolerance: Option<u64>,
+    pub needs_moving: bool,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "counter", "step", "by", "tolerance", "needs"])?;
+    let counter = i.one_counter()?;
+    let step = i.one_step()?;
+    let by = i.signed_size("by")?;
+    let needs_moving = i.needs_moving()?;
+    Ok(Check::new(Change {
+        cgroup: i.cgroup("cgroup")?,
+        counter,
+        step,
+        by,
+        tolerance: i.size("tolerance")?,
+        needs_moving,
+    }))
+}
+
+impl CheckSpec for Change {
+    fn name(&self) -> String {
+        let col = Column::group(&self.cgroup, &self.counter);
+        format!("change({col} at {})", self.step)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: vec![self.counter.clone()],
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        change(
+            self.name(),
+            rec,
+            &Column::group(&self.cgroup, &self.counter).to_string(),
+            &self.step,
+            self.by,
+            self.tolerance,
+            self.needs_moving,
+        )
+    }
+    /// The expected change follows the sizes.
+    fn scale_down(&mut self, divisor: u64) {
+        self.by /= divisor as i64;
+    }
 }

@@ -1,10 +1,13 @@
 //! dirty-probe: a probe's exactly known dirty bytes appear in the group's counters.
 
 use super::reference::{Reference, group_and_reference};
-use super::{CheckResult, Outcome, missing, row_at_or_after, row_at_or_before, sum};
+use super::{
+    Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before, sum,
+};
 use crate::model::column::short_sum;
 use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::{Record, StepRecord};
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
 /// dirty-probe: after each probe step (exactly W bytes written with writeback held off), the
@@ -14,7 +17,7 @@ use crate::units::human_bytes;
 /// W, writeback was not held off: not exercised.
 pub fn dirty_probe(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     let counters = DIRTY_WRITEBACK.map(String::from);
-    let global = ["nr_dirty".into(), "nr_writeback".into()];
+    let global = GLOBAL.map(String::from);
     let (cols, reference) = match group_and_reference(&name, rec, cgroup, &counters, &global) {
         Ok(x) => x,
         Err(missing) => return *missing,
@@ -123,7 +126,11 @@ fn probe_failure(
     let mut res = CheckResult::new(
         name,
         Outcome::Fail,
-        format!("{cgroup}.dirty+writeback = {cg} ({})", human_bytes(cg)),
+        format!(
+            "{} = {cg} ({})",
+            short_sum(cgroup, &DIRTY_WRITEBACK),
+            human_bytes(cg)
+        ),
         format!(
             "{want_lo} ({}) +- {}",
             human_bytes(want_lo),
@@ -184,4 +191,38 @@ fn probe_pass(
     );
     res.tolerance = Some(rec.machine.stat_batch_explained());
     res
+}
+
+/// The /proc/vmstat keys of the global reference of a probe.
+const GLOBAL: [&str; 2] = ["nr_dirty", "nr_writeback"];
+
+/// `dirty-probe`: after each probe step, the group's dirty + writeback equals the bytes the probe
+/// wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirtyProbe {
+    pub cgroup: String,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup"])?;
+    Ok(Check::new(DirtyProbe {
+        cgroup: i.cgroup("cgroup")?,
+    }))
+}
+
+impl CheckSpec for DirtyProbe {
+    fn name(&self) -> String {
+        format!("dirty-probe({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: DIRTY_WRITEBACK.map(String::from).to_vec(),
+            vmstat: GLOBAL.map(String::from).to_vec(),
+            reference: Some(self.cgroup.clone()),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        dirty_probe(self.name(), rec, &self.cgroup)
+    }
 }

@@ -1,7 +1,8 @@
 //! exercised: the antagonist did its job (a /proc/vmstat event counter rose).
 
-use super::{CheckResult, Outcome, missing};
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, missing};
 use crate::model::Record;
+use crate::scenario::{CheckInput, ScenarioError};
 
 /// (d) the antagonist did its job: a /proc/vmstat event counter rose during the phase.
 pub fn exercised(
@@ -42,4 +43,58 @@ pub fn exercised(
             ),
         },
     )
+}
+
+/// `exercised`: /proc/vmstat `vmstat` rose by at least `min` during `phase`: the antagonist did
+/// its job. Otherwise the scenario is `skip`, never `pass`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exercised {
+    pub phase: String,
+    pub vmstat: String,
+    pub min: i64,
+    pub what: String,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["phase", "vmstat", "min", "what"])?;
+    i.need::<String>("vmstat")?;
+    let min = i.get::<i64>("min")?;
+    if let Some(m) = &min
+        && *m.get_ref() < 1
+    {
+        return Err(i.err(
+            m.span(),
+            "min must be at least 1 (a counter always rises by 0 or more: the check could not fail)",
+        ));
+    }
+    Ok(Check::new(Exercised {
+        phase: i.phase_ref("phase")?,
+        vmstat: i.vmstat_key("vmstat")?,
+        min: min.map(|m| m.into_inner()).unwrap_or(1),
+        what: i
+            .one_line("what")?
+            .unwrap_or_else(|| "the antagonist".into()),
+    }))
+}
+
+impl CheckSpec for Exercised {
+    fn name(&self) -> String {
+        format!("exercised({}: {})", self.phase, self.vmstat)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            vmstat: vec![self.vmstat.clone()],
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        exercised(
+            self.name(),
+            rec,
+            &self.phase,
+            &self.vmstat,
+            self.min,
+            &self.what,
+        )
+    }
 }

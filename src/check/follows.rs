@@ -1,7 +1,11 @@
 //! follows: across a step, what one column held moves to another.
 
-use super::{CheckResult, Outcome, missing, row_at_or_after, row_at_or_before, signed};
-use crate::model::Record;
+use super::{
+    Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before,
+    signed,
+};
+use crate::model::{Column, Record};
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
 /// follows: across each step of kind `step`, everything column `from` held moves to `to`: `from`
@@ -102,4 +106,59 @@ pub fn follows(
         rec.machine.stat_batch_explained()
     ));
     res
+}
+
+/// `follows`: across each step of kind `step`, all of `from`'s counter moves to `to`: `from` ends
+/// near 0 and `to` rises by what `from` had.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Follows {
+    pub from: String,
+    pub to: String,
+    pub counter: String,
+    pub step: String,
+    pub needs_moving: bool,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["from", "to", "counter", "step", "needs"])?;
+    let counter = i.one_counter()?;
+    let step = i.one_step()?;
+    Ok(Check::new(Follows {
+        from: i.named_cgroup("from")?,
+        to: i.named_cgroup("to")?,
+        counter,
+        step,
+        needs_moving: i.needs_moving()?,
+    }))
+}
+
+impl CheckSpec for Follows {
+    fn name(&self) -> String {
+        let Follows {
+            from,
+            to,
+            counter,
+            step,
+            ..
+        } = self;
+        format!("follows({from} -> {to}: {counter} at {step})")
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: vec![self.counter.clone()],
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        follows(
+            self.name(),
+            rec,
+            (
+                &Column::group(&self.from, &self.counter).to_string(),
+                &Column::group(&self.to, &self.counter).to_string(),
+            ),
+            &self.step,
+            self.needs_moving,
+        )
+    }
 }

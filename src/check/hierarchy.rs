@@ -1,8 +1,9 @@
 //! hierarchy: a parent's hierarchical counter against its own plus its children's.
 
-use super::{CheckResult, Outcome, groups, missing};
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, groups, missing};
 use crate::model::Record;
 use crate::model::{Column, PASS_COLUMN};
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
 /// How much a set of columns can move while one sampler pass reads the files one after another:
@@ -126,7 +127,7 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
                 let mut res = CheckResult::new(
                     name,
                     Outcome::Fail,
-                    format!("{parent}.{c} = {pv} ({})", human_bytes(pv)),
+                    format!("{column} = {pv} ({})", human_bytes(pv)),
                     format!(
                         "own {} + children {} = {} +- {}",
                         human_bytes(ov),
@@ -179,4 +180,36 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
         human_bytes(batch)
     ));
     res
+}
+
+/// `hierarchy`: the parent's hierarchical counter equals its own plus its children's (v1), or the
+/// sum of its children's (v2), at every sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hierarchy {
+    pub parent: String,
+    pub counters: Vec<String>,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["parent", "counters"])?;
+    Ok(Check::new(Hierarchy {
+        parent: i.named_cgroup("parent")?,
+        counters: i.counters()?,
+    }))
+}
+
+impl CheckSpec for Hierarchy {
+    fn name(&self) -> String {
+        format!("hierarchy({})", self.parent)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: self.counters.clone(),
+            local_counters: self.counters.clone(),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        hierarchy(self.name(), rec, &self.parent, &self.counters)
+    }
 }

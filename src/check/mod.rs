@@ -3,11 +3,13 @@
 //! itself. A check whose precondition did not happen returns `NotExercised`, which makes the
 //! scenario `skip`, never `pass`.
 
+use std::any::Any;
+
 use serde::{Deserialize, Serialize};
 
 use crate::model::Column;
 use crate::model::Record;
-use crate::scenario::Check;
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::stats;
 use crate::units::human_bytes;
 
@@ -63,124 +65,118 @@ impl CheckResult {
     }
 }
 
-/// Evaluates one check on a record. `cgroup` names in counters become `<cgroup>.<counter>` columns.
-pub fn evaluate(check: &Check, rec: &Record) -> CheckResult {
-    let name = check.name();
-    match check {
-        Check::NoUnderflow { cgroup, counters } => no_underflow(name, rec, cgroup, counters),
-        Check::Settles {
-            cgroup,
-            counters,
-            within,
-            bound,
-            after,
-        } => settles(
-            name,
-            rec,
-            cgroup,
-            counters,
-            within.as_secs_f64(),
-            *bound,
-            after,
-        ),
-        Check::TracksGlobal {
-            cgroup,
-            counters,
-            global,
-            during,
-            phase,
-        } => tracks_global(
-            name,
-            rec,
-            cgroup,
-            counters,
-            global,
-            during,
-            phase.as_deref(),
-        ),
-        Check::DirtyProbe { cgroup } => dirty_probe(name, rec, cgroup),
-        Check::Hierarchy { parent, counters } => hierarchy(name, rec, parent, counters),
-        Check::NoRatchet {
-            cgroup,
-            counters,
-            bound,
-        } => no_ratchet(name, rec, cgroup, counters, *bound),
-        Check::Observed {
-            cgroup,
-            counters,
-            global,
-        } => observed(name, rec, cgroup, counters, global),
-        Check::Throughput {
-            phase,
-            baseline,
-            min_ratio,
-        } => throughput(name, rec, phase, baseline, *min_ratio),
-        Check::Follows {
-            from,
-            to,
-            counter,
-            step,
-            needs_moving,
-        } => follows_groups(name, rec, (from, to), counter, step, *needs_moving),
-        Check::Ratio {
-            step,
-            inside,
-            outside,
-            min_ratio,
-            phase,
-        } => ratio(
-            name,
-            rec,
-            step,
-            (inside, outside),
-            *min_ratio,
-            phase.as_deref(),
-        ),
-        Check::Change {
-            cgroup,
-            counter,
-            step,
-            by,
-            tolerance,
-            needs_moving,
-        } => change(
-            name,
-            rec,
-            &Column::group(cgroup, counter).to_string(),
-            step,
-            *by,
-            *tolerance,
-            *needs_moving,
-        ),
-        Check::Exercised {
-            phase,
-            vmstat,
-            min,
-            what,
-        } => exercised(name, rec, phase, vmstat, *min, what),
+/// What a check looks at, so the runner samples it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Needs {
+    /// Counters sampled in every group (as scenarios name them: `dirty`, `usage`).
+    pub counters: Vec<String>,
+    /// Counters whose group-local value is sampled too on v1 (`<counter>.local`).
+    pub local_counters: Vec<String>,
+    /// /proc/vmstat keys.
+    pub vmstat: Vec<String>,
+    /// The group whose dirty and writeback are compared with a reference: the per-file truth of
+    /// its files, or the machine's totals (see `crate::oracle`).
+    pub reference: Option<String>,
+}
+
+/// One check kind's parsed spec: everything about the kind but its parser (see `KINDS`).
+pub trait CheckSpec: std::fmt::Debug + Send + Sync + SpecBase {
+    /// The name results carry, e.g. `settles(test)`.
+    fn name(&self) -> String;
+    /// What must be sampled for it.
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
+    /// The check's verdict on a record.
+    fn evaluate(&self, rec: &Record) -> CheckResult;
+    /// `--quick`: sizes in the scenario shrink by `divisor`; a spec that holds a size follows.
+    fn scale_down(&mut self, _divisor: u64) {}
+}
+
+/// What `Check` needs of every spec (clone, compare, downcast); implemented for every
+/// `CheckSpec + Clone + PartialEq`.
+pub trait SpecBase {
+    fn as_any(&self) -> &dyn Any;
+    fn clone_box(&self) -> Box<dyn CheckSpec>;
+    fn same(&self, other: &dyn CheckSpec) -> bool;
+}
+
+impl<T: CheckSpec + Clone + PartialEq + 'static> SpecBase for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn clone_box(&self) -> Box<dyn CheckSpec> {
+        Box::new(self.clone())
+    }
+    fn same(&self, other: &dyn CheckSpec) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
     }
 }
 
-/// follows between two groups' columns of one counter.
-fn follows_groups(
-    name: String,
-    rec: &Record,
-    (from, to): (&str, &str),
-    counter: &str,
-    step: &str,
-    needs_moving: bool,
-) -> CheckResult {
-    follows(
-        name,
-        rec,
-        (
-            &Column::group(from, counter).to_string(),
-            &Column::group(to, counter).to_string(),
-        ),
-        step,
-        needs_moving,
-    )
+/// One check of a scenario.
+pub struct Check(Box<dyn CheckSpec>);
+
+impl Check {
+    pub fn new(spec: impl CheckSpec + 'static) -> Check {
+        Check(Box::new(spec))
+    }
 }
+
+impl std::ops::Deref for Check {
+    type Target = dyn CheckSpec;
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl std::ops::DerefMut for Check {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut *self.0
+    }
+}
+
+impl Clone for Check {
+    fn clone(&self) -> Self {
+        Check(self.0.clone_box())
+    }
+}
+
+impl PartialEq for Check {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.same(&*other.0)
+    }
+}
+
+impl std::fmt::Debug for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// One check kind: its name in scenario files (`kind = "settles"`) and its parser, which reads
+/// the `[[check]]` table's keys (and says which it takes) into its spec.
+pub struct Kind {
+    pub kind: &'static str,
+    pub parse: fn(&CheckInput) -> Result<Check, ScenarioError>,
+}
+
+/// Every check kind, in the order the unknown-check error lists them. A new kind is a file in
+/// this directory (its spec, `CheckSpec` impl and parser) and one line here.
+#[rustfmt::skip]
+pub const KINDS: &[Kind] = &[
+    Kind { kind: "no-underflow", parse: no_underflow::parse },
+    Kind { kind: "settles", parse: settles::parse },
+    Kind { kind: "throughput", parse: throughput::parse },
+    Kind { kind: "exercised", parse: exercised::parse },
+    Kind { kind: "tracks-global", parse: tracks_global::parse },
+    Kind { kind: "dirty-probe", parse: dirty_probe::parse },
+    Kind { kind: "hierarchy", parse: hierarchy::parse },
+    Kind { kind: "no-ratchet", parse: no_ratchet::parse },
+    Kind { kind: "observed", parse: observed::parse },
+    Kind { kind: "change", parse: change::parse },
+    Kind { kind: "ratio", parse: ratio::parse },
+    Kind { kind: "follows", parse: follows::parse },
+];
 
 fn columns(
     rec: &Record,
@@ -258,7 +254,7 @@ fn signed(b: i64) -> String {
     }
 }
 
-// The check kinds, one file each; `evaluate` above is the table from kind to function.
+// The check kinds, one file each (see `KINDS`).
 mod change;
 mod dirty_probe;
 mod exercised;
@@ -273,19 +269,19 @@ mod settles;
 mod throughput;
 mod tracks_global;
 
-pub use change::change;
-pub use dirty_probe::dirty_probe;
-pub use exercised::exercised;
-pub use follows::follows;
-pub use hierarchy::hierarchy;
-pub use no_ratchet::no_ratchet;
-pub use no_underflow::no_underflow;
-pub use observed::observed;
-pub use ratio::ratio;
+pub use change::{Change, change};
+pub use dirty_probe::{DirtyProbe, dirty_probe};
+pub use exercised::{Exercised, exercised};
+pub use follows::{Follows, follows};
+pub use hierarchy::{Hierarchy, hierarchy};
+pub use no_ratchet::{NoRatchet, no_ratchet};
+pub use no_underflow::{NoUnderflow, no_underflow};
+pub use observed::{Observed, observed};
+pub use ratio::{Ratio, ratio};
 pub use reference::STALE_WINDOW;
-pub use settles::settles;
-pub use throughput::throughput;
-pub use tracks_global::tracks_global;
+pub use settles::{Settles, settles};
+pub use throughput::{Throughput, throughput};
+pub use tracks_global::{TracksGlobal, tracks_global};
 
 #[cfg(test)]
 mod tests;

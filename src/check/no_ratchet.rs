@@ -1,7 +1,8 @@
 //! no-ratchet: the values counters settle to do not creep upwards.
 
-use super::{CheckResult, Outcome, columns, missing, sum};
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, sum};
 use crate::model::Record;
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
 /// no-ratchet: the values the counters settle to after each sync (lowest sample before the next
@@ -97,4 +98,37 @@ pub fn no_ratchet(
     ));
     res.bound = Some(bound);
     res
+}
+
+/// `no-ratchet`: the values the counters settle to after each sync do not creep upward over the
+/// cycles.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoRatchet {
+    pub cgroup: String,
+    pub counters: Vec<String>,
+    pub bound: Option<u64>,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "counters", "bound"])?;
+    Ok(Check::new(NoRatchet {
+        cgroup: i.cgroup("cgroup")?,
+        counters: i.counters()?,
+        bound: i.size("bound")?,
+    }))
+}
+
+impl CheckSpec for NoRatchet {
+    fn name(&self) -> String {
+        format!("no-ratchet({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: self.counters.clone(),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        no_ratchet(self.name(), rec, &self.cgroup, &self.counters, self.bound)
+    }
 }

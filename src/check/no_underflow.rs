@@ -1,7 +1,8 @@
 //! no-underflow: no sampled value is negative.
 
-use super::{CheckResult, Outcome, columns, missing};
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
 use crate::model::Record;
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
 /// (a) no sampled value is negative. Old kernels print an underflowed counter as a negative number
@@ -41,4 +42,34 @@ pub fn no_underflow(name: String, rec: &Record, cgroup: &str, counters: &[String
         ">= 0".into(),
         format!("{} never negative in {n} samples", counters.join(", ")),
     )
+}
+
+/// `no-underflow`: no sampled value of the group's counters is negative.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoUnderflow {
+    pub cgroup: String,
+    pub counters: Vec<String>,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "counters"])?;
+    Ok(Check::new(NoUnderflow {
+        cgroup: i.cgroup("cgroup")?,
+        counters: i.counters()?,
+    }))
+}
+
+impl CheckSpec for NoUnderflow {
+    fn name(&self) -> String {
+        format!("no-underflow({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: self.counters.clone(),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        no_underflow(self.name(), rec, &self.cgroup, &self.counters)
+    }
 }

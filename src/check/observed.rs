@@ -1,8 +1,10 @@
 //! observed: the group's counters were seen above 0 while their reference was.
 
 use super::reference::group_and_reference;
-use super::{CheckResult, Outcome, missing, sum};
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, missing, sum};
 use crate::model::Record;
+use crate::model::column::short_sum;
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
 /// observed: the group's counters were seen above 0 while its reference was — with the per-file
@@ -25,7 +27,8 @@ pub fn observed(
     let all: Vec<usize> = (0..rec.series.len()).collect();
     let rmax = all.iter().map(|&r| reference.lo(rec, r)).max().unwrap_or(0);
     let cmax = all.iter().map(|&r| sum(rec, r, &cols)).max().unwrap_or(0);
-    let cl = counters.join("+");
+    let names: Vec<&str> = counters.iter().map(String::as_str).collect();
+    let cl = short_sum(cgroup, &names);
     if rmax <= floor {
         return missing(
             name,
@@ -44,7 +47,7 @@ pub fn observed(
             return missing(
                 name,
                 format!(
-                    "inconclusive: {cgroup}.{cl} never rose above 0, but other writers on the machine moved {} by up to {} (no per-file truth on this kernel)",
+                    "inconclusive: {cl} never rose above 0, but other writers on the machine moved {} by up to {} (no per-file truth on this kernel)",
                     f.label,
                     human_bytes(moved)
                 ),
@@ -59,20 +62,55 @@ pub fn observed(
     CheckResult::new(
         name,
         outcome,
-        format!("{cgroup}.{cl} up to {}", human_bytes(cmax)),
+        format!("{cl} up to {}", human_bytes(cmax)),
         "> 0 at some sample".into(),
         match outcome {
             Outcome::Pass => format!(
-                "{cgroup}.{cl} reached {} while {} reached {}",
+                "{cl} reached {} while {} reached {}",
                 human_bytes(cmax),
                 reference.label,
                 human_bytes(rmax)
             ),
             _ => format!(
-                "{} reached {} but {cgroup}.{cl} never rose above 0: the group's pages were not accounted",
+                "{} reached {} but {cl} never rose above 0: the group's pages were not accounted",
                 reference.label,
                 human_bytes(rmax)
             ),
         },
     )
+}
+
+/// `observed`: the group's counter was seen above 0 while its reference was (e.g. writeback
+/// happened and was accounted); no activity at all makes the scenario `skip`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    pub cgroup: String,
+    pub counters: Vec<String>,
+    pub global: Vec<String>,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "counters", "global"])?;
+    Ok(Check::new(Observed {
+        cgroup: i.cgroup("cgroup")?,
+        counters: i.counters()?,
+        global: i.global(&["nr_writeback"])?,
+    }))
+}
+
+impl CheckSpec for Observed {
+    fn name(&self) -> String {
+        format!("observed({}: {})", self.cgroup, self.counters.join("+"))
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: self.counters.clone(),
+            vmstat: self.global.clone(),
+            reference: Some(self.cgroup.clone()),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        observed(self.name(), rec, &self.cgroup, &self.counters, &self.global)
+    }
 }

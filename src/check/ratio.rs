@@ -1,7 +1,8 @@
 //! ratio: paired A/B rates of a step inside and outside a group.
 
-use super::{CheckResult, MORE_SAMPLES, Outcome, missing, ratio_tolerance};
+use super::{Check, CheckResult, CheckSpec, MORE_SAMPLES, Outcome, missing, ratio_tolerance};
 use crate::model::Record;
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::stats::{self, Separation, median};
 
 /// ratio: paired A/B. The rates of `step` steps in `inside` and in `outside` (alternating in the
@@ -90,4 +91,56 @@ pub fn ratio(
     );
     res.tolerance = Some(ratio_tolerance(min_ratio));
     res
+}
+
+/// `ratio`: paired A/B: the rate of `step` steps in `inside` is at least `min_ratio` times that in
+/// `outside` (medians), unless the sample sets overlap (then the difference is noise).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ratio {
+    pub step: String,
+    pub inside: String,
+    pub outside: String,
+    pub min_ratio: f64,
+    /// Only steps of this phase.
+    pub phase: Option<String>,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["step", "inside", "outside", "min_ratio", "phase"])?;
+    let step = i.one_step()?;
+    let inside = i.named_cgroup("inside")?;
+    let outside = i.named_cgroup("outside")?;
+    Ok(Check::new(Ratio {
+        step,
+        inside,
+        outside,
+        min_ratio: i.min_ratio()?,
+        phase: i.phase()?,
+    }))
+}
+
+impl CheckSpec for Ratio {
+    fn name(&self) -> String {
+        let Ratio {
+            step,
+            inside,
+            outside,
+            phase,
+            ..
+        } = self;
+        match phase {
+            Some(p) => format!("ratio({p}: {step} {inside}/{outside})"),
+            None => format!("ratio({step}: {inside}/{outside})"),
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        ratio(
+            self.name(),
+            rec,
+            &self.step,
+            (&self.inside, &self.outside),
+            self.min_ratio,
+            self.phase.as_deref(),
+        )
+    }
 }

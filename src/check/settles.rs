@@ -1,7 +1,10 @@
 //! settles: after each sync step the counters fall to a bound.
 
-use super::{CheckResult, Columns, Outcome, columns, missing};
+use std::time::Duration;
+
+use super::{Check, CheckResult, CheckSpec, Columns, Needs, Outcome, columns, missing};
 use crate::model::{Record, StepRecord};
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
 /// (b) after each sync step, every counter falls to at most `bound` within `within` seconds (and
@@ -126,4 +129,49 @@ fn never_settled(
     res.bound = Some(bound);
     res.column = Some(col.clone());
     res
+}
+
+/// `settles`: after each step of a kind in `after` (default: sync), the counters fall to at most
+/// `bound` (default: the per-CPU stat batch) within `within` (default: 10 s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settles {
+    pub cgroup: String,
+    pub counters: Vec<String>,
+    pub within: Duration,
+    pub bound: Option<u64>,
+    pub after: Vec<String>,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "counters", "within", "bound", "after"])?;
+    Ok(Check::new(Settles {
+        cgroup: i.cgroup("cgroup")?,
+        counters: i.counters()?,
+        within: i.duration("within")?.unwrap_or(Duration::from_secs(10)),
+        bound: i.size("bound")?,
+        after: i.kinds("after", &["sync"])?,
+    }))
+}
+
+impl CheckSpec for Settles {
+    fn name(&self) -> String {
+        format!("settles({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: self.counters.clone(),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        settles(
+            self.name(),
+            rec,
+            &self.cgroup,
+            &self.counters,
+            self.within.as_secs_f64(),
+            self.bound,
+            &self.after,
+        )
+    }
 }

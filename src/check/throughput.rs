@@ -1,7 +1,8 @@
 //! throughput: a phase's write throughput against its baseline's.
 
-use super::{CheckResult, MORE_SAMPLES, Outcome, missing, ratio_tolerance};
+use super::{Check, CheckResult, CheckSpec, MORE_SAMPLES, Outcome, missing, ratio_tolerance};
 use crate::model::Record;
+use crate::scenario::{CheckInput, ScenarioError, Step};
 use crate::stats::{self, Separation};
 
 /// (c) the write throughput of `phase` is at least `min_ratio` times that of `baseline`: median
@@ -69,4 +70,49 @@ pub fn throughput(
     );
     r.tolerance = Some(ratio_tolerance(min_ratio));
     r
+}
+
+/// `throughput`: the write throughput of `phase` is at least `min_ratio` times that of
+/// `baseline`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Throughput {
+    pub phase: String,
+    pub baseline: String,
+    pub min_ratio: f64,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["phase", "baseline", "min_ratio"])?;
+    let phase = i.phase_ref("phase")?;
+    let baseline = i.phase_ref("baseline")?;
+    let min_ratio = i.min_ratio()?;
+    for p in [&phase, &baseline] {
+        let ph = i.phases().iter().find(|x| &x.name == p).unwrap();
+        if !ph.steps.iter().any(|s| matches!(s, Step::Write { .. })) {
+            return Err(i.err(
+                i.span(),
+                format!("phase {p:?} has no write step to measure"),
+            ));
+        }
+    }
+    Ok(Check::new(Throughput {
+        phase,
+        baseline,
+        min_ratio,
+    }))
+}
+
+impl CheckSpec for Throughput {
+    fn name(&self) -> String {
+        format!("throughput({}/{})", self.phase, self.baseline)
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        throughput(
+            self.name(),
+            rec,
+            &self.phase,
+            &self.baseline,
+            self.min_ratio,
+        )
+    }
 }

@@ -3,8 +3,11 @@
 use super::reference::{
     Reference, STALE_WINDOW, group_and_reference, inconclusive_text, tol_text, windows,
 };
-use super::{CheckResult, Outcome, missing, row_at_or_after, row_at_or_before, sum};
+use super::{
+    Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before, sum,
+};
 use crate::model::Record;
+use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
 /// tracks-global: during each of the group's write steps, the rise of its counters follows the
@@ -299,4 +302,56 @@ fn verdict(
     );
     res.tolerance = Some(tol_text(rec, reference, None));
     res
+}
+
+/// `tracks-global`: during steps of the kinds in `during`, the rise of the group's counters
+/// (summed) follows the rise of its reference (summed; the `global` /proc/vmstat keys without
+/// per-file truth), sample by sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TracksGlobal {
+    pub cgroup: String,
+    pub counters: Vec<String>,
+    pub global: Vec<String>,
+    pub during: Vec<String>,
+    /// Only steps of this phase.
+    pub phase: Option<String>,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "counters", "global", "during", "phase"])?;
+    Ok(Check::new(TracksGlobal {
+        cgroup: i.cgroup("cgroup")?,
+        counters: i.counters()?,
+        global: i.global(&["nr_dirty", "nr_writeback"])?,
+        during: i.kinds(
+            "during",
+            &["write", "sync", "mmap-write", "probe", "truncate", "unlink"],
+        )?,
+        phase: i.phase()?,
+    }))
+}
+
+impl CheckSpec for TracksGlobal {
+    fn name(&self) -> String {
+        format!("tracks-global({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: self.counters.clone(),
+            vmstat: self.global.clone(),
+            reference: Some(self.cgroup.clone()),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        tracks_global(
+            self.name(),
+            rec,
+            &self.cgroup,
+            &self.counters,
+            &self.global,
+            &self.during,
+            self.phase.as_deref(),
+        )
+    }
 }

@@ -3,7 +3,7 @@
 //! and undoes everything on every exit path (a guard's Drop covers errors, timeouts and panics; the
 //! signal flag covers Ctrl-C, SIGTERM and SIGHUP).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow};
@@ -22,8 +22,8 @@ use crate::model::{
 use crate::scenario::{Antagonist, Feature, Scenario, Step};
 use crate::sys::cgroup::stat::{self, Stat};
 use crate::sys::cgroup::{Cgroup, Version, file_name};
-use crate::sys::cleanup;
 use crate::sys::sysctl::SysctlGuard;
+use crate::sys::{cleanup, proc};
 
 impl ScenarioResult {
     fn new(sc: &Scenario, status: Status, reason: String) -> Self {
@@ -138,8 +138,8 @@ pub fn unmet_requirement(sc: &Scenario, version: Version) -> Option<String> {
     for f in &sc.requires.features {
         let ok = match f {
             Feature::Compaction => std::path::Path::new("/proc/sys/vm/compact_memory").exists(),
-            Feature::VmEvents => crate::sys::proc::vmstat_has("pgmigrate_success"),
-            Feature::Swap => crate::sys::proc::swap_enabled(),
+            Feature::VmEvents => proc::vmstat_has("pgmigrate_success"),
+            Feature::Swap => proc::swap_enabled(),
         };
         if !ok {
             return Some(format!("kernel lacks {} (see `memcgtest env`)", f.name()));
@@ -148,9 +148,9 @@ pub fn unmet_requirement(sc: &Scenario, version: Version) -> Option<String> {
     None
 }
 
+/// /proc/vmstat now, all keys.
 fn read_vmstat() -> Result<Stat> {
-    let p = std::path::Path::new("/proc/vmstat");
-    Ok(stat::parse_stat(&crate::sys::cgroup::read_path(p)?, p)?)
+    proc::vmstat_snapshot(Path::new(proc::PROC))
 }
 
 /// Runs one scenario and always cleans up after it.
@@ -371,14 +371,18 @@ fn sampler_sources(
     let mut counters = sc.sample.counters.clone();
     if root.version == Version::V1 {
         for c in &sc.checks {
-            if let crate::scenario::Check::Hierarchy { counters: cs, .. } = c {
-                counters.extend(cs.iter().map(|x| format!("{x}.local")));
-            }
+            counters.extend(
+                c.needs()
+                    .local_counters
+                    .iter()
+                    .map(|x| crate::model::counter::local(x)),
+            );
         }
     }
     // /proc/vmstat's node counters are read before and after the cgroup files, so the global value
     // at the moment a cgroup file was read lies between the two.
     let vm_now = read_vmstat()?;
+    let vmstat_path = Path::new(proc::PROC).join("vmstat");
     let mut pre_keys = Vec::new();
     for k in sc
         .sample
@@ -390,10 +394,7 @@ fn sampler_sources(
         columns.push(Column::vmstat_pre(k).to_string());
     }
     if !pre_keys.is_empty() {
-        sources.push(Source::keyed(
-            std::path::Path::new("/proc/vmstat"),
-            pre_keys,
-        )?);
+        sources.push(Source::keyed(&vmstat_path, pre_keys)?);
     }
     for (name, cg) in groups {
         let mut keyed = Vec::new();
@@ -419,10 +420,7 @@ fn sampler_sources(
         }
     }
     if !vm_keys.is_empty() {
-        sources.push(Source::keyed(
-            std::path::Path::new("/proc/vmstat"),
-            vm_keys,
-        )?);
+        sources.push(Source::keyed(&vmstat_path, vm_keys)?);
     }
     sources.extend(oracle.after);
 
@@ -467,11 +465,7 @@ fn conclude(sc: &Scenario, result: &mut ScenarioResult, record: Record) {
                 .collect(),
         });
     }
-    result.checks = sc
-        .checks
-        .iter()
-        .map(|c| check::evaluate(c, &record))
-        .collect();
+    result.checks = sc.checks.iter().map(|c| c.evaluate(&record)).collect();
     let failed: Vec<&CheckResult> = result
         .checks
         .iter()
@@ -529,15 +523,10 @@ fn oracle_sources(
 ) -> Result<OracleSources, Stop> {
     use crate::exec::sample::pagecache::{self, FileTruth};
     use crate::oracle;
-    let accounting: Vec<&str> = sc
+    let accounting: Vec<String> = sc
         .checks
         .iter()
-        .filter_map(|c| match c {
-            crate::scenario::Check::TracksGlobal { cgroup, .. }
-            | crate::scenario::Check::Observed { cgroup, .. }
-            | crate::scenario::Check::DirtyProbe { cgroup } => Some(cgroup.as_str()),
-            _ => None,
-        })
+        .filter_map(|c| c.needs().reference)
         .collect();
     if accounting.is_empty() {
         return Ok(OracleSources::default());
@@ -548,7 +537,7 @@ fn oracle_sources(
     match pagecache::support() {
         Ok(()) => {
             for (g, why) in &plan.unavailable {
-                if accounting.contains(&g.as_str()) {
+                if accounting.contains(g) {
                     result.notes.push(format!(
                         "no per-file truth for {g}: {why}; its accounting checks compare with machine-wide /proc/vmstat"
                     ));
@@ -586,7 +575,10 @@ fn oracle_sources(
         )),
     }
     let mut machine = Vec::new();
-    if accounting.iter().any(|g| !truth_groups.contains(g)) {
+    if accounting
+        .iter()
+        .any(|g| !truth_groups.contains(&g.as_str()))
+    {
         let mut views = vec![("run", root.clone())];
         let top = oracle::hierarchy_root(&root.path);
         if top.join("memory.stat").exists() {

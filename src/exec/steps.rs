@@ -217,16 +217,14 @@ pub(super) fn run_job(env: &StepEnv, job: Job, cg: &Cgroup) -> Result<JobResult,
 
 pub(super) fn sleep(env: &StepEnv, d: Duration) -> Result<JobResult, Stop> {
     let until = Instant::now() + d;
-    while Instant::now() < until {
-        if interrupted() {
-            return Err(Stop::Interrupted);
-        }
-        if Instant::now() >= env.deadline {
-            return Err(Stop::Timeout(format!("phase {}, sleep", env.phase)));
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    match workload::poll_until(env.deadline, &interrupted, || {
+        (Instant::now() >= until).then_some(Ok(()))
+    }) {
+        Ok(()) => Ok(Default::default()),
+        Err(WaitError::Timeout) => Err(Stop::Timeout(format!("phase {}, sleep", env.phase))),
+        Err(WaitError::Interrupted) => Err(Stop::Interrupted),
+        Err(WaitError::Failed(e)) => Err(Stop::Failed(e)),
     }
-    Ok(Default::default())
 }
 
 pub(super) fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
@@ -408,10 +406,7 @@ pub(super) fn stop_of(e: WaitError, phase: &str, step: &Step) -> Stop {
 
 /// System CPU time of the calling thread so far, seconds.
 pub(super) fn thread_sys_seconds() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_stime.tv_sec as f64 + ru.ru_stime.tv_usec as f64 / 1e6
+    crate::sys::proc::cpu_seconds(crate::sys::proc::Who::Thread).1
 }
 
 /// Runs jobs in parallel in one group and sums them up: bytes and CPU seconds add, the seconds are

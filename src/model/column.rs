@@ -46,10 +46,7 @@ pub enum Column {
 impl Column {
     /// A group's counter as a scenario names it (`dirty`, or `dirty.local` for its own value).
     pub fn group(group: &str, counter: &str) -> Column {
-        let (counter, local) = match counter.strip_suffix(".local") {
-            Some(base) => (base, true),
-            None => (counter, false),
-        };
+        let (counter, local) = super::counter::split_local(counter);
         Column::Group {
             group: group.into(),
             counter: counter.into(),

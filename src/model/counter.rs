@@ -100,6 +100,22 @@ pub fn counter(name: &str) -> Option<&'static Counter> {
     COUNTERS.iter().find(|c| c.name == name)
 }
 
+/// The suffix that asks for a group's own value of a counter (`dirty.local`).
+const LOCAL: &str = ".local";
+
+/// The name of a counter's group-local value (`dirty` -> `dirty.local`).
+pub fn local(name: &str) -> String {
+    format!("{name}{LOCAL}")
+}
+
+/// A counter name as scenarios write it, taken apart: (`dirty`, true) for `dirty.local`.
+pub fn split_local(name: &str) -> (&str, bool) {
+    match name.strip_suffix(LOCAL) {
+        Some(base) => (base, true),
+        None => (name, false),
+    }
+}
+
 /// The node counter in /proc/vmstat that matches a memcg counter, if any.
 pub fn global_key(name: &str) -> Option<&'static str> {
     counter(name).and_then(|c| c.vmstat)
@@ -129,5 +145,7 @@ mod tests {
         assert_eq!(file(Version::V2, MEMSW), None);
         assert_eq!(file(Version::V1, DIRTY), None);
         assert_eq!(global_key("swap"), None);
+        assert_eq!(split_local(&local(DIRTY)), (DIRTY, true));
+        assert_eq!(split_local(DIRTY), (DIRTY, false));
     }
 }

@@ -10,7 +10,6 @@ pub mod series;
 pub use column::{Column, META_PREFIXES, PASS_COLUMN, is_meta_column};
 pub use record::{
     Machine, Measurement, MoveRecord, PhaseMeasure, PhaseRecord, Record, StepRecord, step_rate,
-    zoneinfo_threshold,
 };
 pub use result::{PhaseResult, RunReport, ScenarioResult, Status, Totals};
 pub use series::Series;

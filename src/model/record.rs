@@ -55,44 +55,7 @@ pub struct Machine {
     pub node_drift_pages: u64,
 }
 
-/// Sums, over NUMA nodes, the largest "vm stats threshold" of the node's zones, from /proc/zoneinfo.
-pub fn zoneinfo_threshold(text: &str) -> u64 {
-    let mut per_node: Vec<(String, u64)> = Vec::new();
-    let mut node = String::new();
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("Node ") {
-            node = rest.split(',').next().unwrap_or("").to_string();
-        } else if let Some(v) = line.trim().strip_prefix("vm stats threshold:") {
-            let v: u64 = v.trim().parse().unwrap_or(0);
-            match per_node.iter_mut().find(|(n, _)| *n == node) {
-                Some((_, m)) => *m = (*m).max(v),
-                None => per_node.push((node.clone(), v)),
-            }
-        }
-    }
-    per_node.iter().map(|(_, m)| m).sum()
-}
-
 impl Machine {
-    pub fn this() -> Machine {
-        let cpus = nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
-            .ok()
-            .flatten()
-            .unwrap_or(1) as u64;
-        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-            .ok()
-            .flatten()
-            .unwrap_or(4096) as u64;
-        let threshold = std::fs::read_to_string("/proc/zoneinfo")
-            .map(|z| zoneinfo_threshold(&z))
-            .unwrap_or(125);
-        Machine {
-            cpus,
-            page_size,
-            node_drift_pages: threshold * cpus,
-        }
-    }
-
     pub fn node_drift_bytes(&self) -> u64 {
         self.node_drift_pages * self.page_size
     }

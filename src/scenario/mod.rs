@@ -3,13 +3,14 @@
 //! the file, line and column. The files in `scenarios/` are built into the binary.
 //!
 //! `raw.rs` is the file as written (serde), `resolve.rs` turns it into the `Scenario` below,
-//! `steps.rs` and `checks.rs` resolve one step and one check.
+//! `steps.rs` resolves one step, `checks.rs` reads one check's table for its kind (`crate::check`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::check::Check;
 use crate::sys::cgroup::Version;
 
 /// The largest size a scenario may give (see `Ctx::size`).
@@ -388,141 +389,6 @@ pub struct Phase {
     pub antagonists: Vec<Antagonist>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum Check {
-    /// No sampled value of these counters is ever negative (old kernels print underflow).
-    NoUnderflow {
-        cgroup: String,
-        counters: Vec<String>,
-    },
-    /// After each step of a kind in `after` (default: sync), the counters fall to at most `bound`
-    /// (default: the per-CPU stat batch) within `within`.
-    Settles {
-        cgroup: String,
-        counters: Vec<String>,
-        within: Duration,
-        bound: Option<u64>,
-        after: Vec<String>,
-    },
-    /// During steps of the kinds in `during`, the rise of the group's counters (summed) follows the
-    /// rise of the global /proc/vmstat counters (summed, pages), sample by sample.
-    TracksGlobal {
-        cgroup: String,
-        counters: Vec<String>,
-        global: Vec<String>,
-        during: Vec<String>,
-        /// Only steps of this phase.
-        phase: Option<String>,
-    },
-    /// After each probe step, the group's dirty + writeback equals the bytes the probe wrote.
-    DirtyProbe { cgroup: String },
-    /// The parent's hierarchical counter equals its own plus its children's (v1), or the sum of its
-    /// children's (v2), at every sample.
-    Hierarchy {
-        parent: String,
-        counters: Vec<String>,
-    },
-    /// The values the counters settle to after each sync do not creep upward over the cycles.
-    NoRatchet {
-        cgroup: String,
-        counters: Vec<String>,
-        bound: Option<u64>,
-    },
-    /// The group's counter was seen above 0 while the global one was (e.g. writeback happened
-    /// and was accounted); no global activity at all makes the scenario `skip`.
-    Observed {
-        cgroup: String,
-        counters: Vec<String>,
-        global: Vec<String>,
-    },
-    /// Write throughput of `phase` is at least `min_ratio` times that of `baseline`.
-    Throughput {
-        phase: String,
-        baseline: String,
-        min_ratio: f64,
-    },
-    /// Across each step of kind `step`, the group's counter changed by `by` bytes (+- tolerance).
-    /// With `needs_moving`, the check is not exercised where the kernel cannot move charges.
-    Change {
-        cgroup: String,
-        counter: String,
-        step: String,
-        by: i64,
-        tolerance: Option<u64>,
-        needs_moving: bool,
-    },
-    /// Across each step of kind `step`, all of `from`'s counter moves to `to`: `from` ends near 0
-    /// and `to` rises by what `from` had.
-    Follows {
-        from: String,
-        to: String,
-        counter: String,
-        step: String,
-        needs_moving: bool,
-    },
-    /// Paired A/B: the rate of `step` steps in `inside` is at least `min_ratio` times that in
-    /// `outside` (medians), unless the sample sets overlap (then the difference is noise).
-    Ratio {
-        step: String,
-        inside: String,
-        outside: String,
-        min_ratio: f64,
-        /// Only steps of this phase.
-        phase: Option<String>,
-    },
-    /// /proc/vmstat `vmstat` rose by at least `min` during `phase`: the antagonist did its job.
-    /// Otherwise the scenario is `skip`, never `pass`.
-    Exercised {
-        phase: String,
-        vmstat: String,
-        min: i64,
-        what: String,
-    },
-}
-
-impl Check {
-    pub fn name(&self) -> String {
-        match self {
-            Check::NoUnderflow { cgroup, .. } => format!("no-underflow({cgroup})"),
-            Check::Settles { cgroup, .. } => format!("settles({cgroup})"),
-            Check::Throughput {
-                phase, baseline, ..
-            } => format!("throughput({phase}/{baseline})"),
-            Check::Exercised { phase, vmstat, .. } => format!("exercised({phase}: {vmstat})"),
-            Check::TracksGlobal { cgroup, .. } => format!("tracks-global({cgroup})"),
-            Check::DirtyProbe { cgroup } => format!("dirty-probe({cgroup})"),
-            Check::Hierarchy { parent, .. } => format!("hierarchy({parent})"),
-            Check::NoRatchet { cgroup, .. } => format!("no-ratchet({cgroup})"),
-            Check::Observed {
-                cgroup, counters, ..
-            } => format!("observed({cgroup}: {})", counters.join("+")),
-            Check::Change {
-                cgroup,
-                counter,
-                step,
-                ..
-            } => format!("change({cgroup}.{counter} at {step})"),
-            Check::Follows {
-                from,
-                to,
-                counter,
-                step,
-                ..
-            } => format!("follows({from} -> {to}: {counter} at {step})"),
-            Check::Ratio {
-                step,
-                inside,
-                outside,
-                phase,
-                ..
-            } => match phase {
-                Some(p) => format!("ratio({p}: {step} {inside}/{outside})"),
-                None => format!("ratio({step}: {inside}/{outside})"),
-            },
-        }
-    }
-}
-
 /// What the sampler reads: counters of every scenario cgroup, and /proc/vmstat keys.
 #[derive(Debug, Clone)]
 pub struct SampleSpec {
@@ -551,12 +417,10 @@ pub struct Scenario {
 
 impl Scenario {
     /// Scales sizes and limits down for smoke runs on slow machines; checks stay as they are,
-    /// except the expected change of a `change` check, which follows the sizes.
+    /// except where they hold a size (the expected change of a `change` check follows the sizes).
     pub fn scale_down(&mut self, divisor: u64) {
         for c in &mut self.checks {
-            if let Check::Change { by, .. } = c {
-                *by /= divisor as i64;
-            }
+            c.scale_down(divisor);
         }
         for c in &mut self.cgroups {
             c.limit = c.limit.map(|l| (l / divisor).max(16 << 20));
@@ -655,6 +519,7 @@ mod raw;
 mod resolve;
 mod steps;
 
+pub use checks::CheckInput;
 pub use resolve::parse;
 
 #[cfg(test)]

@@ -98,31 +98,6 @@ pub(super) struct RawAntagonist {
     pub(super) kind: Spanned<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawCheck {
-    pub(super) kind: Spanned<String>,
-    pub(super) cgroup: Option<Spanned<String>>,
-    pub(super) counters: Option<Spanned<Vec<String>>>,
-    pub(super) within: Option<Spanned<String>>,
-    pub(super) bound: Option<Spanned<String>>,
-    pub(super) phase: Option<Spanned<String>>,
-    pub(super) baseline: Option<Spanned<String>>,
-    pub(super) min_ratio: Option<Spanned<f64>>,
-    pub(super) vmstat: Option<Spanned<String>>,
-    pub(super) min: Option<Spanned<i64>>,
-    pub(super) what: Option<Spanned<String>>,
-    pub(super) after: Option<Spanned<Vec<String>>>,
-    pub(super) during: Option<Spanned<Vec<String>>>,
-    pub(super) parent: Option<Spanned<String>>,
-    pub(super) global: Option<Spanned<Vec<String>>>,
-    pub(super) counter: Option<Spanned<String>>,
-    pub(super) step: Option<Spanned<String>>,
-    pub(super) by: Option<Spanned<String>>,
-    pub(super) tolerance: Option<Spanned<String>>,
-    pub(super) needs: Option<Spanned<String>>,
-    pub(super) inside: Option<Spanned<String>>,
-    pub(super) outside: Option<Spanned<String>>,
-    pub(super) from: Option<Spanned<String>>,
-    pub(super) to: Option<Spanned<String>>,
-}
+/// One `[[check]]` table as written: `kind` and the keys of that kind (see `checks.rs`), with their
+/// spans.
+pub(super) type RawCheck = std::collections::BTreeMap<Spanned<String>, Spanned<toml::Value>>;

@@ -12,7 +12,6 @@ use super::{
     Antagonist, CgroupSpec, Check, Feature, HELPER_GROUP, MAX_SIZE, Phase, Requires, SampleSpec,
     Scenario, ScenarioError, Step,
 };
-use crate::model::counter::DIRTY_WRITEBACK;
 use crate::sys::cgroup::{Version, stat};
 use crate::units::{MIN_INTERVAL, parse_duration_within, parse_size};
 
@@ -55,6 +54,22 @@ impl Ctx<'_> {
             0 => Err(self.err(s.span(), format!("{key} must be more than 0"))),
             n => Ok(n),
         }
+    }
+    /// A value of the file as a `T`, read again from its text so that an error points into it
+    /// (at the element of a list) with serde's message.
+    pub(super) fn typed<T: serde::de::DeserializeOwned>(
+        &self,
+        v: &Spanned<toml::Value>,
+    ) -> Result<T, ScenarioError> {
+        let span = v.span();
+        toml::de::ValueDeserializer::parse(&self.text[span.clone()])
+            .and_then(T::deserialize)
+            .map_err(|e| {
+                let at = e
+                    .span()
+                    .map_or(span.clone(), |s| span.start + s.start..span.start + s.end);
+                self.err(at, e.message().trim())
+            })
     }
     /// Any duration: at most a day.
     pub(super) fn duration(&self, s: &Spanned<String>) -> Result<Duration, ScenarioError> {
@@ -366,27 +381,8 @@ fn sampled(
     for c in &raw.check {
         let chk = resolve_check(cx, c, cgroup_ref, phases, cgroup_versions)?;
         // Whatever a check looks at is sampled, without repeating it under [sample].
-        let (cs, vs): (Vec<String>, Vec<String>) = match &chk {
-            Check::NoUnderflow { counters, .. }
-            | Check::Settles { counters, .. }
-            | Check::Hierarchy { counters, .. }
-            | Check::NoRatchet { counters, .. } => (counters.clone(), vec![]),
-            Check::TracksGlobal {
-                counters, global, ..
-            }
-            | Check::Observed {
-                counters, global, ..
-            } => (counters.clone(), global.clone()),
-            Check::DirtyProbe { .. } => (
-                DIRTY_WRITEBACK.map(String::from).to_vec(),
-                vec!["nr_dirty".into(), "nr_writeback".into()],
-            ),
-            Check::Exercised { vmstat, .. } => (vec![], vec![vmstat.clone()]),
-            Check::Change { counter, .. } => (vec![counter.clone()], vec![]),
-            Check::Ratio { .. } => (vec![], vec![]),
-            Check::Follows { counter, .. } => (vec![counter.clone()], vec![]),
-            Check::Throughput { .. } => (vec![], vec![]),
-        };
+        let needs = chk.needs();
+        let (cs, vs) = (needs.counters, needs.vmstat);
         for x in cs {
             if !counters.contains(&x) {
                 counters.push(x);

@@ -1,4 +1,5 @@
 use super::*;
+use crate::check::{Change, Exercised, Ratio, Throughput};
 
 const GOOD: &str = r#"
 name = "t"
@@ -179,13 +180,14 @@ fn task_steps_and_change_checks_parse() {
             to: "b".into()
         }
     );
+    let change = |s: &Scenario| s.checks[0].as_any().downcast_ref::<Change>().cloned();
     assert!(matches!(
-        s.checks[0],
-        Check::Change { by, needs_moving: true, .. } if by == -(64 << 20)
+        change(&s),
+        Some(Change { by, needs_moving: true, .. }) if by == -(64 << 20)
     ));
     // --quick scales the expected change with the sizes.
     s.scale_down(8);
-    assert!(matches!(s.checks[0], Check::Change { by, .. } if by == -(8 << 20)));
+    assert!(matches!(change(&s), Some(Change { by, .. }) if by == -(8 << 20)));
     assert!(matches!(s.phases[0].steps[0], Step::Hold { anon, .. } if anon == 8 << 20));
 }
 
@@ -249,12 +251,19 @@ fn builtin_performance_checks_have_enough_samples_when_quick() {
         s.scale_down(8);
         let reps = |name: &str| s.phases.iter().find(|p| p.name == name).unwrap().repeat as usize;
         for c in &s.checks {
-            let (n, m) = match c {
-                Check::Throughput {
-                    phase, baseline, ..
-                } => (reps(phase), reps(baseline)),
-                Check::Ratio { phase: Some(p), .. } => (reps(p), reps(p)),
-                Check::Ratio { phase: None, .. } => panic!("{}: ratio without phase", s.name),
+            let any = c.as_any();
+            let (n, m) = match (
+                any.downcast_ref::<Throughput>(),
+                any.downcast_ref::<Ratio>(),
+            ) {
+                (
+                    Some(Throughput {
+                        phase, baseline, ..
+                    }),
+                    _,
+                ) => (reps(phase), reps(baseline)),
+                (_, Some(Ratio { phase: Some(p), .. })) => (reps(p), reps(p)),
+                (_, Some(Ratio { phase: None, .. })) => panic!("{}: ratio without phase", s.name),
                 _ => continue,
             };
             assert!(
@@ -342,7 +351,10 @@ fn exercised_with_min_below_1_is_rejected() {
         ),
     )
     .unwrap();
-    assert!(matches!(s.checks[2], Check::Exercised { min: 100, .. }));
+    assert!(matches!(
+        s.checks[2].as_any().downcast_ref::<Exercised>(),
+        Some(Exercised { min: 100, .. })
+    ));
 }
 
 #[test]

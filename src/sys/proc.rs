@@ -1,13 +1,109 @@
-//! The /proc readers of the cold paths: the filesystem type of a path (mountinfo), vmstat keys,
-//! swap areas and MemTotal. Each reads under a /proc root (`*_in`) so the unit tests use a temp
-//! tree; the plain forms read the real /proc.
+//! The /proc readers of the cold paths: mounts (mountinfo), a process's cgroups, /proc/vmstat
+//! snapshots, swap areas, MemTotal, the node counters' drift (zoneinfo) and the machine; and the
+//! process's own CPU time. Each reads under a /proc root (`*_in`, or a `proc_root` argument) so the
+//! unit tests use a temp tree; the plain forms read the real /proc. The `procfs` crate parses
+//! mountinfo, /proc/PID/cgroup, meminfo and vmstat. The sampler's hot path does not come here
+//! (see `exec::sample`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use anyhow::{Context as _, Result};
+use procfs::FromRead;
+
+use crate::model::Machine;
 use crate::sys::cgroup::read_path;
+use crate::sys::cgroup::stat::Stat;
 
 /// The real /proc.
 pub const PROC: &str = "/proc";
+
+/// One mount, from a line of mountinfo; paths unescaped (`\040` is a space).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// The path inside the filesystem that is the root of this mount (not "/" for bind mounts and
+    /// containers' cgroup mounts).
+    pub root: String,
+    pub mount_point: PathBuf,
+    pub fs_type: String,
+    /// Per-superblock options as `key` or `key=value`, sorted (v1 cgroup mounts name their
+    /// controllers here).
+    pub super_options: Vec<String>,
+}
+
+/// Parses mountinfo text; an error is the 1-based number of a line that is not a mountinfo line.
+/// Blank lines are skipped.
+pub fn parse_mountinfo(text: &str) -> Result<Vec<Mount>, usize> {
+    let mut mounts = Vec::new();
+    for (no, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let m = procfs::process::MountInfo::from_line(line).map_err(|_| no + 1)?;
+        let mut super_options: Vec<String> = m
+            .super_options
+            .into_iter()
+            .map(|(k, v)| match v {
+                Some(v) => format!("{k}={v}"),
+                None => k,
+            })
+            .collect();
+        super_options.sort();
+        mounts.push(Mount {
+            root: unescape_octal(&m.root),
+            mount_point: PathBuf::from(unescape_octal(&m.mount_point.to_string_lossy())),
+            fs_type: m.fs_type,
+            super_options,
+        });
+    }
+    Ok(mounts)
+}
+
+/// mountinfo escapes space, tab, newline and backslash as \ooo.
+fn unescape_octal(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        // Three octal digits (bytes, not a str slice: what follows a backslash may be the middle
+        // of a multi-byte character), at most \377.
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)) && d[0] <= b'3');
+        if bytes[i] == b'\\'
+            && let Some(d) = octal
+        {
+            out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+            i += 4;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One line of /proc/PID/cgroup: the hierarchy id (0: cgroup2), its v1 controllers and the
+/// process's cgroup path in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Membership {
+    pub hierarchy: u32,
+    pub controllers: Vec<String>,
+    pub path: String,
+}
+
+/// Parses /proc/PID/cgroup text; lines that are not cgroup lines are skipped.
+pub fn parse_cgroups(text: &str) -> Vec<Membership> {
+    text.lines()
+        .filter_map(|line| procfs::ProcessCGroups::from_read(line.as_bytes()).ok())
+        .flat_map(|c| c.0)
+        .map(|c| Membership {
+            hierarchy: c.hierarchy,
+            controllers: c.controllers,
+            path: c.pathname,
+        })
+        .collect()
+}
 
 /// The filesystem type holding `path`, from /proc/self/mountinfo (longest matching mount point).
 pub fn fstype_of(path: &Path) -> Option<String> {
@@ -16,21 +112,24 @@ pub fn fstype_of(path: &Path) -> Option<String> {
 
 /// [`fstype_of`] under a /proc at `proc`.
 pub fn fstype_in(proc: &Path, path: &Path) -> Option<String> {
-    let mi = std::fs::read_to_string(proc.join("self/mountinfo")).ok()?;
+    let mounts = parse_mountinfo(&read_path(&proc.join("self/mountinfo")).ok()?).ok()?;
     let path = path.canonicalize().ok()?;
-    let mut best: Option<(usize, String)> = None;
-    for line in mi.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        let sep = f.iter().position(|x| *x == "-")?;
-        let mp = Path::new(f.get(4)?);
-        if path.starts_with(mp) {
-            let len = mp.as_os_str().len();
-            if best.as_ref().is_none_or(|(l, _)| len >= *l) {
-                best = Some((len, f.get(sep + 1)?.to_string()));
-            }
-        }
-    }
-    best.map(|(_, t)| t)
+    mounts
+        .into_iter()
+        .filter(|m| path.starts_with(&m.mount_point))
+        // The last of the longest: a later mount on the same point hides the earlier ones.
+        .max_by_key(|m| m.mount_point.as_os_str().len())
+        .map(|m| m.fs_type)
+}
+
+/// /proc/vmstat under `proc_root`, all keys (sorted by key).
+pub fn vmstat_snapshot(proc_root: &Path) -> Result<Stat> {
+    let path = proc_root.join("vmstat");
+    let vm =
+        procfs::VmStat::from_file(&path).with_context(|| format!("read {}", path.display()))?;
+    let mut keys: Vec<(String, i64)> = vm.0.into_iter().collect();
+    keys.sort();
+    Ok(Stat(keys))
 }
 
 /// Whether /proc/vmstat has `key`.
@@ -40,9 +139,16 @@ pub fn vmstat_has(key: &str) -> bool {
 
 /// [`vmstat_has`] under a /proc at `proc`.
 pub fn vmstat_has_in(proc: &Path, key: &str) -> bool {
-    std::fs::read_to_string(proc.join("vmstat"))
-        .map(|s| s.lines().any(|l| l.split(' ').next() == Some(key)))
-        .unwrap_or(false)
+    vmstat_snapshot(proc).is_ok_and(|s| s.get(key).is_some())
+}
+
+/// Pages dirtied machine-wide (/proc/vmstat nr_dirtied) over `window`, for `memcgtest env`: other
+/// writers are active when it rose while memcgtest itself wrote nothing.
+pub fn pages_dirtied_during(proc_root: &Path, window: Duration) -> Option<i64> {
+    let read = || vmstat_snapshot(proc_root).ok()?.get("nr_dirtied");
+    let a = read()?;
+    std::thread::sleep(window);
+    Some(read()? - a)
 }
 
 /// Whether any swap area is enabled (/proc/swaps lists one below its header).
@@ -64,21 +170,76 @@ pub fn mem_total_bytes() -> u64 {
 
 /// [`mem_total_bytes`] under a /proc at `proc`.
 pub fn mem_total_bytes_in(proc: &Path) -> u64 {
-    read_path(&proc.join("meminfo"))
+    procfs::Meminfo::from_file(proc.join("meminfo")).map_or(0, |m| m.mem_total)
+}
+
+/// Sums, over NUMA nodes, the largest "vm stats threshold" of the node's zones, from /proc/zoneinfo.
+pub fn zoneinfo_threshold(text: &str) -> u64 {
+    let mut per_node: Vec<(String, u64)> = Vec::new();
+    let mut node = String::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Node ") {
+            node = rest.split(',').next().unwrap_or("").to_string();
+        } else if let Some(v) = line.trim().strip_prefix("vm stats threshold:") {
+            let v: u64 = v.trim().parse().unwrap_or(0);
+            match per_node.iter_mut().find(|(n, _)| *n == node) {
+                Some((_, m)) => *m = (*m).max(v),
+                None => per_node.push((node.clone(), v)),
+            }
+        }
+    }
+    per_node.iter().map(|(_, m)| m).sum()
+}
+
+/// This machine: online CPUs, page size and the node counters' drift (from `proc_root`/zoneinfo;
+/// 125 pages per CPU when unreadable).
+pub fn machine(proc_root: &Path) -> Machine {
+    use nix::unistd::{SysconfVar, sysconf};
+    let cpus = sysconf(SysconfVar::_NPROCESSORS_ONLN)
         .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .unwrap_or(0)
-        * 1024
+        .flatten()
+        .unwrap_or(1) as u64;
+    let page_size = sysconf(SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .unwrap_or(4096) as u64;
+    let threshold = std::fs::read_to_string(proc_root.join("zoneinfo"))
+        .map(|z| zoneinfo_threshold(&z))
+        .unwrap_or(125);
+    Machine {
+        cpus,
+        page_size,
+        node_drift_pages: threshold * cpus,
+    }
+}
+
+/// Whose CPU time [`cpu_seconds`] reports.
+#[derive(Debug, Clone, Copy)]
+pub enum Who {
+    /// The calling process (RUSAGE_SELF).
+    Process,
+    /// The calling thread (RUSAGE_THREAD).
+    Thread,
+}
+
+/// CPU time used so far: (user, system) seconds.
+pub fn cpu_seconds(who: Who) -> (f64, f64) {
+    let who = match who {
+        Who::Process => libc::RUSAGE_SELF,
+        Who::Thread => libc::RUSAGE_THREAD,
+    };
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(who, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (tv(ru.ru_utime), tv(ru.ru_stime))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A /proc with what a real one has of the files read here.
     fn fake_proc() -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir(d.path().join("self")).unwrap();
@@ -96,7 +257,7 @@ mod tests {
         .unwrap();
         std::fs::write(
             d.path().join("vmstat"),
-            "nr_dirty 12\npgmigrate_success 3\n",
+            "nr_dirty 12\npgmigrate_success 3\nnr_dirtied 7\n",
         )
         .unwrap();
         std::fs::write(
@@ -104,9 +265,32 @@ mod tests {
             "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n",
         )
         .unwrap();
+        let mut meminfo = String::from("MemTotal:        2048 kB\n");
+        for k in [
+            "MemFree",
+            "Buffers",
+            "Cached",
+            "SwapCached",
+            "Active",
+            "Inactive",
+            "SwapTotal",
+            "SwapFree",
+            "Dirty",
+            "Writeback",
+            "Mapped",
+            "Slab",
+            "Committed_AS",
+            "VmallocTotal",
+            "VmallocUsed",
+            "VmallocChunk",
+        ] {
+            meminfo += &format!("{k}:  100 kB\n");
+        }
+        std::fs::write(d.path().join("meminfo"), meminfo).unwrap();
         std::fs::write(
-            d.path().join("meminfo"),
-            "MemTotal:        2048 kB\nMemFree:          100 kB\n",
+            d.path().join("zoneinfo"),
+            "Node 0, zone      DMA\n  pagesets\n    vm stats threshold: 4\n\
+             Node 0, zone   Normal\n    vm stats threshold: 24\n",
         )
         .unwrap();
         d
@@ -135,5 +319,62 @@ mod tests {
         assert!(swap_enabled_in(p.path()));
         assert_eq!(mem_total_bytes_in(p.path()), 2048 * 1024);
         assert_eq!(mem_total_bytes_in(&p.path().join("absent")), 0);
+    }
+
+    #[test]
+    fn vmstat_snapshots_and_the_machine() {
+        let p = fake_proc();
+        let s = vmstat_snapshot(p.path()).unwrap();
+        assert_eq!(s.get("nr_dirty"), Some(12));
+        let e = vmstat_snapshot(&p.path().join("absent")).unwrap_err();
+        assert!(format!("{e:#}").contains("absent/vmstat"), "{e:#}");
+        assert_eq!(
+            pages_dirtied_during(p.path(), Duration::from_millis(1)),
+            Some(0)
+        );
+        let m = machine(p.path());
+        assert_eq!(m.node_drift_pages, 24 * m.cpus);
+        let m = machine(&p.path().join("absent"));
+        assert_eq!(m.node_drift_pages, 125 * m.cpus);
+    }
+
+    #[test]
+    fn mountinfo_paths_are_unescaped_and_bad_lines_named() {
+        let mi = "30 22 0:26 /a\\040b /mnt/with\\040space rw - cgroup cgroup rw,memory,name=x\n";
+        let m = parse_mountinfo(mi).unwrap();
+        assert_eq!(m[0].root, "/a b");
+        assert_eq!(m[0].mount_point, PathBuf::from("/mnt/with space"));
+        assert_eq!(m[0].fs_type, "cgroup");
+        assert_eq!(m[0].super_options, ["memory", "name=x", "rw"]);
+        assert_eq!(parse_mountinfo(&format!("\n{mi}1 2 3\n")), Err(3));
+        assert_eq!(unescape_octal("/plain"), "/plain");
+    }
+
+    #[test]
+    fn cgroup_membership_skips_what_is_not_a_cgroup_line() {
+        let c = parse_cgroups("4:memory:/a/b\nnonsense\n0::/user.slice\n");
+        assert_eq!(
+            c,
+            [
+                Membership {
+                    hierarchy: 4,
+                    controllers: vec!["memory".into()],
+                    path: "/a/b".into()
+                },
+                Membership {
+                    hierarchy: 0,
+                    controllers: vec![],
+                    path: "/user.slice".into()
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn cpu_time_is_counted() {
+        let (u, s) = cpu_seconds(Who::Process);
+        assert!(u >= 0.0 && s >= 0.0);
+        let (u, s) = cpu_seconds(Who::Thread);
+        assert!(u >= 0.0 && s >= 0.0);
     }
 }

@@ -138,7 +138,7 @@ fn observed_needs_global_activity() {
 #[test]
 fn zoneinfo_threshold_takes_the_largest_per_node() {
     let z = "Node 0, zone DMA\n  vm stats threshold: 4\nNode 0, zone Normal\n  vm stats threshold: 24\nNode 1, zone Normal\n  vm stats threshold: 16\n";
-    assert_eq!(crate::model::zoneinfo_threshold(z), 40);
+    assert_eq!(crate::sys::proc::zoneinfo_threshold(z), 40);
 }
 
 /// Groups a and b; a task holding 64 MiB moves a -> b over steps at t=1.0..1.1; `moved` is how

@@ -1,6 +1,14 @@
 //! The sampler: a thread that reads memory.stat (and usage) of every test cgroup and /proc/vmstat at
 //! a fixed interval for the whole scenario, reusing open file descriptors (pread at offset 0), and
 //! keeps the full time series. Columns are named `<cgroup>.<counter>` and `vmstat.<key>`.
+//!
+//! The reading is hand-written on purpose, unlike the cold paths in `sys::proc` (the `procfs`
+//! crate): a pass runs every few milliseconds for the whole scenario, and each source is a
+//! descriptor opened once and read with pread at offset 0 into a buffer kept across passes, the
+//! wanted keys picked out without allocating (`stat::extract`). procfs opens the file again on
+//! every read and builds a map of every key, which would add syscalls and allocations to each
+//! pass, stretch the pass (the skew between the files it reads) and perturb the memory being
+//! measured.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

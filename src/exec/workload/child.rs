@@ -93,11 +93,8 @@ pub(super) fn run_job(job: &Job) -> Result<JobResult> {
 
 /// CPU seconds (user + system) this process used so far.
 pub(super) fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    let (user, sys) = crate::sys::proc::cpu_seconds(crate::sys::proc::Who::Process);
+    user + sys
 }
 
 /// Drops a file's clean pages from the page cache.

@@ -93,6 +93,27 @@ pub enum WaitError {
     Failed(Error),
 }
 
+/// Calls `done` every 5 ms until it gives an answer; `Interrupted` once `interrupted()` is true,
+/// `Timeout` at `deadline`. The runner's one wait loop (workers, holders, sleep steps).
+pub fn poll_until<T>(
+    deadline: Instant,
+    interrupted: &dyn Fn() -> bool,
+    mut done: impl FnMut() -> Option<Result<T, WaitError>>,
+) -> Result<T, WaitError> {
+    loop {
+        if let Some(r) = done() {
+            return r;
+        }
+        if interrupted() {
+            return Err(WaitError::Interrupted);
+        }
+        if Instant::now() >= deadline {
+            return Err(WaitError::Timeout);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Starts a worker for `job` inside `cgroup`. The worker gets SIGKILL when the calling thread
 /// ends (PR_SET_PDEATHSIG), so workers are spawned from the runner's main thread only.
 pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
@@ -154,45 +175,37 @@ impl Worker {
         deadline: Instant,
         interrupted: &dyn Fn() -> bool,
     ) -> Result<JobResult, WaitError> {
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => {
-                    let mut out = String::new();
-                    let mut err = String::new();
-                    if let Some(o) = self.child.stdout.as_mut() {
-                        let _ = o.read_to_string(&mut out);
-                    }
-                    if let Some(e) = self.child.stderr.as_mut() {
-                        let _ = e.read_to_string(&mut err);
-                    }
-                    if !status.success() {
-                        return Err(WaitError::Failed(Error::of_worker_status(
-                            status,
-                            format!("worker {} exited with {status}: {}", self.what, err.trim()),
-                        )));
-                    }
-                    return serde_json::from_str(out.trim()).map_err(|e| {
-                        WaitError::Failed(Error::Internal(format!(
-                            "worker {} printed {out:?}: {e}",
-                            self.what
-                        )))
-                    });
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    return Err(WaitError::Failed(Error::Environment(format!(
-                        "wait for worker: {e}"
-                    ))));
-                }
-            }
-            if interrupted() {
-                return Err(WaitError::Interrupted);
-            }
-            if Instant::now() >= deadline {
-                return Err(WaitError::Timeout);
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        poll_until(deadline, interrupted, || match self.child.try_wait() {
+            Ok(Some(status)) => Some(self.outcome(status)),
+            Ok(None) => None,
+            Err(e) => Some(Err(WaitError::Failed(Error::Environment(format!(
+                "wait for worker: {e}"
+            ))))),
+        })
+    }
+
+    /// What an exited worker reported: its JSON result, or why it failed.
+    fn outcome(&mut self, status: std::process::ExitStatus) -> Result<JobResult, WaitError> {
+        let mut out = String::new();
+        let mut err = String::new();
+        if let Some(o) = self.child.stdout.as_mut() {
+            let _ = o.read_to_string(&mut out);
         }
+        if let Some(e) = self.child.stderr.as_mut() {
+            let _ = e.read_to_string(&mut err);
+        }
+        if !status.success() {
+            return Err(WaitError::Failed(Error::of_worker_status(
+                status,
+                format!("worker {} exited with {status}: {}", self.what, err.trim()),
+            )));
+        }
+        serde_json::from_str(out.trim()).map_err(|e| {
+            WaitError::Failed(Error::Internal(format!(
+                "worker {} printed {out:?}: {e}",
+                self.what
+            )))
+        })
     }
 
     /// Kills the worker and reaps it (SIGKILL; waits at most `wait`).
@@ -248,9 +261,9 @@ impl Holder {
     ) -> Result<f64, WaitError> {
         use std::io::BufRead;
         let fd = self.stdout.get_ref().as_raw_fd();
-        loop {
+        poll_until(deadline, interrupted, || {
             if !self.stdout.buffer().is_empty() {
-                break;
+                return Some(Ok(()));
             }
             let mut pfd = libc::pollfd {
                 fd,
@@ -259,16 +272,8 @@ impl Holder {
             };
             // SAFETY: one valid pollfd.
             let n = unsafe { libc::poll(&mut pfd, 1, 50) };
-            if n > 0 {
-                break;
-            }
-            if interrupted() {
-                return Err(WaitError::Interrupted);
-            }
-            if Instant::now() >= deadline {
-                return Err(WaitError::Timeout);
-            }
-        }
+            (n > 0).then_some(Ok(()))
+        })?;
         let mut line = String::new();
         self.stdout
             .read_line(&mut line)
@@ -320,30 +325,19 @@ impl Holder {
         interrupted: &dyn Fn() -> bool,
     ) -> Result<(), WaitError> {
         let _ = writeln!(self.stdin, "exit").and_then(|_| self.stdin.flush());
-        loop {
+        poll_until(deadline, interrupted, || {
             match self.worker.child.try_wait() {
-                Ok(Some(st)) if st.success() => return Ok(()),
-                Ok(Some(st)) => {
-                    return Err(WaitError::Failed(Error::of_worker_status(
-                        st,
-                        format!("holder exited with {st}"),
-                    )));
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    return Err(WaitError::Failed(Error::Environment(format!(
-                        "wait for holder: {e}"
-                    ))));
-                }
+                Ok(Some(st)) if st.success() => Some(Ok(())),
+                Ok(Some(st)) => Some(Err(WaitError::Failed(Error::of_worker_status(
+                    st,
+                    format!("holder exited with {st}"),
+                )))),
+                Ok(None) => None,
+                Err(e) => Some(Err(WaitError::Failed(Error::Environment(format!(
+                    "wait for holder: {e}"
+                ))))),
             }
-            if interrupted() {
-                return Err(WaitError::Interrupted);
-            }
-            if Instant::now() >= deadline {
-                return Err(WaitError::Timeout);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        })
     }
 }
 

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{CgroupError, Version};
+use crate::sys::proc;
 
 /// One cgroup filesystem mount, from a line of /proc/self/mountinfo.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,91 +45,48 @@ impl LayoutKind {
     }
 }
 
-/// Parses /proc/self/mountinfo and keeps the cgroup and cgroup2 mounts.
+/// Parses /proc/self/mountinfo (`sys::proc::parse_mountinfo`) and keeps the cgroup and cgroup2
+/// mounts.
 pub fn parse_mountinfo(text: &str) -> Result<Vec<CgroupMount>, CgroupError> {
-    let mut mounts = Vec::new();
-    for (no, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let fields: Vec<&str> = line.split(' ').collect();
-        let sep = fields
-            .iter()
-            .position(|f| *f == "-")
-            .ok_or_else(|| CgroupError::Parse {
-                path: PathBuf::from("/proc/self/mountinfo"),
-                line: no + 1,
-                what: "no ' - ' separator".into(),
-            })?;
-        if fields.len() < sep + 4 || sep < 6 {
-            return Err(CgroupError::Parse {
-                path: PathBuf::from("/proc/self/mountinfo"),
-                line: no + 1,
-                what: "too few fields".into(),
-            });
-        }
-        let fstype = fields[sep + 1];
-        let version = match fstype {
+    let mounts = proc::parse_mountinfo(text).map_err(|line| CgroupError::Parse {
+        path: PathBuf::from("/proc/self/mountinfo"),
+        line,
+        what: "not a mountinfo line".into(),
+    })?;
+    let mut out = Vec::new();
+    for m in mounts {
+        let version = match m.fs_type.as_str() {
             "cgroup" => Version::V1,
             "cgroup2" => Version::V2,
             _ => continue,
         };
-        let controllers = if version == Version::V1 {
-            fields[sep + 3]
-                .split(',')
-                .filter(|o| !matches!(*o, "rw" | "ro") && !o.contains('='))
-                .map(String::from)
-                .collect()
-        } else {
-            Vec::new()
+        let controllers = match version {
+            Version::V1 => m
+                .super_options
+                .into_iter()
+                .filter(|o| !matches!(o.as_str(), "rw" | "ro") && !o.contains('='))
+                .collect(),
+            Version::V2 => Vec::new(),
         };
-        mounts.push(CgroupMount {
+        out.push(CgroupMount {
             version,
-            mount_point: PathBuf::from(unescape_octal(fields[4])),
-            root: unescape_octal(fields[3]),
+            mount_point: m.mount_point,
+            root: m.root,
             controllers,
         });
     }
-    Ok(mounts)
-}
-
-/// mountinfo escapes space, tab, newline and backslash as \ooo.
-fn unescape_octal(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        // Three octal digits (bytes, not a str slice: what follows a backslash may be the middle
-        // of a multi-byte character), at most \377.
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)) && d[0] <= b'3');
-        if bytes[i] == b'\\'
-            && let Some(d) = octal
-        {
-            out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-            i += 4;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    Ok(out)
 }
 
 /// The cgroup paths of this process, from /proc/self/cgroup: (v1 memory path, v2 path).
 pub fn parse_proc_cgroup(text: &str) -> (Option<String>, Option<String>) {
     let mut v1_memory = None;
     let mut v2 = None;
-    for line in text.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (Some(id), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
-        if id == "0" && ctrls.is_empty() {
-            v2 = Some(path.to_string());
-        } else if ctrls.split(',').any(|c| c == "memory") {
-            v1_memory = Some(path.to_string());
+    for m in proc::parse_cgroups(text) {
+        if m.hierarchy == 0 && m.controllers.is_empty() {
+            v2 = Some(m.path);
+        } else if m.controllers.iter().any(|c| c == "memory") {
+            v1_memory = Some(m.path);
         }
     }
     (v1_memory, v2)
@@ -217,8 +175,13 @@ pub fn layout(
 
 /// Reads the real layout of this process.
 pub fn detect() -> Result<Layout, CgroupError> {
-    let mountinfo = super::read_path(Path::new("/proc/self/mountinfo"))?;
-    let proc_cgroup = super::read_path(Path::new("/proc/self/cgroup"))?;
+    detect_in(Path::new(proc::PROC))
+}
+
+/// [`detect`] under a /proc at `proc` (the mounts it names are read where they are).
+pub fn detect_in(proc: &Path) -> Result<Layout, CgroupError> {
+    let mountinfo = super::read_path(&proc.join("self/mountinfo"))?;
+    let proc_cgroup = super::read_path(&proc.join("self/cgroup"))?;
     layout(&mountinfo, &proc_cgroup, |mp| {
         std::fs::read_to_string(mp.join("cgroup.controllers")).ok()
     })
@@ -356,9 +319,32 @@ mod tests {
         }
     }
 
+    /// The layout of a process read from a /proc and a cgroup2 mount in a temp tree.
     #[test]
-    fn octal_escapes() {
-        assert_eq!(unescape_octal("/a\\040b"), "/a b");
-        assert_eq!(unescape_octal("/plain"), "/plain");
+    fn detection_reads_the_process_and_its_mounts_under_a_root() {
+        let d = tempfile::tempdir().unwrap();
+        let proc = d.path().join("proc");
+        let mnt = d.path().join("cgroup");
+        std::fs::create_dir_all(proc.join("self")).unwrap();
+        std::fs::create_dir_all(mnt.join("a\\b c")).unwrap();
+        std::fs::write(
+            proc.join("self/mountinfo"),
+            format!(
+                "30 22 0:26 / {} rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n",
+                mnt.display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(proc.join("self/cgroup"), "0::/a\\b c\n").unwrap();
+        std::fs::write(mnt.join("cgroup.controllers"), "cpu io memory pids\n").unwrap();
+        let l = detect_in(&proc).unwrap();
+        assert_eq!(l.kind, LayoutKind::V2);
+        assert_eq!(l.v2.unwrap().own_cgroup, mnt.join("a\\b c"));
+        std::fs::write(mnt.join("cgroup.controllers"), "cpu io pids\n").unwrap();
+        let l = detect_in(&proc).unwrap();
+        assert_eq!(l.kind, LayoutKind::None);
+        assert_eq!(l.v2_without_memory, Some(mnt.clone()));
+        let e = detect_in(&d.path().join("absent")).unwrap_err();
+        assert!(e.to_string().contains("absent/self/mountinfo"), "{e}");
     }
 }

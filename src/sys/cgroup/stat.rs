@@ -76,10 +76,7 @@ pub use crate::model::counter::{MEMSW, USAGE};
 /// Where a counter comes from for a version: the memory.stat key, or None for `usage`.
 /// Errors name the unknown counter and list the known ones.
 pub fn stat_key(counter: &str, version: Version) -> Result<Option<String>, String> {
-    let (base, local) = match counter.strip_suffix(".local") {
-        Some(b) => (b, true),
-        None => (counter, false),
-    };
+    let (base, local) = crate::model::counter::split_local(counter);
     if base == USAGE && !local {
         return Ok(None);
     }
