@@ -622,6 +622,16 @@ fn typed_report(
     Some((rep, format))
 }
 
+/// The exit code once the events channel was read: a run that would pass (0) but whose channel
+/// carried lines that were no events is the tool's fault, 125; any other verdict stands.
+fn with_stream_errors(code: u8, errors: &[String]) -> u8 {
+    if code == exit::OK && !errors.is_empty() {
+        exit::UNTESTABLE
+    } else {
+        code
+    }
+}
+
 /// The results of a `run` (see `typed_report`), printed in the guest's `--format` and written to
 /// `--report`. Returns the exit code: `code`, or 125 for a run that would pass but whose events
 /// channel carried lines that were no events.
@@ -631,14 +641,12 @@ fn show_run(
     reason: &str,
     failed: &[(String, String)],
     work: &Work,
-    mut code: u8,
+    code: u8,
 ) -> u8 {
     for e in &b.events.errors {
         eprintln!("memcgtest vm: events channel: {e}");
     }
-    if !b.events.errors.is_empty() && code == exit::OK {
-        code = exit::UNTESTABLE;
-    }
+    let code = with_stream_errors(code, &b.events.errors);
     let Some((rep, format)) = typed_report(b, reason, failed) else {
         return code;
     };
@@ -832,6 +840,16 @@ mod tests {
                 .starts_with("timeout: the guest did not finish within 60s")
         );
         assert!(!rep.scenarios[1].reason.contains('\n'));
+    }
+
+    #[test]
+    fn lines_that_are_no_events_make_a_passing_run_125_and_leave_failures_1() {
+        let garbage = events::tests::fed(b"ok 1 a\n").errors;
+        assert_eq!(garbage.len(), 1);
+        assert_eq!(with_stream_errors(exit::OK, &garbage), exit::UNTESTABLE);
+        assert_eq!(with_stream_errors(exit::FAIL, &garbage), exit::FAIL);
+        assert_eq!(with_stream_errors(exit::USAGE, &garbage), exit::USAGE);
+        assert_eq!(with_stream_errors(exit::OK, &[]), exit::OK);
     }
 
     /// Reproduction 11: a soft lockup was fatal even with --allow-splats; it is a splat now.
