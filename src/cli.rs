@@ -84,6 +84,10 @@ pub enum Command {
         /// When another run owns the vm sysctls, stop (exit 125) instead of waiting for it.
         #[arg(long)]
         no_wait: bool,
+        /// Stream typed events (JSON lines: scenario begin and end with the result, progress) on
+        /// stdout instead of printing the format: what the guest of `memcgtest vm` does for the host.
+        #[arg(long, hide = true)]
+        events: bool,
     },
     /// Compare the measurements of two `run --format json` result files (exit 1 on a regression).
     Compare {

@@ -102,6 +102,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             timeout,
             sample_interval,
             no_wait,
+            events,
         } => {
             if !report::kcidb::valid_origin(origin) {
                 return Err(Error::Usage(format!(
@@ -111,7 +112,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             run_scenarios(
                 &cli,
                 names,
-                (*format, report.as_deref()),
+                (*format, report.as_deref(), *events),
                 (origin, build_id.as_deref()),
                 *quick,
                 (*timeout, *sample_interval, *no_wait),
@@ -323,7 +324,7 @@ fn untestable(msg: impl std::fmt::Display) -> Error {
 fn run_scenarios(
     cli: &Cli,
     names: &[String],
-    (format, report_dir): (report::Format, Option<&Path>),
+    (format, report_dir, events): (report::Format, Option<&Path>, bool),
     (origin, build_id): (&str, Option<&str>),
     quick: bool,
     (timeout, sample_interval, no_wait): (
@@ -344,10 +345,10 @@ fn run_scenarios(
     cleanup::install_signal_handlers();
     let started = chrono::Utc::now();
     let environment = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
-    // In a VM guest stderr is a serial port the host forwards: plain lines, no terminal control.
     let in_vm = std::env::var_os("MEMCGTEST_KMSG").is_some();
-    let mode = if in_vm {
-        progress::Mode::Lines
+    // `--events` (a VM guest): stdout carries typed events for the host, not the format.
+    let mode = if events {
+        progress::Mode::Events
     } else if std::io::stderr().is_terminal() {
         progress::Mode::Live
     } else {
@@ -362,10 +363,18 @@ fn run_scenarios(
         machine: memcgtest::sys::proc::machine(Path::new(memcgtest::sys::proc::PROC)),
         progress: runner::Progress::new(mode),
     };
-    let results = run_each(&ctx, &selected, quick, in_vm);
     let ids = report::kcidb::Ids::new(origin, build_id, &environment, started);
+    let header = model::RunReport::new(environment.clone(), quick, started, ids.clone(), vec![]);
+    ctx.progress.event(&model::Event::Start {
+        format,
+        report: Box::new(header),
+    });
+    let results = run_each(&ctx, &selected, quick, in_vm);
+    ctx.progress.event(&model::Event::Finish);
     let rep = model::RunReport::new(environment, quick, started, ids, results);
-    print!("{}", report::render(&rep, format));
+    if !events {
+        print!("{}", report::render(&rep, format));
+    }
     let verdict = run_verdict(&rep.scenarios, cleanup::interrupted());
     match report_dir {
         Some(dir) => with_report(verdict, report::write_dir(&rep, dir)),
@@ -497,7 +506,7 @@ fn run_each(
         kmsg(&format!("{}{}", vm::console::BEGIN, sc.name));
         let r = runner::run_scenario(ctx, sc);
         kmsg(&format!("{}{}", vm::console::END, sc.name));
-        ctx.progress.done(&sc.name, r.status.as_str(), r.seconds);
+        ctx.progress.done(&r);
         // Skips and errors end early: only whole runs say how long the next one takes.
         if matches!(r.status, model::Status::Pass | model::Status::Fail) {
             durations.seconds.insert(keys[i].clone(), r.seconds);

@@ -3,8 +3,10 @@
 //! - `Live` (stderr is a terminal): one status line redrawn every 250 ms — scenario k/N, phase,
 //!   step and what it measured, elapsed time and an ETA from the durations earlier runs on this
 //!   machine took — with the scenarios' starts and ends scrolling above it.
-//! - `Lines` (the guest of `memcgtest vm`, whose stderr is a serial port the host forwards): one
-//!   timestamped line per event, no terminal control.
+//! - `Lines` (the host of `memcgtest vm` when stderr is not a terminal): one timestamped line per
+//!   event, no terminal control.
+//! - `Events` (`run --events`, the guest of `memcgtest vm`): every event as a typed JSON line on
+//!   stdout (`model::Event`), which the host shows with a display of its own.
 //! - `Off` (stderr is not a terminal): nothing.
 //!
 //! Durations are remembered per scenario and profile (quick or full) in `durations.json` under
@@ -17,11 +19,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::model::{Event, ScenarioResult};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Off,
     Lines,
     Live,
+    Events,
 }
 
 #[derive(Default)]
@@ -153,12 +158,24 @@ impl Progress {
         }));
     }
 
+    /// Writes `e` on stdout as one line, in `Events` mode only.
+    pub fn event(&self, e: &Event) {
+        if self.mode == Mode::Events {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(e.to_line().as_bytes());
+            let _ = out.flush();
+        }
+    }
+
     /// A line for people: scrolls above the status line (live), or a timestamped line.
     pub fn say(&self, msg: &str) {
         match self.mode {
             Mode::Off => {}
             Mode::Lines => eprintln!("[{:7.1}s] {msg}", self.start.elapsed().as_secs_f64()),
             Mode::Live => redraw(&self.state.lock().unwrap(), self.start, Some(msg)),
+            Mode::Events => self.event(&Event::Note {
+                message: msg.into(),
+            }),
         }
     }
 
@@ -172,6 +189,15 @@ impl Progress {
         expected: Option<f64>,
         expected_after: Option<f64>,
     ) {
+        if self.mode == Mode::Events {
+            self.event(&Event::ScenarioBegin {
+                index: k,
+                count: n,
+                name: name.into(),
+                summary: summary.into(),
+            });
+            return;
+        }
         {
             let mut st = self.state.lock().unwrap();
             *st = State {
@@ -189,37 +215,62 @@ impl Progress {
     }
 
     pub fn phase(&self, scenario: &str, phase: &str, (i, n): (usize, usize)) {
-        if self.mode == Mode::Live {
-            let mut st = self.state.lock().unwrap();
-            st.phase = format!("{phase} ({i}/{n})");
-            st.step.clear();
-        } else {
-            self.say(&format!("{scenario}: phase {phase} ({i}/{n})"));
+        match self.mode {
+            Mode::Live => {
+                let mut st = self.state.lock().unwrap();
+                st.phase = format!("{phase} ({i}/{n})");
+                st.step.clear();
+            }
+            Mode::Events => self.event(&Event::Phase {
+                scenario: scenario.into(),
+                phase: phase.into(),
+                index: i,
+                count: n,
+            }),
+            Mode::Lines | Mode::Off => self.say(&format!("{scenario}: phase {phase} ({i}/{n})")),
         }
     }
 
     pub fn step(&self, scenario: &str, step: &str) {
-        if self.mode == Mode::Live {
-            self.state.lock().unwrap().step = step.to_string();
-        } else {
-            self.say(&format!("{scenario}:   {step}"));
+        match self.mode {
+            Mode::Live => self.state.lock().unwrap().step = step.to_string(),
+            Mode::Events => self.event(&Event::Step {
+                scenario: scenario.into(),
+                step: step.into(),
+            }),
+            Mode::Lines | Mode::Off => self.say(&format!("{scenario}:   {step}")),
         }
     }
 
     /// What the running step measured (MB/s, faults/s, a move's cost): shown after the step on
     /// the live line, a line of its own otherwise.
     pub fn measured(&self, scenario: &str, what: &str) {
-        if self.mode == Mode::Live {
-            let mut st = self.state.lock().unwrap();
-            st.step = format!("{}: {what}", st.step);
-        } else {
-            self.say(&format!("{scenario}:     {what}"));
+        match self.mode {
+            Mode::Live => {
+                let mut st = self.state.lock().unwrap();
+                st.step = format!("{}: {what}", st.step);
+            }
+            Mode::Events => self.event(&Event::Measured {
+                scenario: scenario.into(),
+                what: what.into(),
+            }),
+            Mode::Lines | Mode::Off => self.say(&format!("{scenario}:     {what}")),
         }
     }
 
-    /// The running scenario ended.
-    pub fn done(&self, name: &str, status: &str, seconds: f64) {
-        self.say(&format!("{name}: {status} ({seconds:.1} s)"));
+    /// The running scenario ended with `r` (in `Events` mode the whole result goes out).
+    pub fn done(&self, r: &ScenarioResult) {
+        match self.mode {
+            Mode::Events => self.event(&Event::ScenarioEnd {
+                result: Box::new(r.clone()),
+            }),
+            _ => self.say(&format!(
+                "{}: {} ({:.1} s)",
+                r.name,
+                r.status.as_str(),
+                r.seconds
+            )),
+        }
     }
 
     /// Stops the live display and clears its line.

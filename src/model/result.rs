@@ -68,6 +68,28 @@ pub struct ScenarioResult {
     pub error: Option<Error>,
 }
 
+impl ScenarioResult {
+    /// A scenario that never ended (the VM guest died in it): failed, with why.
+    pub fn unfinished(name: &str, summary: &str, reason: &str, seconds: f64) -> Self {
+        ScenarioResult {
+            name: name.into(),
+            summary: summary.into(),
+            status: Status::Fail,
+            reason: reason.into(),
+            cgroup_version: None,
+            seconds,
+            samples: 0,
+            phases: Vec::new(),
+            checks: Vec::new(),
+            notes: Vec::new(),
+            moves: Vec::new(),
+            measurements: Vec::new(),
+            record: None,
+            error: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Totals {
     pub passed: usize,

@@ -1,8 +1,8 @@
 //! Reporters. All consume one result model (`RunReport`): human text (default), KTAP as kselftest
 //! emits it, one JSON document, JUnit XML (`junit`), KernelCI's KCIDB (`kcidb`) and an HTML page
 //! (`html`). `--report DIR` writes all of them, each scenario's samples as CSV and its SVG
-//! timeline. The JSON document reads back into a `RunReport`, so the VM host can re-render every
-//! file from it (see `vm::rewrite_report`).
+//! timeline. The VM host renders stdout and every file from the `RunReport` the guest's events
+//! carry (see `vm::events`).
 
 use std::path::Path;
 
@@ -18,7 +18,10 @@ pub mod kcidb;
 pub mod svg;
 
 /// What `run --format` prints on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Format {
     Human,
     Ktap,

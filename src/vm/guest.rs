@@ -1,7 +1,8 @@
 //! The guest side: memcgtest itself is the initramfs's /init (PID 1). It mounts the pseudo
 //! filesystems, loads the modules the host resolved, mounts the scratch disk and the requested
-//! cgroup layout, runs `memcgtest run ...` with stdout on ttyS1 and stderr on ttyS2, writes
-//! "memcgtest-exit=N" on ttyS3, and reboots (which qemu's -no-reboot turns into an exit).
+//! cgroup layout, runs `memcgtest run --events ...` with stdout (the events) on ttyS1 and stderr
+//! on ttyS2, writes "memcgtest-exit=N" on ttyS3, and reboots (which qemu's -no-reboot turns into
+//! an exit).
 //! Whatever fails on the way becomes a status line, so the host never has to guess.
 
 use std::fs::{File, OpenOptions};

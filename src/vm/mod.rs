@@ -1,10 +1,12 @@
 //! `memcgtest vm`: boot a kernel image in qemu and run memcgtest inside it. The host builds an
 //! initramfs (this binary as /init, its shared libraries, the resolved modules, the scenario
 //! files, /vm.json), formats a sparse ext4 scratch disk, boots qemu with four serial channels
-//! (see `qemu`), forwards the guest's progress live, and decides the verdict from the guest's
-//! status line, the kernel console (panics, splats) and the clock.
+//! (see `qemu`), shows the progress the guest's events (`events`) tell live, decides the verdict
+//! from the guest's status line, the kernel console (panics, splats) and the clock, and renders
+//! stdout and `--report` from the typed report the events carry, with the verdicts applied.
 
 pub mod console;
+pub mod events;
 pub mod guest;
 mod image;
 pub mod initramfs;
@@ -20,10 +22,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::error::{Error, exit};
+use crate::progress::{Mode, Progress};
 use crate::sys::cleanup;
+use events::Stream;
 use image::{build_initramfs, make_disk};
 use qemu::Accel;
-use report::{copy_dir, extract_report, fail_in_report_dir, rewrite_report};
+use report::write_report;
 
 /// `--accel`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -61,6 +65,9 @@ pub struct Options {
     pub qemu: String,
 }
 
+/// The scratch disk's image in the work directory.
+const SCRATCH_IMAGE: &str = "scratch.img";
+
 /// Default whole-VM timeout: TCG is 5-20x slower than the hardware.
 pub fn default_timeout(accel: Accel) -> Duration {
     match accel {
@@ -86,9 +93,14 @@ pub fn parse_ldd(text: &str) -> Vec<String> {
 }
 
 /// The guest's memcgtest command line: the global options the VM decides, then the user's. A
-/// `run` always writes its report directory (results.json is what the host re-renders every
-/// output from when a kernel splat fails a scenario); the host copies it out on `--report`.
-pub fn guest_command(user: &[String], cgroup: &str, scenario_dir: bool) -> Result<Vec<String>> {
+/// `run` streams events (`--events`) and, when the host has `--report`, writes its report
+/// directory on the scratch disk (for the CSV samples and SVG timelines only the guest has).
+pub fn guest_command(
+    user: &[String],
+    cgroup: &str,
+    scenario_dir: bool,
+    report: bool,
+) -> Result<Vec<String>> {
     let mut user: Vec<String> = user.to_vec();
     if user.is_empty() {
         user.push("run".into());
@@ -105,6 +117,7 @@ pub fn guest_command(user: &[String], cgroup: &str, scenario_dir: bool) -> Resul
         "--cgroup",
         "--report",
         "--scenario-dir",
+        "--events",
     ] {
         if user
             .iter()
@@ -126,25 +139,13 @@ pub fn guest_command(user: &[String], cgroup: &str, scenario_dir: bool) -> Resul
         a.extend(["--scenario-dir".into(), "/scenarios".into()]);
     }
     if cmd == "run" {
+        a.push("--events".into());
+    }
+    if cmd == "run" && report {
         a.extend(["--report".into(), guest::REPORT_DIR.into()]);
     }
     a.extend(user[1..].iter().cloned());
     Ok(a)
-}
-
-/// The output format the guest prints (for rewriting results when a splat fails a scenario).
-fn guest_format(args: &[String]) -> &str {
-    for (i, a) in args.iter().enumerate() {
-        if let Some(v) = a.strip_prefix("--format=") {
-            return v;
-        }
-        if a == "--format"
-            && let Some(v) = args.get(i + 1)
-        {
-            return v;
-        }
-    }
-    "human"
 }
 
 /// What one boot produced.
@@ -155,9 +156,12 @@ pub struct Boot {
     pub interrupted: bool,
     pub console: String,
     pub qemu_log: String,
+    /// What the guest wrote on stdout: the events of a `run`, the text of `env` and `list`.
     pub results: String,
+    /// The events of a `run`, read as they came.
+    pub events: Stream,
     pub seconds: f64,
-    /// Seconds from qemu's start to the first byte on the results or progress channel.
+    /// Seconds from qemu's start to the first byte on the events or stderr channel.
     pub first_output: Option<f64>,
 }
 
@@ -170,23 +174,26 @@ pub fn verdict(b: &Boot, timeout: Duration) -> (u8, String) {
         return (
             exit::FAIL,
             format!(
-                "timeout: the guest did not finish within {}s (hung kernel?); qemu was killed. Last console lines:\n{}",
+                "timeout: the guest did not finish within {}s (hung kernel?); qemu was killed\nLast console lines:\n{}",
                 timeout.as_secs(),
                 console::tail(&b.console, 15)
             ),
         );
     }
     if let Some(p) = console::panic(&b.console) {
-        return (exit::FAIL, format!("kernel panic:\n{p}"));
+        let last = p.lines().last().unwrap_or("");
+        let line = last.find("Kernel panic").map_or(last, |i| &last[i..]);
+        return (exit::FAIL, format!("kernel panic: {line}\n{p}"));
     }
     let fatal: Vec<_> = console::splats(&b.console)
         .into_iter()
         .filter(|s| console::is_fatal(s.kind))
         .collect();
     if let Some(s) = fatal.first() {
+        let first = s.excerpt.lines().next().unwrap_or("").trim();
         return (
             exit::FAIL,
-            format!("kernel {} during the run:\n{}", s.kind, s.excerpt),
+            format!("kernel {} during the run: {first}\n{}", s.kind, s.excerpt),
         );
     }
     match b.status {
@@ -207,7 +214,7 @@ pub fn verdict(b: &Boot, timeout: Duration) -> (u8, String) {
         None => (
             exit::FAIL,
             format!(
-                "the guest died without an exit status. Last console lines:\n{}",
+                "the guest died without an exit status\nLast console lines:\n{}",
                 console::tail(&b.console, 20)
             ),
         ),
@@ -302,8 +309,9 @@ fn qemu_command(
     Ok(cmd)
 }
 
-/// One boot under `accel`. With `watch_kvm`, a KVM failure is noticed early and reported as
-/// `Ok(None)` so the caller can fall back to TCG.
+/// One boot under `accel`: the guest's events are shown as they come (a live line when stderr is
+/// a terminal, else plain lines), its stderr is forwarded. With `watch_kvm`, a KVM failure is
+/// noticed early and reported as `Ok(None)` so the caller can fall back to TCG.
 fn boot(
     opts: &Options,
     work: &mut Work,
@@ -313,8 +321,7 @@ fn boot(
     timeout: Duration,
     watch_kvm: bool,
 ) -> Result<Option<Boot>> {
-    let serial: [PathBuf; 4] =
-        ["console", "results", "progress", "status"].map(|n| work.dir.join(n));
+    let serial: [PathBuf; 4] = ["console", "events", "stderr", "status"].map(|n| work.dir.join(n));
     for s in &serial {
         std::fs::write(s, "").with_context(|| format!("create {}", s.display()))?;
     }
@@ -326,14 +333,26 @@ fn boot(
         .map_err(|e| anyhow!("start {} (install qemu-system-x86): {e}", opts.qemu))?;
     work.child = Some(child);
     let mut b = Boot::default();
-    let (mut off_prog, mut off_con) = (0u64, 0u64);
+    let progress = Progress::new(if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        Mode::Live
+    } else {
+        Mode::Lines
+    });
+    let (mut off_ev, mut off_err, mut off_con) = (0u64, 0u64, 0u64);
+    let mut err_line = Vec::new();
     let stderr = std::io::stderr();
     loop {
         std::thread::sleep(Duration::from_millis(100));
-        let prog = read_new(&serial[2], &mut off_prog);
-        if !prog.is_empty() {
+        let ev = read_new(&serial[1], &mut off_ev);
+        let err = read_new(&serial[2], &mut off_err);
+        if !ev.is_empty() || !err.is_empty() {
             b.first_output.get_or_insert(start.elapsed().as_secs_f64());
-            let _ = stderr.lock().write_all(&prog);
+        }
+        b.events.feed(&ev, &progress);
+        for l in events::complete_lines(&mut err_line, &err) {
+            if !l.is_empty() {
+                progress.say(&l);
+            }
         }
         let con = read_new(&serial[0], &mut off_con);
         if opts.show_console && !con.is_empty() {
@@ -363,8 +382,15 @@ fn boot(
     }
     work.stop_qemu();
     b.seconds = start.elapsed().as_secs_f64();
-    let rest = read_new(&serial[2], &mut off_prog);
-    let _ = stderr.lock().write_all(&rest);
+    b.events.feed(&read_new(&serial[1], &mut off_ev), &progress);
+    let mut rest = read_new(&serial[2], &mut off_err);
+    rest.push(b'\n');
+    for l in events::complete_lines(&mut err_line, &rest) {
+        if !l.is_empty() {
+            progress.say(&l);
+        }
+    }
+    progress.finish();
     let read =
         |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).to_string();
     b.console = read(&serial[0]);
@@ -396,7 +422,12 @@ pub fn run(opts: &Options) -> Result<u8> {
             opts.qemu
         ));
     }
-    let args = match guest_command(&opts.guest_args, &opts.cgroup, opts.scenario_dir.is_some()) {
+    let args = match guest_command(
+        &opts.guest_args,
+        &opts.cgroup,
+        opts.scenario_dir.is_some(),
+        opts.report.is_some(),
+    ) {
         Ok(a) => a,
         Err(e) => return Err(Error::Usage(format!("vm: {e}")).into()),
     };
@@ -428,35 +459,14 @@ pub fn run(opts: &Options) -> Result<u8> {
     }
     let (mut code, reason) = verdict(&b, timeout);
     let failed = splat_failures(opts, &b.console);
-    // The guest's report directory, out of the scratch image (only a `run` writes one).
-    let report_dir = work.dir.join("report");
-    let have_report = args[0] == "run"
-        && b.status.is_some()
-        && match extract_report(&disk, &report_dir, &work.dir) {
-            Ok(()) => true,
-            Err(e) => {
-                eprintln!("memcgtest vm: report: {e:#}");
-                false
-            }
-        };
-    let (results, rewrite_copy) =
-        with_splats(b.results.clone(), &args, &report_dir, have_report, &failed);
     if !failed.is_empty() && (code == exit::OK || code == exit::UNTESTABLE) {
         code = exit::FAIL;
     }
-    print!("{results}");
-    let _ = std::io::stdout().flush();
-    if let Some(dest) = &opts.report
-        && have_report
-        && let Err(e) = copy_dir(&report_dir, dest).and_then(|()| {
-            if rewrite_copy {
-                fail_in_report_dir(dest, &failed)
-            } else {
-                Ok(())
-            }
-        })
-    {
-        eprintln!("memcgtest vm: report: {e:#}");
+    if args[0] == "run" {
+        code = show_run(opts, &b, &reason, &failed, &work, code);
+    } else {
+        print!("{}", b.results);
+        let _ = std::io::stdout().flush();
     }
     if !reason.is_empty() {
         eprintln!("memcgtest vm: {reason}");
@@ -556,7 +566,7 @@ fn images(
         archive.len() as f64 / 1048576.0
     );
     std::fs::write(&initrd, archive).with_context(|| format!("write {}", initrd.display()))?;
-    let disk = work.dir.join("scratch.img");
+    let disk = work.dir.join(SCRATCH_IMAGE);
     make_disk(&disk, opts.disk_mib)?;
 
     Ok((initrd, disk))
@@ -573,9 +583,11 @@ fn splat_failures(opts: &Options, console_text: &str) -> Vec<(String, String)> {
             Some(n) if !opts.allow_splats => {
                 if !failed.iter().any(|(f, _)| f == n) {
                     let first = s.excerpt.lines().find(|l| l.contains(s.kind)).unwrap_or("");
+                    // "kernel panic", not "kernel kernel panic".
+                    let what = s.kind.strip_prefix("kernel ").unwrap_or(s.kind);
                     failed.push((
                         n.clone(),
-                        format!("kernel {} during the scenario: {}", s.kind, first.trim()),
+                        format!("kernel {what} during the scenario: {}", first.trim()),
                     ));
                 }
             }
@@ -593,47 +605,61 @@ fn splat_failures(opts: &Options, console_text: &str) -> Vec<(String, String)> {
     failed
 }
 
-/// The results as the guest printed them with the splat verdicts applied: re-rendered from the
-/// report directory when there is one, else by a text rewrite. Also whether the copied report
-/// directory needs the text rewrite too.
-fn with_splats(
-    guest_results: String,
-    args: &[String],
-    report_dir: &Path,
-    have_report: bool,
+/// The run's report as the events tell it, with the scenario the guest died in (if it did)
+/// failed with the first line of the verdict's `reason` and the splat verdicts applied; and the
+/// format stdout is to carry. None when the run never started.
+fn typed_report(
+    b: &Boot,
+    reason: &str,
     failed: &[(String, String)],
-) -> (String, bool) {
-    let mut results = guest_results;
-    let rewritten = if failed.is_empty() || !have_report {
-        None
-    } else {
-        match rewrite_report(report_dir, failed, guest_format(args)) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                eprintln!("memcgtest vm: re-rendering the report: {e:#}");
-                None
-            }
-        }
+) -> Option<(crate::model::RunReport, crate::report::Format)> {
+    let cut = match reason.lines().next() {
+        Some(l) if !l.is_empty() => l,
+        _ => "the guest stopped during the scenario",
     };
-    // Without a re-rendered report, the copied directory gets the verdict by a text rewrite too.
-    let rewrite_copy = rewritten.is_none() && !failed.is_empty();
-    if let Some(r) = rewritten {
-        results = r;
-    } else if !failed.is_empty() {
-        // No report to re-render from: rewrite the text we have.
-        results = match guest_format(args) {
-            "ktap" => console::fail_in_ktap(&results, failed),
-            "json" => console::fail_in_json(&results, failed).unwrap_or(results),
-            _ => {
-                let mut r = results;
-                for (n, why) in failed {
-                    r += &format!("{n}: FAIL ({why})\n");
-                }
-                r
-            }
-        };
+    let (mut rep, format) = b.events.report(cut)?;
+    rep.fail(failed);
+    Some((rep, format))
+}
+
+/// The exit code once the events channel was read: a run that would pass (0) but whose channel
+/// carried lines that were no events is the tool's fault, 125; any other verdict stands.
+fn with_stream_errors(code: u8, errors: &[String]) -> u8 {
+    if code == exit::OK && !errors.is_empty() {
+        exit::UNTESTABLE
+    } else {
+        code
     }
-    (results, rewrite_copy)
+}
+
+/// The results of a `run` (see `typed_report`), printed in the guest's `--format` and written to
+/// `--report`. Returns the exit code: `code`, or 125 for a run that would pass but whose events
+/// channel carried lines that were no events.
+fn show_run(
+    opts: &Options,
+    b: &Boot,
+    reason: &str,
+    failed: &[(String, String)],
+    work: &Work,
+    code: u8,
+) -> u8 {
+    for e in &b.events.errors {
+        eprintln!("memcgtest vm: events channel: {e}");
+    }
+    let code = with_stream_errors(code, &b.events.errors);
+    let Some((rep, format)) = typed_report(b, reason, failed) else {
+        return code;
+    };
+    print!("{}", crate::report::render(&rep, format));
+    let _ = std::io::stdout().flush();
+    if let Some(dest) = &opts.report {
+        let from_guest = b.events.finished() && b.status.is_some();
+        let disk = work.dir.join(SCRATCH_IMAGE);
+        if let Err(e) = write_report(&rep, &work.dir, &disk, from_guest, dest) {
+            eprintln!("memcgtest vm: report: {e:#}");
+        }
+    }
+    code
 }
 
 #[cfg(test)]
@@ -656,57 +682,78 @@ mod tests {
 
     #[test]
     fn guest_command_adds_the_vm_options() {
-        let a = guest_command(&["run".into(), "--quick".into()], "v2", true).unwrap();
+        let a = guest_command(&["run".into(), "--quick".into()], "v2", true, true).unwrap();
         assert_eq!(
             a.join(" "),
-            "run --cgroup v2 --scratch /scratch --scenario-dir /scenarios --report /scratch/report --quick"
+            "run --cgroup v2 --scratch /scratch --scenario-dir /scenarios --events --report /scratch/report --quick"
         );
-        assert_eq!(guest_command(&[], "v1", false).unwrap()[0], "run");
+        let a = guest_command(&["run".into(), "--format=json".into()], "v1", false, false);
         assert_eq!(
-            guest_command(&["env".into()], "v1", false)
+            a.unwrap().join(" "),
+            "run --cgroup v1 --scratch /scratch --events --format=json"
+        );
+        assert_eq!(guest_command(&[], "v1", false, false).unwrap()[0], "run");
+        assert_eq!(
+            guest_command(&["env".into()], "v1", false, true)
                 .unwrap()
                 .join(" "),
             "env --cgroup v1 --scratch /scratch"
         );
-        assert!(guest_command(&["rm".into()], "v1", false).is_err());
-        assert!(guest_command(&["run".into(), "--scratch=/x".into()], "v1", false).is_err());
+        assert!(guest_command(&["rm".into()], "v1", false, false).is_err());
+        let scratch = guest_command(&["run".into(), "--scratch=/x".into()], "v1", false, false);
+        assert!(scratch.is_err());
+        assert!(guest_command(&["run".into(), "--events".into()], "v1", false, false).is_err());
     }
 
-    #[test]
-    fn format_is_found() {
-        let a: Vec<String> = ["run", "--format", "ktap"].map(String::from).to_vec();
-        assert_eq!(guest_format(&a), "ktap");
-        assert_eq!(
-            guest_format(&["run".into(), "--format=json".into()]),
-            "json"
-        );
-        assert_eq!(guest_format(&["run".into()]), "human");
+    /// A boot whose guest streamed `events` and exited with `status` (None: it died).
+    fn streamed(status: Option<u8>, events: &str) -> Boot {
+        Boot {
+            status,
+            events: events::tests::fed(events.as_bytes()),
+            console: "[0.0] Linux version 6.12\n".into(),
+            ..Default::default()
+        }
+    }
+
+    fn warning_in_a() -> Vec<(String, String)> {
+        vec![(
+            "a".to_string(),
+            "kernel WARNING during the scenario: WARNING: CPU: 1 PID: 7 at mm/memcontrol.c:1"
+                .to_string(),
+        )]
     }
 
     #[test]
     fn a_splat_fails_the_scenario_in_stdout_and_every_report_file_alike() {
-        let rep = crate::report::tests::report();
-        let dir = tempfile::tempdir().unwrap();
-        crate::report::write_dir(&rep, dir.path()).unwrap();
-        let failed = [(
-            "a".to_string(),
-            "kernel WARNING during the scenario: WARNING: CPU: 1 PID: 7 at mm/memcontrol.c:1"
-                .to_string(),
-        )];
-        let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+        use crate::report::{Format, render};
+        let work = tempfile::tempdir().unwrap();
+        let dest = tempfile::tempdir().unwrap();
+        let read = |f: &str| std::fs::read_to_string(dest.path().join(f)).unwrap();
         for (format, file) in [
-            ("ktap", "results.ktap"),
-            ("json", "results.json"),
-            ("junit", "results.xml"),
-            ("kcidb", "kcidb.json"),
+            (Format::Ktap, "results.ktap"),
+            (Format::Json, "results.json"),
+            (Format::Junit, "results.xml"),
+            (Format::Kcidb, "kcidb.json"),
         ] {
-            let stdout = rewrite_report(dir.path(), &failed, format).unwrap();
-            assert_eq!(stdout, read(file), "{format}");
+            let b = streamed(Some(0), &events::tests::run_events(format));
+            let (rep, f) = typed_report(&b, "", &warning_in_a()).unwrap();
+            assert_eq!(f, format);
+            write_report(
+                &rep,
+                work.path(),
+                Path::new("/nonexistent"),
+                false,
+                dest.path(),
+            )
+            .unwrap();
+            assert_eq!(render(&rep, f), read(file), "{format:?}");
         }
         assert!(read("results.ktap").contains("not ok 1 a"));
         assert!(read("results.ktap").contains("# Totals: pass:0 fail:2"));
         assert!(read("index.html").contains("kernel WARNING during the scenario"));
-        let human = rewrite_report(dir.path(), &failed, "human").unwrap();
+        let b = streamed(Some(0), &events::tests::run_events(Format::Human));
+        let (rep, f) = typed_report(&b, "", &warning_in_a()).unwrap();
+        let human = render(&rep, f);
         assert!(human.contains("0 passed, 2 failed"), "{human}");
     }
 
@@ -719,31 +766,90 @@ mod tests {
     }
 
     /// Reproduction 11: a splat rewrote stdout to fail, but the copied --report still said ok.
+    /// The directory comes from the same typed report as stdout now; the SVG timeline the guest
+    /// wrote keeps its samples and gets the verdict in its title.
     #[test]
     fn the_report_directory_gets_the_splat_verdict() {
-        let d = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let dest = tempfile::tempdir().unwrap();
+        let guest_dir = work.path().join("report");
+        std::fs::create_dir_all(&guest_dir).unwrap();
         std::fs::write(
-            d.path().join("results.ktap"),
-            "KTAP version 1\n1..1\nok 1 a\n# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0\n",
+            guest_dir.join("a.svg"),
+            "<svg x>\n<text x=\"90\" y=\"22\" font-size=\"16\">a <tspan>pass</tspan></text>\n<text x=\"90\" y=\"40\" fill=\"#444\">s</text>\n<line/>\n</svg>\n",
         )
         .unwrap();
-        std::fs::write(
-            d.path().join("results.json"),
-            r#"{"tool":"memcgtest","scenarios":[{"name":"a","status":"pass","reason":""}],"totals":{"passed":1,"failed":0,"skipped":0,"errors":0}}"#,
+        std::fs::write(guest_dir.join("a.csv"), "t,test.dirty\n0,1\n").unwrap();
+        let b = streamed(
+            Some(0),
+            &events::tests::run_events(crate::report::Format::Human),
+        );
+        let (rep, _) = typed_report(&b, "", &warning_in_a()).unwrap();
+        write_report(
+            &rep,
+            work.path(),
+            Path::new("/nonexistent"),
+            false,
+            dest.path(),
         )
         .unwrap();
-        let failed = vec![(
-            "a".to_string(),
-            "kernel WARNING during the scenario".to_string(),
-        )];
-        fail_in_report_dir(d.path(), &failed).unwrap();
-        let k = std::fs::read_to_string(d.path().join("results.ktap")).unwrap();
-        assert!(k.contains("not ok 1 a\n"), "{k}");
-        let j: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(d.path().join("results.json")).unwrap())
-                .unwrap();
+        let read = |f: &str| std::fs::read_to_string(dest.path().join(f)).unwrap();
+        assert!(read("results.ktap").contains("not ok 1 a\n"));
+        let j: serde_json::Value = serde_json::from_str(&read("results.json")).unwrap();
         assert_eq!(j["scenarios"][0]["status"], "fail");
-        assert_eq!(j["totals"]["failed"], 1);
+        assert_eq!(j["totals"]["failed"], 2);
+        let svg = read("a.svg");
+        assert!(
+            svg.contains(">fail</tspan>") && svg.contains("<line/>"),
+            "{svg}"
+        );
+        assert_eq!(read("a.csv"), "t,test.dirty\n0,1\n");
+    }
+
+    /// The guest panicked in scenario b: the report says a passed and b failed with the panic,
+    /// stdout in the guest's format; the exit is the verdict's 1.
+    #[test]
+    fn a_guest_that_died_mid_run_fails_the_scenario_it_was_in() {
+        let all = events::tests::run_events(crate::report::Format::Ktap);
+        let cut = all
+            .find("{\"memcgtest\":1,\"event\":\"step\",\"scenario\":\"b\"")
+            .unwrap();
+        let mut b = streamed(None, &all[..cut]);
+        b.console += "[ 9.0] Kernel panic - not syncing: sysrq triggered crash\n";
+        let t = Duration::from_secs(60);
+        let (code, reason) = verdict(&b, t);
+        assert_eq!(code, 1);
+        let (rep, _) = typed_report(&b, &reason, &[]).unwrap();
+        let k = crate::report::ktap(&rep);
+        assert!(k.contains("ok 1 a\n") && k.contains("not ok 2 b\n"), "{k}");
+        assert!(
+            k.contains(
+                "# b: failed: kernel panic: Kernel panic - not syncing: sysrq triggered crash\n"
+            ),
+            "{k}"
+        );
+        // A hang: the timeout is the reason.
+        let mut hung = streamed(None, &all[..cut]);
+        hung.timed_out = true;
+        let (code, reason) = verdict(&hung, t);
+        assert_eq!(code, 1);
+        let (rep, _) = typed_report(&hung, &reason, &[]).unwrap();
+        assert!(
+            rep.scenarios[1]
+                .reason
+                .starts_with("timeout: the guest did not finish within 60s")
+        );
+        assert!(!rep.scenarios[1].reason.contains('\n'));
+    }
+
+    #[test]
+    fn lines_that_are_no_events_make_a_passing_run_125_and_leave_failures_1() {
+        let garbage = events::tests::fed(b"ok 1 a\n").errors;
+        assert_eq!(garbage.len(), 1);
+        assert_eq!(with_stream_errors(exit::OK, &garbage), exit::UNTESTABLE);
+        assert_eq!(with_stream_errors(exit::FAIL, &garbage), exit::FAIL);
+        assert_eq!(with_stream_errors(exit::USAGE, &garbage), exit::USAGE);
+        assert_eq!(with_stream_errors(exit::OK, &[]), exit::OK);
     }
 
     /// Reproduction 11: a soft lockup was fatal even with --allow-splats; it is a splat now.

@@ -1,0 +1,165 @@
+//! The events `memcgtest run --events` streams on stdout, one JSON object a line: how the guest of
+//! `memcgtest vm` tells the host what runs and what came of it. Every line carries
+//! `"memcgtest": VERSION`, so the host tells an event from anything else (and from an event of
+//! another version) and says which.
+//!
+//! A run is `start`, then per scenario `scenario-begin`, its `phase`, `step`, `measured` and
+//! `note` lines and `scenario-end` with the result, then `finish`. A stream that stops before
+//! `finish` is a run the guest did not complete (a kernel panic, a hang).
+
+use serde::{Deserialize, Serialize};
+
+use super::result::{RunReport, ScenarioResult};
+use crate::report::Format;
+
+/// The version of the stream; the host refuses lines of any other.
+pub const VERSION: u32 = 1;
+
+/// One event of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    /// The run starts: the format stdout is to carry, and the report without scenarios (the
+    /// environment, the KCIDB ids, the start time).
+    Start {
+        format: Format,
+        report: Box<RunReport>,
+    },
+    /// Scenario `index` (1-based) of `count` starts.
+    ScenarioBegin {
+        index: usize,
+        count: usize,
+        name: String,
+        summary: String,
+    },
+    /// Phase `index` (1-based) of `count` of the running scenario starts.
+    Phase {
+        scenario: String,
+        phase: String,
+        index: usize,
+        count: usize,
+    },
+    /// A step of the running phase starts.
+    Step { scenario: String, step: String },
+    /// What the running step measured ("812.3 MB/s").
+    Measured { scenario: String, what: String },
+    /// A line for people.
+    Note { message: String },
+    /// The running scenario ended with this result.
+    ScenarioEnd { result: Box<ScenarioResult> },
+    /// The run is complete: every scenario that ran has ended.
+    Finish,
+}
+
+/// The wire form: the version field first, then the event.
+#[derive(Serialize)]
+struct Line<'a> {
+    memcgtest: u32,
+    #[serde(flatten)]
+    event: &'a Event,
+}
+
+impl Event {
+    /// The event as one line of the stream, newline included.
+    pub fn to_line(&self) -> String {
+        let line = Line {
+            memcgtest: VERSION,
+            event: self,
+        };
+        serde_json::to_string(&line).expect("events serialize") + "\n"
+    }
+
+    /// One line of the stream (without its newline) as an event; the error says what the line is
+    /// instead.
+    pub fn parse(line: &str) -> Result<Event, String> {
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("not a JSON event ({e})"))?;
+        match v.get("memcgtest").map(|n| n.as_u64()) {
+            Some(Some(n)) if n == u64::from(VERSION) => {}
+            Some(Some(n)) => {
+                return Err(format!(
+                    "an event of version {n}; this memcgtest reads version {VERSION}"
+                ));
+            }
+            _ => return Err("not a memcgtest event (no \"memcgtest\" version field)".into()),
+        }
+        serde_json::from_value(v).map_err(|e| format!("a malformed event ({e})"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events() -> Vec<Event> {
+        let mut rep = crate::report::tests::report();
+        let result = rep.scenarios.remove(1);
+        rep.scenarios.clear();
+        rep.count();
+        vec![
+            Event::Start {
+                format: Format::Ktap,
+                report: Box::new(rep),
+            },
+            Event::ScenarioBegin {
+                index: 1,
+                count: 2,
+                name: "b".into(),
+                summary: "buffered writes\n\"quoted\"".into(),
+            },
+            Event::Phase {
+                scenario: "b".into(),
+                phase: "migrate".into(),
+                index: 2,
+                count: 3,
+            },
+            Event::Step {
+                scenario: "b".into(),
+                step: "write test/file 64 MiB".into(),
+            },
+            Event::Measured {
+                scenario: "b".into(),
+                what: "812.3 MB/s".into(),
+            },
+            Event::Note {
+                message: "waiting".into(),
+            },
+            Event::ScenarioEnd {
+                result: Box::new(result),
+            },
+            Event::Finish,
+        ]
+    }
+
+    #[test]
+    fn every_event_is_one_line_and_reads_back_the_same() {
+        for e in events() {
+            let line = e.to_line();
+            assert!(line.starts_with("{\"memcgtest\":1,\"event\":"), "{line}");
+            assert_eq!(line.matches('\n').count(), 1, "{line}");
+            let back = Event::parse(line.trim_end()).unwrap();
+            // Same event: the same line again.
+            assert_eq!(back.to_line(), line);
+        }
+        let Event::ScenarioEnd { result } = Event::parse(events()[6].to_line().trim_end()).unwrap()
+        else {
+            panic!("not a scenario end")
+        };
+        assert_eq!(result.name, "b");
+        assert_eq!(result.status, crate::model::Status::Fail);
+        assert_eq!(result.reason, "x: 0.14 (expected >= 0.70)");
+    }
+
+    #[test]
+    fn anything_else_is_refused_with_what_it_is() {
+        let no = |l: &str| Event::parse(l).unwrap_err();
+        assert!(no("ok 1 dirty-accounting").starts_with("not a JSON event"));
+        assert!(no("{\"tool\":\"memcgtest\"}").starts_with("not a memcgtest event"));
+        assert!(no("{\"memcgtest\":2,\"event\":\"finish\"}").contains("version 2"));
+        assert!(no("{\"memcgtest\":1,\"event\":\"reboot\"}").starts_with("a malformed event"));
+        assert!(no("{\"memcgtest\":1,\"event\":\"step\"}").starts_with("a malformed event"));
+        // Cut mid-line (the guest died while writing it).
+        let cut = events()[0].to_line();
+        assert!(no(&cut[..cut.len() / 2]).starts_with("not a JSON event"));
+    }
+}
