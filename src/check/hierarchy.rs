@@ -124,33 +124,16 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
             let persists = prev_bad == Some(r.wrapping_sub(1)) && r > 0;
             prev_bad = Some(r);
             if persists {
-                let mut res = CheckResult::new(
-                    name,
-                    Outcome::Fail,
-                    format!("{column} = {pv} ({})", human_bytes(pv)),
-                    format!(
-                        "own {} + children {} = {} +- {}",
-                        human_bytes(ov),
-                        human_bytes(kv),
-                        human_bytes(ov + kv),
-                        human_bytes(tol)
-                    ),
-                    format!(
-                        "at t={t:.3}s (phase {}) the parent's hierarchical {c} differs from the sum of its parts by {}, as in the sample before (t={:.3}s), and is not what the parts summed to at any time in the {ANCESTOR_LAG:.0} s before (so not a late flush): {}",
-                        rec.phase_at(t),
-                        human_bytes(gap),
-                        rec.series.t[r - 1],
-                        rec.series.describe_row(r)
-                    ),
-                );
-                res.tolerance = Some(format!(
-                    "{} groups x {} plus read skew (rate of change x sampler pass time), in two consecutive samples (one pass reads the files one after another, so a burst between two reads shows in one sample only); a parent equal to what its parts summed to up to {ANCESTOR_LAG:.0} s earlier is stale, not wrong (the periodic flush, every 2 s, bounds that)",
-                    children.len() + 1,
-                    rec.machine.stat_batch_explained()
-                ));
-                res.at = Some(t);
-                res.column = Some(column.clone());
-                return res;
+                let at = Broken {
+                    r,
+                    pv,
+                    ov,
+                    kv,
+                    gap,
+                    tol,
+                    kids: children.len(),
+                };
+                return broken(name, rec, &column, c, at);
             }
         }
     }
@@ -179,6 +162,59 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
         children.len() + 1,
         human_bytes(batch)
     ));
+    res
+}
+
+/// Where a parent's hierarchical counter broke: row, parent, own and children's values, the gap
+/// and its tolerance, the number of children.
+struct Broken {
+    r: usize,
+    pv: i64,
+    ov: i64,
+    kv: i64,
+    gap: i64,
+    tol: i64,
+    kids: usize,
+}
+
+/// The failure for a difference that is neither a one-sample burst nor a stale parent.
+fn broken(name: String, rec: &Record, column: &str, c: &str, b: Broken) -> CheckResult {
+    let Broken {
+        r,
+        pv,
+        ov,
+        kv,
+        gap,
+        tol,
+        kids,
+    } = b;
+    let t = rec.series.t[r];
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!("{column} = {pv} ({})", human_bytes(pv)),
+        format!(
+            "own {} + children {} = {} +- {}",
+            human_bytes(ov),
+            human_bytes(kv),
+            human_bytes(ov + kv),
+            human_bytes(tol)
+        ),
+        format!(
+            "at t={t:.3}s (phase {}) the parent's hierarchical {c} differs from the sum of its parts by {}, as in the sample before (t={:.3}s), and is not what the parts summed to at any time in the {ANCESTOR_LAG:.0} s before (so not a late flush): {}",
+            rec.phase_at(t),
+            human_bytes(gap),
+            rec.series.t[r - 1],
+            rec.series.describe_row(r)
+        ),
+    );
+    res.tolerance = Some(format!(
+        "{} groups x {} plus read skew (rate of change x sampler pass time), in two consecutive samples (one pass reads the files one after another, so a burst between two reads shows in one sample only); a parent equal to what its parts summed to up to {ANCESTOR_LAG:.0} s earlier is stale, not wrong (the periodic flush, every 2 s, bounds that)",
+        kids + 1,
+        rec.machine.stat_batch_explained()
+    ));
+    res.at = Some(t);
+    res.column = Some(column.to_string());
     res
 }
 
