@@ -78,6 +78,11 @@ pub enum Command {
         /// Per-scenario timeout overriding the scenario's own (e.g. 120s, 10m).
         #[arg(long, value_parser = units::parse_cli_duration)]
         timeout: Option<std::time::Duration>,
+        /// Stop a scenario whose workload made no progress for this long (no task of its groups
+        /// read, wrote or faulted; for sync steps, no page written back) and judge its checks on
+        /// what was sampled: default 30s, 10s with --quick; 0 turns the watchdog off.
+        #[arg(long, value_parser = units::parse_cli_duration_or_off)]
+        stall: Option<std::time::Duration>,
         /// Sampling interval overriding the scenarios' own (for measuring the sampler's cost).
         #[arg(long, value_parser = units::parse_cli_duration)]
         sample_interval: Option<std::time::Duration>,

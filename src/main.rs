@@ -100,6 +100,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             build_id,
             quick,
             timeout,
+            stall,
             sample_interval,
             no_wait,
             events,
@@ -115,7 +116,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 (*format, report.as_deref(), *events),
                 (origin, build_id.as_deref()),
                 *quick,
-                (*timeout, *sample_interval, *no_wait),
+                (*timeout, *stall, *sample_interval, *no_wait),
             )
         }
         Command::Compare {
@@ -327,7 +328,8 @@ fn run_scenarios(
     (format, report_dir, events): (report::Format, Option<&Path>, bool),
     (origin, build_id): (&str, Option<&str>),
     quick: bool,
-    (timeout, sample_interval, no_wait): (
+    (timeout, stall, sample_interval, no_wait): (
+        Option<std::time::Duration>,
         Option<std::time::Duration>,
         Option<std::time::Duration>,
         bool,
@@ -360,6 +362,12 @@ fn run_scenarios(
         wait_sysctls: !no_wait,
         quick,
         timeout,
+        stall: match stall {
+            Some(d) if d.is_zero() => None,
+            Some(d) => Some(d),
+            None if quick => Some(memcgtest::exec::watchdog::QUICK_STALL),
+            None => Some(memcgtest::exec::watchdog::STALL),
+        },
         machine: memcgtest::sys::proc::machine(Path::new(memcgtest::sys::proc::PROC)),
         progress: runner::Progress::new(mode),
     };

@@ -70,6 +70,14 @@ pub fn parse_cli_duration(s: &str) -> Result<Duration, String> {
     parse_duration_within(s, MIN_INTERVAL)
 }
 
+/// A duration on the command line where "0" means off (`--stall 0`).
+pub fn parse_cli_duration_or_off(s: &str) -> Result<Duration, String> {
+    if s.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    parse_cli_duration(s)
+}
+
 /// Formats bytes for people: "1.0 GiB", "512.0 KiB", "-31.9 MiB".
 pub fn human_bytes(b: i64) -> String {
     let a = b.unsigned_abs() as f64;

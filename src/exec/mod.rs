@@ -1,7 +1,9 @@
 //! Running scenarios: the runner (guard, setup, phases, teardown), one executor per step kind,
 //! the sampler and the workloads that run in the test groups.
 
+mod phases;
 pub mod runner;
 pub mod sample;
 mod steps;
+pub mod watchdog;
 pub mod workload;

@@ -8,18 +8,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow};
 
+use super::phases::Run;
 use super::sample::{Sampler, Source};
-use super::steps::{Holders, StepEnv, execute_step, prepare_probe};
-use super::workload::{self, Job, Worker};
-use crate::check::{self, CheckResult, Outcome};
+use super::workload::Worker;
+use crate::check::{CheckResult, Outcome};
 use crate::error::Error;
 use crate::model::Column;
 use crate::model::counter::DIRTY_WRITEBACK;
-use crate::model::{
-    Machine, MoveRecord, PhaseRecord, PhaseResult, Record, ScenarioResult, Series, Status,
-    StepRecord,
-};
-use crate::scenario::{Antagonist, Feature, Scenario, Step};
+use crate::model::{Machine, PhaseResult, Record, ScenarioResult, Series, Status};
+use crate::scenario::{Feature, Scenario, Step};
 use crate::sys::cgroup::stat::{self, Stat};
 use crate::sys::cgroup::{Cgroup, Version, file_name};
 use crate::sys::sysctl::SysctlGuard;
@@ -55,6 +52,8 @@ pub struct Context {
     pub wait_sysctls: bool,
     pub quick: bool,
     pub timeout: Option<Duration>,
+    /// The progress watchdog's time (see `super::watchdog`); None turns it off.
+    pub stall: Option<Duration>,
     pub machine: Machine,
     pub progress: Progress,
 }
@@ -68,6 +67,9 @@ pub use crate::progress::Progress;
 /// kernel refuses, the scratch directory, opening counter files).
 pub(super) enum Stop {
     Timeout(String),
+    /// The progress watchdog fired: no workload progress for its time (the kernel's, like a
+    /// timeout, but seen in seconds).
+    Stalled(String),
     Interrupted,
     Failed(Error),
 }
@@ -83,7 +85,7 @@ impl From<anyhow::Error> for Stop {
 pub(super) struct Guard {
     root: Option<Cgroup>,
     scratch: Option<PathBuf>,
-    workers: Vec<Worker>,
+    pub(super) workers: Vec<Worker>,
     pub(super) sysctls: SysctlGuard,
 }
 
@@ -208,7 +210,13 @@ fn needs_sysctls(sc: &Scenario) -> bool {
 fn settle(result: &mut ScenarioResult, outcome: Result<(), Stop>, cleanup: Result<()>) {
     let error = match outcome {
         Ok(()) => None,
-        Err(Stop::Timeout(msg)) => Some(Error::Kernel(msg)),
+        // Stopped half way, but the checks found what broke: that is the verdict, the stop its
+        // circumstance.
+        Err(Stop::Timeout(msg) | Stop::Stalled(msg)) if result.status == Status::Fail => {
+            result.reason = format!("{}; {msg}", result.reason);
+            None
+        }
+        Err(Stop::Timeout(msg) | Stop::Stalled(msg)) => Some(Error::Kernel(msg)),
         Err(Stop::Interrupted) => Some(Error::Interrupted),
         Err(Stop::Failed(e)) => Some(e),
     };
@@ -263,35 +271,35 @@ fn execute(
     let (columns, sources) = sampler_sources(ctx, sc, &root, &groups, &scratch, result)?;
     let t0 = Instant::now();
     let sampler = Sampler::start(columns, sources, sc.sample.interval, t0)?;
-    let mut phases = Vec::new();
-    let mut steps = Vec::new();
-    let mut moves = Vec::new();
-    let ran = run_phases(
+    let mut run = Run {
         ctx,
         sc,
-        guard,
-        &sampler,
+        sampler: &sampler,
         t0,
         deadline,
-        &aux,
-        &groups,
-        &scratch,
-        &mut phases,
-        &mut steps,
-        &mut moves,
-    );
-    let timeout_msg = |what: &str| {
-        format!(
+        root: &root,
+        aux: &aux,
+        groups: &groups,
+        scratch: &scratch,
+        phases: Vec::new(),
+        steps: Vec::new(),
+        moves: Vec::new(),
+    };
+    // A timeout or a stall stops the phases, not the judgement: the checks are evaluated on the
+    // record so far, so the verdict names what broke rather than only how long it took.
+    let stopped = match run.phases(guard) {
+        Ok(()) => None,
+        Err(Stop::Timeout(what)) => Some(Stop::Timeout(format!(
             "timeout after {timeout_s:.0} s in {what}; the kernel may be throttling writers forever; last sample: {}",
             sampler.last_row()
-        )
+        ))),
+        Err(Stop::Stalled(what)) => Some(Stop::Stalled(format!(
+            "stalled: {what}; last sample: {}",
+            sampler.last_row()
+        ))),
+        Err(other) => return Err(other),
     };
-    if let Err(e) = ran {
-        return Err(match e {
-            Stop::Timeout(what) => Stop::Timeout(timeout_msg(&what)),
-            other => other,
-        });
-    }
+    let (phases, steps, moves) = (run.phases, run.steps, run.moves);
     let series: Series = sampler
         .stop()
         .map_err(|e| Stop::Failed(Error::Kernel(format!("{e:#}"))))?;
@@ -307,7 +315,7 @@ fn execute(
             charge_moving,
         },
     );
-    Ok(())
+    stopped.map_or(Ok(()), Err)
 }
 
 /// The scenario's declared groups below its top group, with their limits and v1 charge moving;
@@ -603,135 +611,6 @@ fn oracle_sources(
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_phases(
-    ctx: &Context,
-    sc: &Scenario,
-    guard: &mut Guard,
-    sampler: &Sampler,
-    t0: Instant,
-    deadline: Instant,
-    aux: &Cgroup,
-    groups: &[(String, Cgroup)],
-    scratch: &std::path::Path,
-    phases: &mut Vec<PhaseRecord>,
-    steps: &mut Vec<StepRecord>,
-    moves: &mut Vec<MoveRecord>,
-) -> Result<(), Stop> {
-    let now = || t0.elapsed().as_secs_f64();
-    let mut holders = Holders::new();
-    for (pi, phase) in sc.phases.iter().enumerate() {
-        ctx.progress
-            .phase(&sc.name, &phase.name, (pi + 1, sc.phases.len()));
-        let vmstat_start = read_vmstat()?;
-        let start = now();
-        let mut antagonists = Vec::new();
-        for a in &phase.antagonists {
-            let job = match a {
-                Antagonist::Compaction => Job::Compaction,
-            };
-            antagonists.push(workload::spawn(&job, aux)?);
-        }
-        let n_antagonists = antagonists.len();
-        guard.workers.extend(antagonists);
-        for (rep, step) in (0..phase.repeat).flat_map(|r| phase.steps.iter().map(move |s| (r, s))) {
-            ctx.progress.step(&sc.name, &step.describe());
-            let kind = step.kind();
-            let mut env = StepEnv {
-                ctx,
-                sc,
-                phase: &phase.name,
-                step,
-                deadline,
-                aux,
-                groups,
-                scratch,
-                holders: &mut holders,
-                moves,
-            };
-            // The probe holds writeback off while it writes and while the sampler looks.
-            let probe_mark = guard.sysctls.mark();
-            if let Step::Probe {
-                cgroup, file, size, ..
-            } = step
-            {
-                prepare_probe(&env, env.group(cgroup), file, *size, guard)?;
-                // The window starts from a sample taken after the ballast is clean.
-                sampler.wait_fresh(2);
-            }
-            let s_start = now();
-            let res = execute_step(&mut env)?;
-            let s_end = now();
-            if kind == "write" && res.seconds > 0.0 {
-                ctx.progress.measured(
-                    &sc.name,
-                    &format!("{:.1} MB/s", res.bytes as f64 / res.seconds / 1e6),
-                );
-            }
-            steps.push(StepRecord {
-                phase: pi,
-                rep,
-                kind,
-                describe: step.describe(),
-                start: s_start,
-                end: s_end,
-                bytes: res.bytes,
-                seconds: res.seconds,
-                cgroup: step.cgroup().unwrap_or_default().to_string(),
-                cpu_seconds: res.cpu_seconds,
-            });
-            after_step(sampler, guard, kind, probe_mark)?;
-        }
-        // Antagonists are the last workers started; stop them at the end of their phase.
-        let keep = guard.workers.len() - n_antagonists;
-        for mut w in guard.workers.drain(keep..) {
-            w.kill(Duration::from_secs(10));
-        }
-        let end = now();
-        phases.push(PhaseRecord {
-            name: phase.name.clone(),
-            start,
-            end,
-            antagonists: phase
-                .antagonists
-                .iter()
-                .map(|a| format!("{a:?}").to_lowercase())
-                .collect(),
-            warmup: phase.warmup,
-            vmstat_start,
-            vmstat_end: read_vmstat()?,
-        });
-    }
-    Ok(())
-}
-
-/// After a step: samples that show its effect, the probe's sysctls back, and the sampler's
-/// health.
-fn after_step(
-    sampler: &Sampler,
-    guard: &mut Guard,
-    kind: &str,
-    probe_mark: usize,
-) -> Result<(), Stop> {
-    // At least one sample after every step, so checks see its effect before the next;
-    // after a sync, samples for STALE_WINDOW, so a reading left stale by a concurrent
-    // stats flush is refreshed before the next step starts.
-    sampler.wait_fresh(2);
-    if kind == "sync" {
-        let until = Instant::now() + Duration::from_secs_f64(check::STALE_WINDOW);
-        while Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        sampler.wait_fresh(1);
-    }
-    guard.sysctls.restore_to(probe_mark)?;
-    // Counter files that opened and read at the start and broke mid-run: the kernel's.
-    if let Some(e) = sampler.error() {
-        return Err(Stop::Failed(Error::Kernel(format!("sampler: {e}"))));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -739,6 +618,27 @@ mod tests {
     fn blank() -> ScenarioResult {
         let sc = crate::scenario::parse("b.toml", crate::scenario::BUILTIN[0].1).unwrap();
         ScenarioResult::new(&sc, Status::Error, String::new())
+    }
+
+    /// A stalled (or timed-out) scenario whose checks found the broken invariant fails with the
+    /// invariant first; one whose checks found nothing is the kernel's error, as before.
+    #[test]
+    fn a_stall_with_a_failed_check_is_a_failure_naming_the_check() {
+        let mut r = blank();
+        r.status = Status::Fail;
+        r.reason = "tracks-global(test): rose by 28 MiB".into();
+        settle(&mut r, Err(Stop::Stalled("stalled: writer".into())), Ok(()));
+        assert_eq!(r.status, Status::Fail);
+        assert_eq!(
+            r.reason,
+            "tracks-global(test): rose by 28 MiB; stalled: writer"
+        );
+        assert!(r.error.is_none());
+        let mut r = blank();
+        r.status = Status::Pass;
+        settle(&mut r, Err(Stop::Stalled("stalled: writer".into())), Ok(()));
+        assert_eq!(r.status, Status::Error);
+        assert!(matches!(r.error, Some(Error::Kernel(_))));
     }
 
     /// Reproduction 9: a cleanup failure after another error kept only "; cleanup: ..." (the

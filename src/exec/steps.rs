@@ -1,12 +1,14 @@
 //! The step executors: one function per step kind, and what they share (`StepEnv`).
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use super::runner::{Context, Guard, Stop};
-use super::workload::{self, Holder, Job, JobResult, WaitError};
+use super::watchdog::Watchdog;
+use super::workload::{self, Holder, Job, JobResult, Limits, WaitError};
 use crate::error::Error;
 use crate::model::MoveRecord;
 use crate::scenario::{Scenario, Step};
@@ -56,6 +58,8 @@ pub(super) struct StepEnv<'a> {
     pub(super) phase: &'a str,
     pub(super) step: &'a Step,
     pub(super) deadline: Instant,
+    /// The progress watchdog of this step (see `super::watchdog`).
+    pub(super) watchdog: &'a RefCell<Watchdog>,
     /// The helpers' group (sync, create).
     pub(super) aux: &'a Cgroup,
     pub(super) groups: &'a [(String, Cgroup)],
@@ -64,7 +68,15 @@ pub(super) struct StepEnv<'a> {
     pub(super) moves: &'a mut Vec<MoveRecord>,
 }
 
-impl StepEnv<'_> {
+impl<'a> StepEnv<'a> {
+    /// What ends this step's waits early: the deadline, a signal, the watchdog.
+    pub(super) fn limits(&self) -> Limits<'a> {
+        Limits {
+            deadline: self.deadline,
+            interrupted: &interrupted,
+            watchdog: Some(self.watchdog),
+        }
+    }
     /// A declared group (names were checked against them when the scenario was parsed).
     pub(super) fn group(&self, name: &str) -> &Cgroup {
         &self
@@ -108,8 +120,7 @@ pub(super) fn prepare_probe(
             fsync: true,
         };
         let mut w = workload::spawn(&ballast, cg)?;
-        w.wait(env.deadline, &interrupted)
-            .map_err(|e| env.stop(e))?;
+        w.wait(&env.limits()).map_err(|e| env.stop(e))?;
     }
     hold_writeback(&mut guard.sysctls)?;
     Ok(())
@@ -203,27 +214,28 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
 /// write, sync, fsync, truncate, unlink, mmap-write, probe: one worker in the step's group.
 pub(super) fn run_job(env: &StepEnv, job: Job, cg: &Cgroup) -> Result<JobResult, Stop> {
     let mut w = workload::spawn(&job, cg)?;
-    match w.wait(env.deadline, &interrupted) {
+    match w.wait(&env.limits()) {
         Ok(r) => Ok(r),
         Err(WaitError::Timeout) => Err(Stop::Timeout(format!(
             "phase {}, step '{}'",
             env.phase,
             env.step.describe()
         ))),
-        Err(WaitError::Interrupted) => Err(Stop::Interrupted),
-        Err(WaitError::Failed(e)) => Err(Stop::Failed(e)),
+        Err(e) => Err(env.stop(e)),
     }
 }
 
 pub(super) fn sleep(env: &StepEnv, d: Duration) -> Result<JobResult, Stop> {
     let until = Instant::now() + d;
-    match workload::poll_until(env.deadline, &interrupted, || {
-        (Instant::now() >= until).then_some(Ok(()))
-    }) {
+    // A sleep makes no progress by design: no watchdog.
+    let limits = Limits {
+        watchdog: None,
+        ..env.limits()
+    };
+    match workload::poll_until(&limits, || (Instant::now() >= until).then_some(Ok(()))) {
         Ok(()) => Ok(Default::default()),
         Err(WaitError::Timeout) => Err(Stop::Timeout(format!("phase {}, sleep", env.phase))),
-        Err(WaitError::Interrupted) => Err(Stop::Interrupted),
-        Err(WaitError::Failed(e)) => Err(Stop::Failed(e)),
+        Err(e) => Err(env.stop(e)),
     }
 }
 
@@ -247,8 +259,8 @@ pub(super) fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
         dirty: *dirty,
         write: *write,
     };
-    let (h, secs) = Holder::start(&job, env.group(cgroup), env.deadline, &interrupted)
-        .map_err(|e| env.stop(e))?;
+    let (h, secs) =
+        Holder::start(&job, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;
     env.holders
         .insert(task.clone(), (h, cgroup.clone(), anon + size));
     Ok(JobResult {
@@ -299,11 +311,8 @@ pub(super) fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobRe
 }
 
 pub(super) fn grow(env: &mut StepEnv, task: &str, anon: u64) -> Result<JobResult, Stop> {
-    let deadline = env.deadline;
-    let secs = env
-        .holder(task)
-        .0
-        .command(&format!("grow {anon}"), deadline, &interrupted);
+    let limits = env.limits();
+    let secs = env.holder(task).0.command(&format!("grow {anon}"), &limits);
     let secs = secs.map_err(|e| env.stop(e))?;
     // The bytes the task holds, for the moves after this.
     env.holder(task).2 += anon;
@@ -315,9 +324,9 @@ pub(super) fn grow(env: &mut StepEnv, task: &str, anon: u64) -> Result<JobResult
 }
 
 pub(super) fn wait(env: &mut StepEnv, task: &str) -> Result<JobResult, Stop> {
-    let deadline = env.deadline;
+    let limits = env.limits();
     let (h, _, _) = env.holder(task);
-    let secs = h.command("wait", deadline, &interrupted);
+    let secs = h.command("wait", &limits);
     let secs = secs.map_err(|e| env.stop(e))?;
     Ok(JobResult {
         seconds: secs,
@@ -327,8 +336,7 @@ pub(super) fn wait(env: &mut StepEnv, task: &str) -> Result<JobResult, Stop> {
 
 pub(super) fn release(env: &mut StepEnv, task: &str) -> Result<JobResult, Stop> {
     let (h, _, _) = env.holders.remove(task).expect("validated task");
-    h.release(env.deadline, &interrupted)
-        .map_err(|e| env.stop(e))?;
+    h.release(&env.limits()).map_err(|e| env.stop(e))?;
     Ok(Default::default())
 }
 
@@ -339,7 +347,7 @@ pub(super) fn create(env: &StepEnv, file: &str, size: u64, count: u32) -> Result
             size,
         })
         .collect();
-    run_parallel(jobs, env.aux, env.deadline).map_err(|e| env.stop(e))
+    run_parallel(jobs, env.aux, &env.limits()).map_err(|e| env.stop(e))
 }
 
 pub(super) fn read(env: &StepEnv, cgroup: &str, file: &str, count: u32) -> Result<JobResult, Stop> {
@@ -348,7 +356,7 @@ pub(super) fn read(env: &StepEnv, cgroup: &str, file: &str, count: u32) -> Resul
             path: env.path(&format!("{file}.{i}")),
         })
         .collect();
-    let r = run_parallel(jobs, env.group(cgroup), env.deadline).map_err(|e| env.stop(e))?;
+    let r = run_parallel(jobs, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;
     env.measured(&format!(
         "{:.1} MB/s",
         r.bytes as f64 / r.seconds.max(1e-9) / 1e6
@@ -370,7 +378,7 @@ pub(super) fn fault(
             duration_ms: duration.as_millis() as u64,
         })
         .collect();
-    let r = run_parallel(jobs, env.group(cgroup), env.deadline).map_err(|e| env.stop(e))?;
+    let r = run_parallel(jobs, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;
     env.measured(&format!(
         "{:.0} faults/s, {:.0} faults/CPU-s",
         r.bytes as f64 / r.seconds.max(1e-9),
@@ -387,7 +395,7 @@ pub(super) fn usemem(
 ) -> Result<JobResult, Stop> {
     let n = clients_or_cpus(clients, env.ctx.machine.cpus);
     let jobs = (0..n).map(|_| Job::Usemem { size }).collect();
-    let r = run_parallel(jobs, env.group(cgroup), env.deadline).map_err(|e| env.stop(e))?;
+    let r = run_parallel(jobs, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;
     env.measured(&format!(
         "{:.1} MB/s",
         r.bytes as f64 / r.seconds.max(1e-9) / 1e6
@@ -400,7 +408,40 @@ pub(super) fn stop_of(e: WaitError, phase: &str, step: &Step) -> Stop {
     match e {
         WaitError::Timeout => Stop::Timeout(format!("phase {phase}, step '{}'", step.describe())),
         WaitError::Interrupted => Stop::Interrupted,
+        WaitError::Stalled(idle) => Stop::Stalled(format!(
+            "phase {phase}, step '{}': no task of the test groups read, wrote or faulted in a page{} for {:.0} s (the progress watchdog)",
+            step.describe(),
+            if waits_on_writeback(step) {
+                ", and no page was written back"
+            } else {
+                ""
+            },
+            idle.as_secs_f64()
+        )),
         WaitError::Failed(e) => Stop::Failed(e.context(&format!("step '{}'", step.describe()))),
+    }
+}
+
+/// Whether a step waits for writeback (sync, fsync, msync, a write with fsync): then pages written
+/// back machine-wide count as its progress too.
+pub(super) fn waits_on_writeback(step: &Step) -> bool {
+    matches!(
+        step,
+        Step::Sync
+            | Step::Fsync { .. }
+            | Step::MmapWrite { .. }
+            | Step::Create { .. }
+            | Step::Wait { .. }
+            | Step::Release { .. }
+            | Step::Write { fsync: true, .. }
+    )
+}
+
+/// How long a step stays idle by design (an mmap-write's hold): added to the watchdog's time.
+pub(super) fn idle_by_design(step: &Step) -> Duration {
+    match step {
+        Step::MmapWrite { hold, .. } => *hold,
+        _ => Duration::ZERO,
     }
 }
 
@@ -414,7 +455,7 @@ pub(super) fn thread_sys_seconds() -> f64 {
 pub(super) fn run_parallel(
     jobs: Vec<Job>,
     cg: &Cgroup,
-    deadline: Instant,
+    limits: &Limits,
 ) -> Result<JobResult, WaitError> {
     let mut workers = Vec::new();
     for j in &jobs {
@@ -422,7 +463,7 @@ pub(super) fn run_parallel(
     }
     let mut total = JobResult::default();
     for w in &mut workers {
-        let r = w.wait(deadline, &interrupted)?;
+        let r = w.wait(limits)?;
         total.bytes += r.bytes;
         total.cpu_seconds += r.cpu_seconds;
         total.seconds = total.seconds.max(r.seconds);

@@ -2,6 +2,7 @@
 //! hidden `__worker` subcommand) that is placed in its cgroup between fork and exec, before it does
 //! any work, so every page it touches is charged to that group from the start.
 
+use std::cell::RefCell;
 use std::fs;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -14,6 +15,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+use crate::exec::watchdog::Watchdog;
 use crate::sys::cgroup::{Cgroup, file_name};
 
 /// What a worker process does. Sent to the child as JSON on its command line.
@@ -90,24 +92,39 @@ pub struct Worker {
 pub enum WaitError {
     Timeout,
     Interrupted,
+    /// The progress watchdog saw no task of the run's groups make progress for this long.
+    Stalled(Duration),
     Failed(Error),
 }
 
+/// What ends a wait besides the awaited thing: the scenario's deadline, Ctrl-C or SIGTERM
+/// (`interrupted`), and, while a workload runs, the progress watchdog.
+pub struct Limits<'a> {
+    pub deadline: Instant,
+    pub interrupted: &'a dyn Fn() -> bool,
+    pub watchdog: Option<&'a RefCell<Watchdog>>,
+}
+
 /// Calls `done` every 5 ms until it gives an answer; `Interrupted` once `interrupted()` is true,
-/// `Timeout` at `deadline`. The runner's one wait loop (workers, holders, sleep steps).
+/// `Stalled` when the watchdog says so, `Timeout` at the deadline. The runner's one wait loop
+/// (workers, holders, sleep steps).
 pub fn poll_until<T>(
-    deadline: Instant,
-    interrupted: &dyn Fn() -> bool,
+    limits: &Limits,
     mut done: impl FnMut() -> Option<Result<T, WaitError>>,
 ) -> Result<T, WaitError> {
     loop {
         if let Some(r) = done() {
             return r;
         }
-        if interrupted() {
+        if (limits.interrupted)() {
             return Err(WaitError::Interrupted);
         }
-        if Instant::now() >= deadline {
+        if let Some(w) = limits.watchdog
+            && let Some(idle) = w.borrow_mut().stalled(Instant::now())
+        {
+            return Err(WaitError::Stalled(idle));
+        }
+        if Instant::now() >= limits.deadline {
             return Err(WaitError::Timeout);
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -170,12 +187,8 @@ pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
 
 impl Worker {
     /// Waits until the worker exits, the deadline passes, or `interrupted()` turns true.
-    pub fn wait(
-        &mut self,
-        deadline: Instant,
-        interrupted: &dyn Fn() -> bool,
-    ) -> Result<JobResult, WaitError> {
-        poll_until(deadline, interrupted, || match self.child.try_wait() {
+    pub fn wait(&mut self, limits: &Limits) -> Result<JobResult, WaitError> {
+        poll_until(limits, || match self.child.try_wait() {
             Ok(Some(status)) => Some(self.outcome(status)),
             Ok(None) => None,
             Err(e) => Some(Err(WaitError::Failed(Error::Environment(format!(
@@ -232,12 +245,7 @@ pub struct Holder {
 impl Holder {
     /// Starts a holder in `cgroup` and waits until its memory is set up; returns the seconds the
     /// set-up took.
-    pub fn start(
-        job: &Job,
-        cgroup: &Cgroup,
-        deadline: Instant,
-        interrupted: &dyn Fn() -> bool,
-    ) -> Result<(Holder, f64), WaitError> {
+    pub fn start(job: &Job, cgroup: &Cgroup, limits: &Limits) -> Result<(Holder, f64), WaitError> {
         let mut worker = spawn(job, cgroup).map_err(|e| WaitError::Failed(e.into()))?;
         let stdin = worker.child.stdin.take().expect("holder stdin is piped");
         let stdout = std::io::BufReader::new(worker.child.stdout.take().expect("stdout piped"));
@@ -248,20 +256,15 @@ impl Holder {
             stdin,
             stdout,
         };
-        let secs = h.answer("ready", deadline, interrupted)?;
+        let secs = h.answer("ready", limits)?;
         Ok((h, secs))
     }
 
     /// Reads the holder's next line, which must start with `word`; returns the seconds it reports.
-    fn answer(
-        &mut self,
-        word: &str,
-        deadline: Instant,
-        interrupted: &dyn Fn() -> bool,
-    ) -> Result<f64, WaitError> {
+    fn answer(&mut self, word: &str, limits: &Limits) -> Result<f64, WaitError> {
         use std::io::BufRead;
         let fd = self.stdout.get_ref().as_raw_fd();
-        poll_until(deadline, interrupted, || {
+        poll_until(limits, || {
             if !self.stdout.buffer().is_empty() {
                 return Some(Ok(()));
             }
@@ -286,16 +289,11 @@ impl Holder {
     }
 
     /// Sends one command and waits for its "ok"; returns the seconds the holder reports.
-    pub fn command(
-        &mut self,
-        cmd: &str,
-        deadline: Instant,
-        interrupted: &dyn Fn() -> bool,
-    ) -> Result<f64, WaitError> {
+    pub fn command(&mut self, cmd: &str, limits: &Limits) -> Result<f64, WaitError> {
         if let Err(e) = writeln!(self.stdin, "{cmd}").and_then(|_| self.stdin.flush()) {
             return Err(self.failed(format!("send {cmd:?} to holder: {e}")));
         }
-        self.answer("ok", deadline, interrupted)
+        self.answer("ok", limits)
     }
 
     /// The holder stopped talking: whose fault it is follows from how it exited (a holder that
@@ -319,24 +317,18 @@ impl Holder {
     }
 
     /// Tells the holder to exit (freeing its memory) and reaps it.
-    pub fn release(
-        mut self,
-        deadline: Instant,
-        interrupted: &dyn Fn() -> bool,
-    ) -> Result<(), WaitError> {
+    pub fn release(mut self, limits: &Limits) -> Result<(), WaitError> {
         let _ = writeln!(self.stdin, "exit").and_then(|_| self.stdin.flush());
-        poll_until(deadline, interrupted, || {
-            match self.worker.child.try_wait() {
-                Ok(Some(st)) if st.success() => Some(Ok(())),
-                Ok(Some(st)) => Some(Err(WaitError::Failed(Error::of_worker_status(
-                    st,
-                    format!("holder exited with {st}"),
-                )))),
-                Ok(None) => None,
-                Err(e) => Some(Err(WaitError::Failed(Error::Environment(format!(
-                    "wait for holder: {e}"
-                ))))),
-            }
+        poll_until(limits, || match self.worker.child.try_wait() {
+            Ok(Some(st)) if st.success() => Some(Ok(())),
+            Ok(Some(st)) => Some(Err(WaitError::Failed(Error::of_worker_status(
+                st,
+                format!("holder exited with {st}"),
+            )))),
+            Ok(None) => None,
+            Err(e) => Some(Err(WaitError::Failed(Error::Environment(format!(
+                "wait for holder: {e}"
+            ))))),
         })
     }
 }

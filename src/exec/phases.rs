@@ -1,0 +1,221 @@
+//! Running a scenario's phases: antagonists, the steps in order (each with its progress
+//! watchdog), and what the record keeps of them. A phase that stopped half way (a timeout, a
+//! stall) is still recorded up to that moment, so the checks can judge what happened.
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::runner::{Context, Guard, Stop};
+use super::sample::Sampler;
+use super::steps::{
+    Holders, StepEnv, execute_step, idle_by_design, prepare_probe, waits_on_writeback,
+};
+use super::watchdog::Watchdog;
+use super::workload::{self, Job};
+use crate::check;
+use crate::error::Error;
+use crate::model::{MoveRecord, PhaseRecord, StepRecord};
+use crate::scenario::{Antagonist, Phase, Scenario, Step};
+use crate::sys::cgroup::Cgroup;
+use crate::sys::proc;
+
+/// Where a scenario's phases run and what they write to.
+pub(super) struct Run<'a> {
+    pub(super) ctx: &'a Context,
+    pub(super) sc: &'a Scenario,
+    pub(super) sampler: &'a Sampler,
+    pub(super) t0: Instant,
+    pub(super) deadline: Instant,
+    /// The run's top group: the watchdog watches the tasks below it, except the helpers'.
+    pub(super) root: &'a Cgroup,
+    pub(super) aux: &'a Cgroup,
+    pub(super) groups: &'a [(String, Cgroup)],
+    pub(super) scratch: &'a Path,
+    pub(super) phases: Vec<PhaseRecord>,
+    pub(super) steps: Vec<StepRecord>,
+    pub(super) moves: Vec<MoveRecord>,
+}
+
+impl Run<'_> {
+    fn now(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
+    }
+
+    /// Runs every phase; a phase that stops half way is recorded up to then.
+    pub(super) fn phases(&mut self, guard: &mut Guard) -> Result<(), Stop> {
+        let mut holders = Holders::new();
+        let sc = self.sc;
+        for (pi, phase) in sc.phases.iter().enumerate() {
+            self.ctx
+                .progress
+                .phase(&sc.name, &phase.name, (pi + 1, sc.phases.len()));
+            let vmstat_start = read_vmstat()?;
+            let start = self.now();
+            let ran = self.phase(pi, phase, guard, &mut holders);
+            self.phases.push(PhaseRecord {
+                name: phase.name.clone(),
+                start,
+                end: self.now(),
+                antagonists: phase
+                    .antagonists
+                    .iter()
+                    .map(|a| format!("{a:?}").to_lowercase())
+                    .collect(),
+                warmup: phase.warmup,
+                vmstat_start,
+                vmstat_end: read_vmstat()?,
+            });
+            ran?;
+        }
+        Ok(())
+    }
+
+    /// One phase: its antagonists around its steps.
+    fn phase(
+        &mut self,
+        pi: usize,
+        phase: &Phase,
+        guard: &mut Guard,
+        holders: &mut Holders,
+    ) -> Result<(), Stop> {
+        let first = guard.workers.len();
+        for a in &phase.antagonists {
+            let job = match a {
+                Antagonist::Compaction => Job::Compaction,
+            };
+            guard.workers.push(workload::spawn(&job, self.aux)?);
+        }
+        let steps = (0..phase.repeat).flat_map(|r| phase.steps.iter().map(move |s| (r, s)));
+        let mut ran = Ok(());
+        for (rep, step) in steps {
+            ran = self.step((pi, rep), &phase.name, step, guard, holders);
+            if ran.is_err() {
+                break;
+            }
+        }
+        // Antagonists are the last workers started; stop them at the end of their phase.
+        for mut w in guard.workers.drain(first..) {
+            w.kill(Duration::from_secs(10));
+        }
+        ran
+    }
+
+    fn step(
+        &mut self,
+        (pi, rep): (usize, u32),
+        phase: &str,
+        step: &Step,
+        guard: &mut Guard,
+        holders: &mut Holders,
+    ) -> Result<(), Stop> {
+        let (ctx, sc) = (self.ctx, self.sc);
+        ctx.progress.step(&sc.name, &step.describe());
+        let kind = step.kind();
+        let watchdog = RefCell::new(Watchdog::new(
+            &self.root.path,
+            Some(&self.aux.path),
+            Path::new(proc::PROC),
+            ctx.stall.map(|s| s + idle_by_design(step)),
+            waits_on_writeback(step),
+        ));
+        let mut env = StepEnv {
+            ctx,
+            sc,
+            phase,
+            step,
+            deadline: self.deadline,
+            watchdog: &watchdog,
+            aux: self.aux,
+            groups: self.groups,
+            scratch: self.scratch,
+            holders,
+            moves: &mut self.moves,
+        };
+        // The probe holds writeback off while it writes and while the sampler looks.
+        let probe_mark = guard.sysctls.mark();
+        if let Step::Probe {
+            cgroup, file, size, ..
+        } = step
+        {
+            prepare_probe(&env, env.group(cgroup), file, *size, guard)?;
+            // The window starts from a sample taken after the ballast is clean.
+            self.sampler.wait_fresh(2);
+        }
+        let t0 = self.t0;
+        let s_start = t0.elapsed().as_secs_f64();
+        let ran = execute_step(&mut env);
+        let s_end = t0.elapsed().as_secs_f64();
+        // A step stopped by a timeout or a stall is recorded up to now (with nothing measured),
+        // so the checks judge what the samples show during it.
+        let res = match ran {
+            Ok(r) => r,
+            Err(e @ (Stop::Timeout(_) | Stop::Stalled(_))) => {
+                self.steps.push(StepRecord {
+                    phase: pi,
+                    rep,
+                    kind,
+                    describe: format!("{} (stopped)", step.describe()),
+                    start: s_start,
+                    end: s_end,
+                    bytes: 0,
+                    seconds: 0.0,
+                    cgroup: step.cgroup().unwrap_or_default().to_string(),
+                    cpu_seconds: 0.0,
+                });
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
+        if kind == "write" && res.seconds > 0.0 {
+            ctx.progress.measured(
+                &sc.name,
+                &format!("{:.1} MB/s", res.bytes as f64 / res.seconds / 1e6),
+            );
+        }
+        self.steps.push(StepRecord {
+            phase: pi,
+            rep,
+            kind,
+            describe: step.describe(),
+            start: s_start,
+            end: s_end,
+            bytes: res.bytes,
+            seconds: res.seconds,
+            cgroup: step.cgroup().unwrap_or_default().to_string(),
+            cpu_seconds: res.cpu_seconds,
+        });
+        after_step(self.sampler, guard, kind, probe_mark)
+    }
+}
+
+fn read_vmstat() -> Result<crate::sys::cgroup::stat::Stat, Stop> {
+    Ok(proc::vmstat_snapshot(Path::new(proc::PROC))?)
+}
+
+/// After a step: samples that show its effect, the probe's sysctls back, and the sampler's
+/// health.
+fn after_step(
+    sampler: &Sampler,
+    guard: &mut Guard,
+    kind: &str,
+    probe_mark: usize,
+) -> Result<(), Stop> {
+    // At least one sample after every step, so checks see its effect before the next;
+    // after a sync, samples for STALE_WINDOW, so a reading left stale by a concurrent
+    // stats flush is refreshed before the next step starts.
+    sampler.wait_fresh(2);
+    if kind == "sync" {
+        let until = Instant::now() + Duration::from_secs_f64(check::STALE_WINDOW);
+        while Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        sampler.wait_fresh(1);
+    }
+    guard.sysctls.restore_to(probe_mark)?;
+    // Counter files that opened and read at the start and broke mid-run: the kernel's.
+    if let Some(e) = sampler.error() {
+        return Err(Stop::Failed(Error::Kernel(format!("sampler: {e}"))));
+    }
+    Ok(())
+}

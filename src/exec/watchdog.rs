@@ -1,0 +1,212 @@
+//! The progress watchdog. A workload the kernel throttles forever (a leaked dirty or writeback
+//! count makes balance_dirty_pages() pause a writer for good) would otherwise run into the
+//! scenario's timeout minutes later, with no check evaluated. The watchdog sees it in seconds:
+//! while a step waits for its workers, it sums what every task of the run's groups did —
+//! bytes through read(2)/write(2) (`rchar`, `wchar` in /proc/PID/io) and page faults (`minflt`,
+//! `majflt` in /proc/PID/stat) — and, for steps that wait on writeback (sync, fsync), the pages
+//! written back machine-wide (`nr_written` in /proc/vmstat). When that sum has not changed for
+//! the stall time, the step is stalled and the runner evaluates every check on the record so far.
+//!
+//! Other processes on the machine can only make the watchdog see progress where there is none
+//! (nr_written), never the reverse: it may fire late (then the timeout still applies), not
+//! falsely.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Default time without progress after which a step counts as stalled.
+pub const STALL: Duration = Duration::from_secs(30);
+/// The default under `--quick`, whose workloads are 8x smaller.
+pub const QUICK_STALL: Duration = Duration::from_secs(10);
+/// How often the watchdog reads /proc (the wait loops poll every few ms).
+const EVERY: Duration = Duration::from_millis(250);
+
+/// Watches the tasks below one cgroup directory.
+pub struct Watchdog {
+    /// The run's top group (every test group and the helpers' group are below it).
+    group: PathBuf,
+    /// Not watched: the helpers' group, whose antagonists (a compaction loop) never stop.
+    exclude: Option<PathBuf>,
+    proc: PathBuf,
+    /// None: the watchdog is off.
+    stall: Option<Duration>,
+    /// Count pages written back machine-wide as progress (steps that wait on writeback).
+    writeback: bool,
+    /// The last progress total and when it last changed.
+    last: Option<(u64, Instant)>,
+    checked: Option<Instant>,
+}
+
+impl Watchdog {
+    pub fn new(
+        group: &Path,
+        exclude: Option<&Path>,
+        proc: &Path,
+        stall: Option<Duration>,
+        writeback: bool,
+    ) -> Self {
+        Watchdog {
+            group: group.to_path_buf(),
+            exclude: exclude.map(Path::to_path_buf),
+            proc: proc.to_path_buf(),
+            stall,
+            writeback,
+            last: None,
+            checked: None,
+        }
+    }
+
+    /// How long there has been no progress, when that is at least the stall time.
+    pub fn stalled(&mut self, now: Instant) -> Option<Duration> {
+        let stall = self.stall?;
+        if self.checked.is_some_and(|c| now.duration_since(c) < EVERY) {
+            return None;
+        }
+        self.checked = Some(now);
+        let tasks = tasks_below(&self.group, self.exclude.as_deref());
+        let mut total = tasks_progress(&self.proc, &tasks);
+        if self.writeback {
+            total = total.wrapping_add(vmstat_key(&self.proc, "nr_written").unwrap_or(0));
+        }
+        judge(&mut self.last, total, now, stall)
+    }
+}
+
+/// Records `total` at `now`; the time since it last changed once that reaches `stall`.
+fn judge(
+    last: &mut Option<(u64, Instant)>,
+    total: u64,
+    now: Instant,
+    stall: Duration,
+) -> Option<Duration> {
+    match last {
+        Some((v, since)) if *v == total => {
+            let idle = now.duration_since(*since);
+            (idle >= stall).then_some(idle)
+        }
+        _ => {
+            *last = Some((total, now));
+            None
+        }
+    }
+}
+
+/// Every task in `group` and the groups below it but `exclude` (cgroup.procs, both versions).
+pub fn tasks_below(group: &Path, exclude: Option<&Path>) -> Vec<i32> {
+    let mut out = Vec::new();
+    let mut dirs = vec![group.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        if exclude.is_some_and(|x| x == d) {
+            continue;
+        }
+        if let Ok(t) = std::fs::read_to_string(d.join("cgroup.procs")) {
+            out.extend(t.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+        }
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            dirs.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+        }
+    }
+    out
+}
+
+/// The sum of rchar + wchar (/proc/PID/io) and minflt + majflt (/proc/PID/stat) over `pids`.
+/// Tasks that exited in between count nothing.
+pub fn tasks_progress(proc: &Path, pids: &[i32]) -> u64 {
+    pids.iter()
+        .map(|p| {
+            let dir = proc.join(p.to_string());
+            let io = std::fs::read_to_string(dir.join("io")).unwrap_or_default();
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            io_bytes(&io).wrapping_add(faults(&stat))
+        })
+        .fold(0u64, u64::wrapping_add)
+}
+
+/// rchar + wchar of a /proc/PID/io text.
+fn io_bytes(io: &str) -> u64 {
+    io.lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| matches!(*k, "rchar" | "wchar"))
+        .filter_map(|(_, v)| v.trim().parse::<u64>().ok())
+        .fold(0u64, u64::wrapping_add)
+}
+
+/// minflt + majflt of a /proc/PID/stat text (fields 10 and 12, counted after the command name,
+/// which may contain spaces and parentheses).
+fn faults(stat: &str) -> u64 {
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0;
+    };
+    // rest starts at field 3 (state): minflt is field 10, majflt field 12.
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let at = |n: usize| {
+        f.get(n - 3)
+            .and_then(|x| x.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    at(10).wrapping_add(at(12))
+}
+
+fn vmstat_key(proc: &Path, key: &str) -> Option<u64> {
+    let t = std::fs::read_to_string(proc.join("vmstat")).ok()?;
+    t.lines()
+        .filter_map(|l| l.split_once(' '))
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, v)| v.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_after_the_command_name() {
+        let s = "42 (a) b (c) S 1 42 42 0 -1 4194560 7 0 3 0 5 6 0 0 20 0 1 0 100 0 0";
+        assert_eq!(faults(s), 10);
+        assert_eq!(faults("garbage"), 0);
+    }
+
+    #[test]
+    fn io_counts_syscall_bytes_only() {
+        let io = "rchar: 100\nwchar: 20\nsyscr: 5\nread_bytes: 4096\nwrite_bytes: 8192\n";
+        assert_eq!(io_bytes(io), 120);
+    }
+
+    #[test]
+    fn a_stall_is_time_without_change() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(10);
+        let mut last = None;
+        assert_eq!(judge(&mut last, 5, t0, s), None);
+        assert_eq!(judge(&mut last, 5, t0 + Duration::from_secs(9), s), None);
+        assert_eq!(judge(&mut last, 6, t0 + Duration::from_secs(11), s), None);
+        let at = t0 + Duration::from_secs(21);
+        assert_eq!(judge(&mut last, 6, at, s), Some(Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn progress_is_summed_over_the_tasks_of_a_fake_tree() {
+        let d = tempfile::tempdir().unwrap();
+        let cg = d.path().join("cg");
+        std::fs::create_dir_all(cg.join("a/b")).unwrap();
+        std::fs::write(cg.join("cgroup.procs"), "").unwrap();
+        std::fs::write(cg.join("a/cgroup.procs"), "7\n").unwrap();
+        std::fs::write(cg.join("a/b/cgroup.procs"), "8\n9\n").unwrap();
+        let proc = d.path().join("proc");
+        for (pid, w) in [(7, 1), (8, 2)] {
+            std::fs::create_dir_all(proc.join(pid.to_string())).unwrap();
+            std::fs::write(
+                proc.join(pid.to_string()).join("io"),
+                format!("rchar: 0\nwchar: {w}\n"),
+            )
+            .unwrap();
+        }
+        let mut pids = tasks_below(&cg, None);
+        pids.sort();
+        assert_eq!(pids, vec![7, 8, 9]);
+        assert_eq!(tasks_below(&cg, Some(&cg.join("a/b"))), vec![7]);
+        assert_eq!(tasks_progress(&proc, &pids), 3);
+        std::fs::write(proc.join("vmstat"), "nr_dirty 1\nnr_written 40\n").unwrap();
+        assert_eq!(vmstat_key(&proc, "nr_written"), Some(40));
+    }
+}
