@@ -176,6 +176,7 @@ pub const KINDS: &[Kind] = &[
     Kind { kind: "change", parse: change::parse },
     Kind { kind: "ratio", parse: ratio::parse },
     Kind { kind: "follows", parse: follows::parse },
+    Kind { kind: "moved", parse: moved::parse },
 ];
 
 fn columns(
@@ -260,6 +261,7 @@ mod dirty_probe;
 mod exercised;
 mod follows;
 mod hierarchy;
+mod moved;
 mod no_ratchet;
 mod no_underflow;
 mod observed;

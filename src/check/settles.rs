@@ -75,8 +75,9 @@ pub fn settles(
         name,
         Outcome::Pass,
         format!(
-            "settled after all {} syncs, slowest in {:.3}s",
+            "settled after all {} {} steps, slowest in {:.3}s",
             syncs.len(),
+            after.join("/"),
             worst_settle
         ),
         format!(
@@ -85,8 +86,9 @@ pub fn settles(
             human_bytes(bound)
         ),
         format!(
-            "{} came back under the bound after every sync",
-            counters.join(", ")
+            "{} came back under the bound after every {} step",
+            counters.join(", "),
+            after.join("/")
         ),
     );
     r.tolerance = Some(tol);
@@ -116,7 +118,9 @@ fn never_settled(
         format!("{col} = {v} ({})", human_bytes(v)),
         format!("<= {bound} ({})", human_bytes(bound)),
         format!(
-            "after the sync in phase {} ended at t={:.3}s, {col} stayed above the bound until t={:.3}s ({} samples): {}",
+            "after the {} step '{}' in phase {} ended at t={:.3}s, {col} stayed above the bound until t={:.3}s ({} samples): {}",
+            s.kind,
+            s.describe,
             rec.phases[s.phase].name,
             s.end,
             rec.series.t[r],
@@ -155,7 +159,11 @@ pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
 
 impl CheckSpec for Settles {
     fn name(&self) -> String {
-        format!("settles({})", self.cgroup)
+        if self.after == ["sync"] {
+            format!("settles({})", self.cgroup)
+        } else {
+            format!("settles({} after {})", self.cgroup, self.after.join("/"))
+        }
     }
     fn needs(&self) -> Needs {
         Needs {

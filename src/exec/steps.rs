@@ -11,8 +11,9 @@ use super::watchdog::Watchdog;
 use super::workload::{self, Holder, Job, JobResult, Limits, WaitError};
 use crate::error::Error;
 use crate::model::MoveRecord;
+use crate::model::counter::{DIRTY, FILE, USAGE, WRITEBACK};
 use crate::scenario::{Scenario, Step};
-use crate::sys::cgroup::{Cgroup, Version};
+use crate::sys::cgroup::{Cgroup, Version, file_name, stat};
 use crate::sys::cleanup::interrupted;
 use crate::sys::sysctl::SysctlGuard;
 
@@ -247,6 +248,7 @@ pub(super) fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
         file,
         size,
         dirty,
+        redirty,
         write,
     } = env.step
     else {
@@ -257,6 +259,7 @@ pub(super) fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
         file: file.as_ref().map(|f| env.path(f)),
         file_size: *size,
         dirty: *dirty,
+        redirty: *redirty,
         write: *write,
     };
     let (h, secs) =
@@ -273,6 +276,8 @@ pub(super) fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
 pub(super) fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobResult, Stop> {
     let to_cg = env.group(to).clone();
     let procs = to_cg.file(crate::sys::cgroup::file_name(to_cg.version, "procs"));
+    let from_cg = env.group(&env.holders[task].1).clone();
+    let (src0, dst0) = (move_snapshot(&from_cg), move_snapshot(&to_cg));
     let (h, from, bytes) = env.holder(task);
     let sys0 = thread_sys_seconds();
     let t = Instant::now();
@@ -285,13 +290,17 @@ pub(super) fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobRe
         )))
     })?;
     let wall = t.elapsed().as_secs_f64();
+    let sys_seconds = thread_sys_seconds() - sys0;
+    let (src1, dst1) = (move_snapshot(&from_cg), move_snapshot(&to_cg));
     let m = MoveRecord {
         task: task.to_string(),
         from: from.clone(),
         to: to.to_string(),
         bytes: *bytes,
         wall_seconds: wall,
-        sys_seconds: thread_sys_seconds() - sys0,
+        sys_seconds,
+        carried: carried(&src0, &src1, &dst0, &dst1),
+        source: src0,
     };
     *from = to.to_string();
     let bytes = *bytes;
@@ -308,6 +317,45 @@ pub(super) fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobRe
         seconds: wall,
         ..Default::default()
     })
+}
+
+/// What a move is described by: usage and these memory.stat counters of a group.
+const MOVE_COUNTERS: [&str; 6] = [USAGE, "anon", FILE, "mapped", DIRTY, WRITEBACK];
+
+/// A group's MOVE_COUNTERS now (bytes; a counter this kernel lacks reads 0).
+fn move_snapshot(cg: &Cgroup) -> Vec<(String, i64)> {
+    let stat = cg.stat().ok();
+    MOVE_COUNTERS
+        .iter()
+        .map(|&c| {
+            let v = match stat::stat_key(c, cg.version) {
+                Ok(Some(key)) => stat.as_ref().and_then(|s| s.get(&key)),
+                _ => cg
+                    .read(file_name(cg.version, USAGE))
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok()),
+            };
+            (c.to_string(), v.unwrap_or(0))
+        })
+        .collect()
+}
+
+/// Per counter, the least of what left the source and what arrived in the destination (0 when
+/// either did not move that way): what the move itself carried, not what the task did meanwhile.
+pub(super) fn carried(
+    src0: &[(String, i64)],
+    src1: &[(String, i64)],
+    dst0: &[(String, i64)],
+    dst1: &[(String, i64)],
+) -> Vec<(String, i64)> {
+    let at = |v: &[(String, i64)], c: &str| v.iter().find(|(k, _)| k == c).map_or(0, |x| x.1);
+    src0.iter()
+        .map(|(c, _)| {
+            let left = at(src0, c) - at(src1, c);
+            let arrived = at(dst1, c) - at(dst0, c);
+            (c.clone(), left.min(arrived).max(0))
+        })
+        .collect()
 }
 
 pub(super) fn grow(env: &mut StepEnv, task: &str, anon: u64) -> Result<JobResult, Stop> {

@@ -92,6 +92,13 @@ pub struct Record {
     pub charge_moving: Option<String>,
 }
 
+fn sum_of(v: &[(String, i64)], counters: &[String]) -> i64 {
+    v.iter()
+        .filter(|(c, _)| counters.contains(c))
+        .map(|(_, b)| *b)
+        .sum()
+}
+
 /// One `move` step: a task's pid written into another group's cgroup.procs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MoveRecord {
@@ -104,9 +111,25 @@ pub struct MoveRecord {
     pub wall_seconds: f64,
     /// System time the writing thread spent in it, seconds.
     pub sys_seconds: f64,
+    /// What the move carried, per counter (usage, anon, file, dirty, writeback; bytes): the
+    /// least of what arrived in `to` and what left `from`, from both groups' counters read right
+    /// before and right after the write (0 when either side did not change).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried: Vec<(String, i64)>,
+    /// What the source group held of each counter right before the move: what could have moved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source: Vec<(String, i64)>,
 }
 
 impl MoveRecord {
+    /// Bytes of `counters` the move carried (summed).
+    pub fn carried_of(&self, counters: &[String]) -> i64 {
+        sum_of(&self.carried, counters)
+    }
+    /// Bytes of `counters` the source held right before the move (summed).
+    pub fn source_of(&self, counters: &[String]) -> i64 {
+        sum_of(&self.source, counters)
+    }
     /// MiB moved per second of wall time.
     pub fn mib_per_s(&self) -> f64 {
         self.bytes as f64 / 1048576.0 / self.wall_seconds.max(1e-9)

@@ -193,6 +193,9 @@ pub enum Step {
         file: Option<String>,
         size: u64,
         dirty: bool,
+        /// Keep writing to every page of the mapping until `wait`: its pages stay dirty and
+        /// under writeback while the task runs.
+        redirty: bool,
         write: u64,
     },
     /// Move the task to cgroup `to` (its pid into cgroup.procs), timing the write.
@@ -273,6 +276,7 @@ impl Step {
                 file,
                 size,
                 dirty,
+                redirty,
                 write,
             } => {
                 let hb = |b: u64| crate::units::human_bytes(b as i64);
@@ -282,7 +286,11 @@ impl Step {
                         d += &format!(
                             ", {} of {f} mapped{}",
                             hb(*size),
-                            if *dirty { " and dirtied" } else { "" }
+                            match (*dirty, *redirty) {
+                                (_, true) => " and dirtied over and over",
+                                (true, false) => " and dirtied",
+                                _ => "",
+                            }
                         );
                     }
                     if *write > 0 {

@@ -87,6 +87,8 @@ pub(super) struct RawStep {
     pub(super) to: Option<Spanned<String>>,
     pub(super) anon: Option<Spanned<String>>,
     pub(super) dirty: Option<Spanned<bool>>,
+    /// hold: keep dirtying the mapping until `wait` (pages stay dirty and under writeback).
+    pub(super) redirty: Option<Spanned<bool>>,
     pub(super) write: Option<Spanned<String>>,
     pub(super) count: Option<Spanned<u32>>,
     pub(super) clients: Option<Spanned<u32>>,

@@ -66,7 +66,9 @@ pub const STEPS: &[StepKind] = &[
     },
     StepKind {
         action: "hold",
-        keys: &["task", "cgroup", "anon", "file", "size", "dirty", "write"],
+        keys: &[
+            "task", "cgroup", "anon", "file", "size", "dirty", "redirty", "write",
+        ],
         resolve: hold,
     },
     StepKind {
@@ -186,7 +188,7 @@ pub(super) fn resolve_step(
             format!("unknown action {action:?} (known: {})", known.join(", ")),
         ));
     };
-    let present: [(&str, Option<std::ops::Range<usize>>); 14] = [
+    let present: [(&str, Option<std::ops::Range<usize>>); 15] = [
         ("cgroup", r.cgroup.as_ref().map(|x| x.span())),
         ("file", r.file.as_ref().map(|x| x.span())),
         ("size", r.size.as_ref().map(|x| x.span())),
@@ -198,6 +200,7 @@ pub(super) fn resolve_step(
         ("to", r.to.as_ref().map(|x| x.span())),
         ("anon", r.anon.as_ref().map(|x| x.span())),
         ("dirty", r.dirty.as_ref().map(|x| x.span())),
+        ("redirty", r.redirty.as_ref().map(|x| x.span())),
         ("write", r.write.as_ref().map(|x| x.span())),
         ("count", r.count.as_ref().map(|x| x.span())),
         ("clients", r.clients.as_ref().map(|x| x.span())),
@@ -305,6 +308,14 @@ fn hold(i: &Input) -> Result<Step, ScenarioError> {
             .cx
             .err(i.s.span(), "a hold with size or write needs a file"));
     }
+    let dirty = r.dirty.as_ref().map(|d| *d.get_ref()).unwrap_or(false);
+    let redirty = r.redirty.as_ref().map(|d| *d.get_ref()).unwrap_or(false);
+    if redirty && (size == 0 || !dirty) {
+        return Err(i.cx.err(
+            r.redirty.as_ref().unwrap().span(),
+            "redirty keeps dirtying the mapping: it needs a file, a size and dirty = true",
+        ));
+    }
     let anon = i.size_or_zero(&r.anon)?;
     if anon == 0 && size == 0 && write == 0 {
         return Err(i.cx.err(
@@ -318,7 +329,8 @@ fn hold(i: &Input) -> Result<Step, ScenarioError> {
         anon,
         file: r.file.as_ref().map(|_| i.file_name(&r.file)).transpose()?,
         size,
-        dirty: r.dirty.as_ref().map(|d| *d.get_ref()).unwrap_or(false),
+        dirty,
+        redirty,
         write,
     })
 }

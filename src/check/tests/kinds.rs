@@ -241,3 +241,43 @@ fn follows_needs_everything_to_move() {
     assert_eq!(c.outcome, Outcome::NotExercised);
     assert!(c.detail.contains("nothing to move"), "{}", c.detail);
 }
+
+fn carried_move(carried: i64, source: i64) -> crate::model::MoveRecord {
+    crate::model::MoveRecord {
+        task: "w".into(),
+        from: "a".into(),
+        to: "b".into(),
+        bytes: 0,
+        wall_seconds: 0.0,
+        sys_seconds: 0.0,
+        carried: vec![("dirty".into(), carried), ("usage".into(), carried)],
+        source: vec![("dirty".into(), source)],
+    }
+}
+
+/// A move that carried none of what its scenario is about (a writer's unmapped page cache
+/// stays behind) makes the scenario skip; one that carried it passes.
+#[test]
+fn a_move_that_carried_nothing_of_its_subject_is_not_exercised() {
+    let mut rec = move_record(0, None);
+    let dirty = vec!["dirty".to_string()];
+    rec.moves = vec![carried_move(0, 30 * MIB)];
+    let r = moved::moved("m".into(), &rec, "w", &dirty, MIB);
+    assert_eq!(r.outcome, Outcome::NotExercised);
+    assert!(
+        r.detail
+            .contains("carried 0 B of dirty (the source held 30.0 MiB"),
+        "{}",
+        r.detail
+    );
+    rec.moves = vec![carried_move(20 * MIB, 30 * MIB)];
+    assert_eq!(
+        moved::moved("m".into(), &rec, "w", &dirty, MIB).outcome,
+        Outcome::Pass
+    );
+    rec.moves.clear();
+    assert_eq!(
+        moved::moved("m".into(), &rec, "w", &dirty, 1).outcome,
+        Outcome::NotExercised
+    );
+}

@@ -78,8 +78,14 @@ pub(super) fn run_job(job: &Job) -> Result<JobResult> {
             file,
             file_size,
             dirty,
+            redirty,
             write,
-        } => hold(*anon, file.as_deref(), *file_size, *dirty, *write),
+        } => hold(
+            *anon,
+            file.as_deref(),
+            (*file_size, *dirty, *redirty),
+            *write,
+        ),
         Job::Create { path, size } => {
             let r = write_file(path, *size, 1 << 20, true)?;
             drop_cache(path)?;
@@ -259,8 +265,9 @@ pub(super) fn touch_anon(size: u64) -> Result<()> {
 }
 
 /// Maps `size` bytes of `path` shared and dirties (or reads) every page; the mapping is kept.
-pub(super) fn map_file(path: &std::path::Path, size: u64, dirty: bool) -> Result<()> {
-    // Kept until the task exits.
+/// Maps `size` bytes of `path` shared and touches every page (a write with `dirty`); returns
+/// the mapping's address, kept until the task exits.
+pub(super) fn map_file(path: &std::path::Path, size: u64, dirty: bool) -> Result<usize> {
     let ptr = map_shared_file(path, size)?;
     let base = ptr.as_ptr() as *mut u8;
     let mut sum = 0u8;
@@ -275,7 +282,36 @@ pub(super) fn map_file(path: &std::path::Path, size: u64, dirty: bool) -> Result
         }
     }
     std::hint::black_box(sum);
-    Ok(())
+    Ok(base as usize)
+}
+
+/// Writes to every page of the mapping at `addr` over and over until `stop`: its pages are
+/// dirtied again as soon as writeback cleans them, so at any moment some are dirty and some
+/// under writeback. Returns the bytes dirtied.
+pub(super) fn redirty_until(
+    addr: usize,
+    size: u64,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<JobResult> {
+    let base = addr as *mut u8;
+    let t = Instant::now();
+    let mut total = 0u64;
+    let mut round = 0u8;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        round = round.wrapping_add(1);
+        for off in (0..size as usize).step_by(4096) {
+            // SAFETY: off < size, inside the mapping `map_file` made, which lives until exit.
+            unsafe { base.add(off).write_volatile(round) };
+        }
+        total += size;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(JobResult {
+        bytes: total,
+        seconds: t.elapsed().as_secs_f64(),
+        fsync_seconds: 0.0,
+        cpu_seconds: 0.0,
+    })
 }
 
 /// Writes `size` bytes of `path` 1 MiB at a time, truncates it and starts again, until `stop` is
@@ -328,28 +364,34 @@ pub(super) fn rewrite_until(
 pub(super) fn hold(
     anon: u64,
     file: Option<&std::path::Path>,
-    file_size: u64,
-    dirty: bool,
+    (file_size, dirty, redirty): (u64, bool, bool),
     write: u64,
 ) -> Result<JobResult> {
     use std::io::BufRead;
     let t = Instant::now();
     touch_anon(anon)?;
+    let mut mapping = None;
     if let Some(f) = file
         && file_size > 0
     {
-        map_file(f, file_size, dirty)?;
+        mapping = Some(map_file(f, file_size, dirty)?);
     }
     let mut total = anon + file_size;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut writer = match (file, write) {
-        (Some(f), w) if w > 0 => {
-            let p = f.with_extension("written");
-            let stop = stop.clone();
-            Some(std::thread::spawn(move || rewrite_until(&p, w, &stop)))
-        }
-        _ => None,
-    };
+    // Background writers until "wait": the mapping dirtied over and over, and/or a buffered
+    // rewrite of <file>.written (new pages all the time, which also gives compaction work).
+    let mut writers = Vec::new();
+    if let Some(addr) = mapping.filter(|_| redirty) {
+        let stop = stop.clone();
+        writers.push(std::thread::spawn(move || {
+            redirty_until(addr, file_size, &stop)
+        }));
+    }
+    if let Some(f) = file.filter(|_| write > 0) {
+        let p = f.with_extension("written");
+        let stop = stop.clone();
+        writers.push(std::thread::spawn(move || rewrite_until(&p, write, &stop)));
+    }
     let mut out = std::io::stdout().lock();
     writeln!(out, "ready {}", t.elapsed().as_secs_f64())?;
     out.flush()?;
@@ -367,7 +409,7 @@ pub(super) fn hold(
             (Some("wait"), None) => {
                 let t = Instant::now();
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                if let Some(w) = writer.take() {
+                for w in writers.drain(..) {
                     let r = w
                         .join()
                         .map_err(|_| anyhow::anyhow!("writer thread panicked"))??;

@@ -54,6 +54,9 @@ pub enum Job {
         file: Option<PathBuf>,
         file_size: u64,
         dirty: bool,
+        /// Keep dirtying the mapping until told to stop (see `Step::Hold`).
+        #[serde(default)]
+        redirty: bool,
         write: u64,
     },
     /// Write a file of `size`, fsync it and drop it from the page cache (POSIX_FADV_DONTNEED).
