@@ -177,6 +177,7 @@ pub const KINDS: &[Kind] = &[
     Kind { kind: "ratio", parse: ratio::parse },
     Kind { kind: "follows", parse: follows::parse },
     Kind { kind: "moved", parse: moved::parse },
+    Kind { kind: "under-limit", parse: under_limit::parse },
 ];
 
 fn columns(
@@ -270,12 +271,14 @@ mod reference;
 mod settles;
 mod throughput;
 mod tracks_global;
+mod under_limit;
 
 pub use change::{Change, change};
 pub use dirty_probe::{DirtyProbe, dirty_probe};
 pub use exercised::{Exercised, exercised};
 pub use follows::{Follows, follows};
 pub use hierarchy::{Hierarchy, hierarchy};
+pub use moved::{Moved, moved};
 pub use no_ratchet::{NoRatchet, no_ratchet};
 pub use no_underflow::{NoUnderflow, no_underflow};
 pub use observed::{Observed, observed};
@@ -284,6 +287,7 @@ pub use reference::STALE_WINDOW;
 pub use settles::{Settles, settles};
 pub use throughput::{Throughput, throughput};
 pub use tracks_global::{TracksGlobal, tracks_global};
+pub use under_limit::{UnderLimit, under_limit};
 
 #[cfg(test)]
 mod tests;

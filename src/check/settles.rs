@@ -144,16 +144,19 @@ pub struct Settles {
     pub within: Duration,
     pub bound: Option<u64>,
     pub after: Vec<String>,
+    /// Not exercised where the kernel cannot move charges (`needs = "charge-moving"`).
+    pub needs_moving: bool,
 }
 
 pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "counters", "within", "bound", "after"])?;
+    i.only(&["cgroup", "counters", "within", "bound", "after", "needs"])?;
     Ok(Check::new(Settles {
         cgroup: i.cgroup("cgroup")?,
         counters: i.counters()?,
         within: i.duration("within")?.unwrap_or(Duration::from_secs(10)),
         bound: i.size("bound")?,
         after: i.kinds("after", &["sync"])?,
+        needs_moving: i.needs_moving()?,
     }))
 }
 
@@ -172,6 +175,14 @@ impl CheckSpec for Settles {
         }
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
+        if self.needs_moving
+            && let Some(why) = &rec.charge_moving
+        {
+            return missing(
+                self.name(),
+                format!("charge moving is not available on this kernel: {why}"),
+            );
+        }
         settles(
             self.name(),
             rec,

@@ -313,6 +313,11 @@ fn execute(
             machine: ctx.machine,
             moves,
             charge_moving,
+            limits: sc
+                .cgroups
+                .iter()
+                .filter_map(|c| Some((c.name.clone(), c.limit?)))
+                .collect(),
         },
     );
     stopped.map_or(Ok(()), Err)
@@ -379,12 +384,13 @@ fn sampler_sources(
     let mut counters = sc.sample.counters.clone();
     if root.version == Version::V1 {
         for c in &sc.checks {
-            counters.extend(
-                c.needs()
-                    .local_counters
-                    .iter()
-                    .map(|x| crate::model::counter::local(x)),
-            );
+            for x in c.needs().local_counters {
+                let l = crate::model::counter::local(&x);
+                // Once each: two parents' checks name the same local counters.
+                if !counters.contains(&l) {
+                    counters.push(l);
+                }
+            }
         }
     }
     // /proc/vmstat's node counters are read before and after the cgroup files, so the global value

@@ -90,6 +90,9 @@ pub struct Record {
     /// Why this kernel cannot move charges with a task (v1 move_charge_at_immigrate refused),
     /// when a scenario asked for it.
     pub charge_moving: Option<String>,
+    /// The memory limit set on each limited group (bytes; memory.limit_in_bytes / memory.max),
+    /// as the scenario asked for it.
+    pub limits: Vec<(String, u64)>,
 }
 
 fn sum_of(v: &[(String, i64)], counters: &[String]) -> i64 {

@@ -137,7 +137,8 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
     let phases = phases(cx, &raw, &cgroup_ref)?;
     check_tasks(cx, &raw, &phases)?;
 
-    let (counters, vmstat, checks) = sampled(cx, &raw, &cgroup_ref, &phases, &cgroup_versions)?;
+    let (counters, vmstat, mut checks) = sampled(cx, &raw, &cgroup_ref, &phases, &cgroup_versions)?;
+    checks.extend(implied_hierarchy(&cgroups, &counters, &checks));
 
     let interval = match &raw.sample.interval {
         Some(i) => cx.duration_within(i, MIN_INTERVAL)?,
@@ -354,6 +355,46 @@ fn phases(
         return Err(cx.err(0..0, "a scenario needs at least one [[phase]]"));
     }
     Ok(phases)
+}
+
+/// The hierarchy is checked in every scenario with nested groups: a `hierarchy` check of the
+/// sampled memory.stat counters for each declared group with declared children that has none.
+fn implied_hierarchy(cgroups: &[CgroupSpec], counters: &[String], checks: &[Check]) -> Vec<Check> {
+    use crate::check::Hierarchy;
+    use crate::model::counter::{Source, counter};
+    let stat: Vec<String> = counters
+        .iter()
+        .filter(|c| counter(c).is_some_and(|k| matches!(k.source, Source::Stat { .. })))
+        .cloned()
+        .collect();
+    if stat.is_empty() {
+        return Vec::new();
+    }
+    let has_children = |p: &str| {
+        cgroups.iter().any(|c| {
+            c.name
+                .strip_prefix(p)
+                .and_then(|r| r.strip_prefix('/'))
+                .is_some_and(|r| !r.contains('/'))
+        })
+    };
+    let checked = |p: &str| {
+        checks.iter().any(|c| {
+            c.as_any()
+                .downcast_ref::<Hierarchy>()
+                .is_some_and(|h| h.parent == p)
+        })
+    };
+    cgroups
+        .iter()
+        .filter(|c| has_children(&c.name) && !checked(&c.name))
+        .map(|c| {
+            Check::new(Hierarchy {
+                parent: c.name.clone(),
+                counters: stat.clone(),
+            })
+        })
+        .collect()
 }
 
 /// What is sampled (`[sample]` plus whatever a check looks at) and the checks.

@@ -54,6 +54,7 @@ fn cycles(settled: &[i64]) -> Record {
         },
         moves: vec![],
         charge_moving: None,
+        limits: Vec::new(),
     }
 }
 
@@ -180,6 +181,7 @@ fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
         },
         moves: vec![],
         charge_moving,
+        limits: Vec::new(),
     }
 }
 
@@ -262,7 +264,7 @@ fn a_move_that_carried_nothing_of_its_subject_is_not_exercised() {
     let mut rec = move_record(0, None);
     let dirty = vec!["dirty".to_string()];
     rec.moves = vec![carried_move(0, 30 * MIB)];
-    let r = moved::moved("m".into(), &rec, "w", &dirty, MIB);
+    let r = moved("m".into(), &rec, "w", &dirty, MIB);
     assert_eq!(r.outcome, Outcome::NotExercised);
     assert!(
         r.detail
@@ -272,12 +274,49 @@ fn a_move_that_carried_nothing_of_its_subject_is_not_exercised() {
     );
     rec.moves = vec![carried_move(20 * MIB, 30 * MIB)];
     assert_eq!(
-        moved::moved("m".into(), &rec, "w", &dirty, MIB).outcome,
+        moved("m".into(), &rec, "w", &dirty, MIB).outcome,
         Outcome::Pass
     );
     rec.moves.clear();
     assert_eq!(
-        moved::moved("m".into(), &rec, "w", &dirty, 1).outcome,
+        moved("m".into(), &rec, "w", &dirty, 1).outcome,
         Outcome::NotExercised
     );
+}
+
+/// A group limited to 64 MiB whose usage is `peak` at t=1.0 and 60 MiB otherwise.
+fn limited(peak: i64) -> Record {
+    let mut r = move_record(0, None);
+    r.series = Series::new(vec!["a.usage".into()]);
+    for i in 0..30 {
+        let t = i as f64 * 0.1;
+        r.series.push(t, &[if i == 10 { peak } else { 60 * MIB }]);
+    }
+    r.limits = vec![("a".into(), 64 << 20)];
+    r
+}
+
+/// Usage past the limit by more than the unflushed-charge bound fails at that sample; usage
+/// that never came near the limit did not test it.
+#[test]
+fn usage_above_the_limit_fails_and_a_limit_never_reached_is_not_tested() {
+    let ok = under_limit("u".into(), &limited(64 * MIB), "a");
+    assert_eq!(ok.outcome, Outcome::Pass, "{}", ok.detail);
+    let bad = under_limit("u".into(), &limited(80 * MIB), "a");
+    assert_eq!(bad.outcome, Outcome::Fail);
+    assert_eq!(bad.at, Some(1.0));
+    assert!(
+        bad.detail.contains("16.0 MiB above its limit"),
+        "{}",
+        bad.detail
+    );
+    let mut low = limited(10 * MIB);
+    low.series = Series::new(vec!["a.usage".into()]);
+    low.series.push(0.0, &[10 * MIB]);
+    assert_eq!(
+        under_limit("u".into(), &low, "a").outcome,
+        Outcome::NotExercised
+    );
+    let none = under_limit("u".into(), &limited(80 * MIB), "b");
+    assert_eq!(none.outcome, Outcome::NotExercised);
 }

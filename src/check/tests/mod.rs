@@ -63,6 +63,7 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
         },
         moves: vec![],
         charge_moving: None,
+        limits: Vec::new(),
     }
 }
 
@@ -483,6 +484,7 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
         },
         moves: vec![],
         charge_moving: None,
+        limits: Vec::new(),
     }
 }
 
