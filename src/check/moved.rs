@@ -1,9 +1,12 @@
-//! moved: a move step carried what its scenario is about. A scenario about moving dirty pages
+//! moved: a move step carried what its scenario is about. What a move carried is the least of what
+//! left the source and arrived in the destination around the write to cgroup.procs; a task that
+//! keeps charging new pages in its new group meanwhile makes that an upper bound, so the moved
+//! task should only touch memory it already has (as move-during-writeback's does). A scenario about moving dirty pages
 //! whose move carried none (charge moving moves mapped pages only; a buffered writer's page cache
 //! stays behind) has tested nothing about them: it is `skip`, never `pass`.
 
 use super::{Check, CheckResult, CheckSpec, Outcome};
-use crate::model::Record;
+use crate::model::{MoveRecord, Record};
 use crate::scenario::{CheckInput, ScenarioError, Step};
 use crate::units::human_bytes;
 
@@ -30,6 +33,19 @@ pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
             format!("no hold step starts a task {:?}", task.get_ref()),
         ));
     }
+    let counters = i.counters()?;
+    if let Some(c) = counters
+        .iter()
+        .find(|c| !MoveRecord::COUNTERS.contains(&c.as_str()))
+    {
+        return Err(i.err(
+            i.span(),
+            format!(
+                "a move records only {}, not {c:?}",
+                MoveRecord::COUNTERS.join(", ")
+            ),
+        ));
+    }
     let min = i.size("min")?.unwrap_or(1 << 20);
     if min == 0 {
         return Err(i.err(
@@ -39,7 +55,7 @@ pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
     }
     Ok(Check::new(Moved {
         task: task.into_inner(),
-        counters: i.counters()?,
+        counters,
         min,
     }))
 }

@@ -227,7 +227,7 @@ pub(super) fn windows(
     let mine = |g: &str| g == cgroup || g.starts_with(&format!("{cgroup}/"));
     let mut last_owner_mine = true;
     let mut matching: Vec<&StepRecord> = Vec::new();
-    for s in &rec.steps {
+    for s in rec.steps.iter().chain(&rec.stopped) {
         let include = if s.cgroup.is_empty() {
             last_owner_mine
         } else {

@@ -37,7 +37,13 @@ pub fn tracks_global(
     };
     // Then every counter on its own against its own truth: a kernel that counts right but shows
     // dirty pages as writeback (or the reverse) keeps the sum right.
-    if cols.len() > 1 && reference.pre.len() == cols.len() {
+    // Each counter pairs with its own truth: per file by name; globally only where the vmstat
+    // keys are the counters' own (`global` is a list a scenario may order differently).
+    let paired = reference.per_file
+        || counters.iter().zip(global).all(|(c, g)| {
+            crate::model::counter::counter(c).and_then(|k| k.vmstat) == Some(g.as_str())
+        });
+    if cols.len() > 1 && reference.pre.len() == cols.len() && paired {
         for (i, c) in cols.iter().enumerate() {
             let one = reference.only(i);
             if let Err(fail) = judge(&name, rec, std::slice::from_ref(c), &one, &spans) {

@@ -35,6 +35,8 @@ pub(super) struct Run<'a> {
     pub(super) phases: Vec<PhaseRecord>,
     pub(super) steps: Vec<StepRecord>,
     pub(super) moves: Vec<MoveRecord>,
+    /// The step a stall or timeout cut off (see `Record::stopped`).
+    pub(super) stopped: Option<StepRecord>,
 }
 
 impl Run<'_> {
@@ -151,7 +153,7 @@ impl Run<'_> {
         let res = match ran {
             Ok(r) => r,
             Err(e @ (Stop::Timeout(_) | Stop::Stalled(_))) => {
-                self.steps.push(StepRecord {
+                self.stopped = Some(StepRecord {
                     phase: pi,
                     rep,
                     kind,

@@ -284,6 +284,7 @@ fn execute(
         phases: Vec::new(),
         steps: Vec::new(),
         moves: Vec::new(),
+        stopped: None,
     };
     // A timeout or a stall stops the phases, not the judgement: the checks are evaluated on the
     // record so far, so the verdict names what broke rather than only how long it took.
@@ -299,7 +300,7 @@ fn execute(
         ))),
         Err(other) => return Err(other),
     };
-    let (phases, steps, moves) = (run.phases, run.steps, run.moves);
+    let (phases, steps, moves, stopped_step) = (run.phases, run.steps, run.moves, run.stopped);
     let series: Series = sampler
         .stop()
         .map_err(|e| Stop::Failed(Error::Kernel(format!("{e:#}"))))?;
@@ -318,8 +319,13 @@ fn execute(
                 .iter()
                 .filter_map(|c| Some((c.name.clone(), c.limit?)))
                 .collect(),
+            stopped: stopped_step,
         },
     );
+    if stopped.is_some() {
+        // A run cut short measured a partial phase: no sample for `compare` to pool.
+        result.measurements.clear();
+    }
     stopped.map_or(Ok(()), Err)
 }
 

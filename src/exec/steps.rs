@@ -11,7 +11,7 @@ use super::watchdog::Watchdog;
 use super::workload::{self, Holder, Job, JobResult, Limits, WaitError};
 use crate::error::Error;
 use crate::model::MoveRecord;
-use crate::model::counter::{DIRTY, FILE, USAGE, WRITEBACK};
+use crate::model::counter::USAGE;
 use crate::scenario::{Scenario, Step};
 use crate::sys::cgroup::{Cgroup, Version, file_name, stat};
 use crate::sys::cleanup::interrupted;
@@ -319,13 +319,10 @@ pub(super) fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobRe
     })
 }
 
-/// What a move is described by: usage and these memory.stat counters of a group.
-const MOVE_COUNTERS: [&str; 6] = [USAGE, "anon", FILE, "mapped", DIRTY, WRITEBACK];
-
 /// A group's MOVE_COUNTERS now (bytes; a counter this kernel lacks reads 0).
 fn move_snapshot(cg: &Cgroup) -> Vec<(String, i64)> {
     let stat = cg.stat().ok();
-    MOVE_COUNTERS
+    MoveRecord::COUNTERS
         .iter()
         .map(|&c| {
             let v = match stat::stat_key(c, cg.version) {
@@ -470,13 +467,17 @@ pub(super) fn stop_of(e: WaitError, phase: &str, step: &Step) -> Stop {
     }
 }
 
-/// Whether a step waits for writeback (sync, fsync, msync, a write with fsync): then pages written
-/// back machine-wide count as its progress too.
+/// Whether a step waits for writeback (sync, fsync, msync, a write with fsync, a probe's fsynced
+/// ballast, a truncate or unlink of pages under writeback): then pages written back
+/// machine-wide count as its progress too.
 pub(super) fn waits_on_writeback(step: &Step) -> bool {
     matches!(
         step,
         Step::Sync
             | Step::Fsync { .. }
+            | Step::Probe { .. }
+            | Step::Truncate { .. }
+            | Step::Unlink { .. }
             | Step::MmapWrite { .. }
             | Step::Create { .. }
             | Step::Wait { .. }

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::counter::{DIRTY, FILE, USAGE, WRITEBACK};
+
 use crate::model::Series;
 use crate::stats::median;
 use crate::sys::cgroup::stat::Stat;
@@ -93,6 +95,10 @@ pub struct Record {
     /// The memory limit set on each limited group (bytes; memory.limit_in_bytes / memory.max),
     /// as the scenario asked for it.
     pub limits: Vec<(String, u64)>,
+    /// The step a stall or timeout cut off, recorded up to that moment. Kept out of `steps`, so
+    /// checks and measurements that look at finished steps never judge a cut-off one; the
+    /// accounting checks' windows include it (what the samples show during it is real).
+    pub stopped: Option<StepRecord>,
 }
 
 fn sum_of(v: &[(String, i64)], counters: &[String]) -> i64 {
@@ -125,6 +131,8 @@ pub struct MoveRecord {
 }
 
 impl MoveRecord {
+    /// What a move is described by: usage and these memory.stat counters of both groups.
+    pub const COUNTERS: [&'static str; 6] = [USAGE, "anon", FILE, "mapped", DIRTY, WRITEBACK];
     /// Bytes of `counters` the move carried (summed).
     pub fn carried_of(&self, counters: &[String]) -> i64 {
         sum_of(&self.carried, counters)

@@ -55,6 +55,7 @@ fn cycles(settled: &[i64]) -> Record {
         moves: vec![],
         charge_moving: None,
         limits: Vec::new(),
+        stopped: None,
     }
 }
 
@@ -182,6 +183,7 @@ fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
         moves: vec![],
         charge_moving,
         limits: Vec::new(),
+        stopped: None,
     }
 }
 
