@@ -21,11 +21,8 @@ pub fn change(
     tolerance: Option<u64>,
     needs_moving: bool,
 ) -> CheckResult {
-    if needs_moving && let Some(why) = &rec.charge_moving {
-        return missing(
-            name,
-            format!("charge moving is not available on this kernel: {why}"),
-        );
+    if let Some(r) = super::without_moving(&name, rec, needs_moving) {
+        return r;
     }
     let Some(c) = rec.series.col(col) else {
         return missing(name, format!("column {col} was not sampled"));

@@ -215,12 +215,11 @@ impl CheckSpec for DirtyProbe {
         format!("dirty-probe({})", self.cgroup)
     }
     fn needs(&self) -> Needs {
-        Needs {
-            counters: DIRTY_WRITEBACK.map(String::from).to_vec(),
-            vmstat: GLOBAL.map(String::from).to_vec(),
-            reference: Some(self.cgroup.clone()),
-            ..Needs::default()
-        }
+        Needs::accounting(
+            &self.cgroup,
+            DIRTY_WRITEBACK.map(String::from).to_vec(),
+            GLOBAL.map(String::from).to_vec(),
+        )
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         dirty_probe(self.name(), rec, &self.cgroup)

@@ -18,11 +18,8 @@ pub fn follows(
     step: &str,
     needs_moving: bool,
 ) -> CheckResult {
-    if needs_moving && let Some(why) = &rec.charge_moving {
-        return missing(
-            name,
-            format!("charge moving is not available on this kernel: {why}"),
-        );
+    if let Some(r) = super::without_moving(&name, rec, needs_moving) {
+        return r;
     }
     let (Some(f), Some(t)) = (rec.series.col(from), rec.series.col(to)) else {
         return missing(name, format!("columns {from} and {to} were not sampled"));

@@ -79,6 +79,28 @@ pub struct Needs {
     pub reference: Option<String>,
 }
 
+impl Needs {
+    /// What an accounting check needs: the group's counters, the matching /proc/vmstat keys, and
+    /// the group's reference (see `reference`).
+    pub fn accounting(cgroup: &str, counters: Vec<String>, vmstat: Vec<String>) -> Needs {
+        Needs {
+            counters,
+            vmstat,
+            reference: Some(cgroup.to_string()),
+            ..Needs::default()
+        }
+    }
+}
+
+/// The not-exercised result of a check that needs charge moving, on a kernel without it.
+fn without_moving(name: &str, rec: &Record, needs_moving: bool) -> Option<CheckResult> {
+    let why = rec.charge_moving.as_ref().filter(|_| needs_moving)?;
+    Some(missing(
+        name.to_string(),
+        format!("charge moving is not available on this kernel: {why}"),
+    ))
+}
+
 /// One check kind's parsed spec: everything about the kind but its parser (see `KINDS`).
 pub trait CheckSpec: std::fmt::Debug + Send + Sync + SpecBase {
     /// The name results carry, e.g. `settles(test)`.

@@ -103,12 +103,7 @@ impl CheckSpec for Observed {
         format!("observed({}: {})", self.cgroup, self.counters.join("+"))
     }
     fn needs(&self) -> Needs {
-        Needs {
-            counters: self.counters.clone(),
-            vmstat: self.global.clone(),
-            reference: Some(self.cgroup.clone()),
-            ..Needs::default()
-        }
+        Needs::accounting(&self.cgroup, self.counters.clone(), self.global.clone())
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         observed(self.name(), rec, &self.cgroup, &self.counters, &self.global)

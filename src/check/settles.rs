@@ -175,13 +175,8 @@ impl CheckSpec for Settles {
         }
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
-        if self.needs_moving
-            && let Some(why) = &rec.charge_moving
-        {
-            return missing(
-                self.name(),
-                format!("charge moving is not available on this kernel: {why}"),
-            );
+        if let Some(r) = super::without_moving(&self.name(), rec, self.needs_moving) {
+            return r;
         }
         settles(
             self.name(),

@@ -342,12 +342,7 @@ impl CheckSpec for TracksGlobal {
         format!("tracks-global({})", self.cgroup)
     }
     fn needs(&self) -> Needs {
-        Needs {
-            counters: self.counters.clone(),
-            vmstat: self.global.clone(),
-            reference: Some(self.cgroup.clone()),
-            ..Needs::default()
-        }
+        Needs::accounting(&self.cgroup, self.counters.clone(), self.global.clone())
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         tracks_global(

@@ -27,8 +27,6 @@ pub(super) struct Run<'a> {
     pub(super) sampler: &'a Sampler,
     pub(super) t0: Instant,
     pub(super) deadline: Instant,
-    /// The run's top group: the watchdog watches the tasks below it, except the helpers'.
-    pub(super) root: &'a Cgroup,
     pub(super) aux: &'a Cgroup,
     pub(super) groups: &'a [(String, Cgroup)],
     pub(super) scratch: &'a Path,
@@ -114,9 +112,10 @@ impl Run<'_> {
         let (ctx, sc) = (self.ctx, self.sc);
         ctx.progress.step(&sc.name, &step.describe());
         let kind = step.kind();
+        // The declared groups at the top (their children are below them); not the helpers'.
+        let top = self.groups.iter().filter(|(n, _)| !n.contains('/'));
         let watchdog = RefCell::new(Watchdog::new(
-            &self.root.path,
-            Some(&self.aux.path),
+            top.map(|(_, c)| c.clone()).collect(),
             Path::new(proc::PROC),
             ctx.stall.map(|s| s + idle_by_design(step)),
             waits_on_writeback(step),

@@ -24,22 +24,7 @@ use crate::sys::{cleanup, proc};
 
 impl ScenarioResult {
     fn new(sc: &Scenario, status: Status, reason: String) -> Self {
-        ScenarioResult {
-            name: sc.name.clone(),
-            summary: sc.summary.clone(),
-            status,
-            reason,
-            cgroup_version: None,
-            seconds: 0.0,
-            samples: 0,
-            phases: Vec::new(),
-            checks: Vec::new(),
-            notes: Vec::new(),
-            moves: Vec::new(),
-            measurements: Vec::new(),
-            record: None,
-            error: None,
-        }
+        ScenarioResult::empty(&sc.name, &sc.summary, status, reason)
     }
 }
 
@@ -277,7 +262,6 @@ fn execute(
         sampler: &sampler,
         t0,
         deadline,
-        root: &root,
         aux: &aux,
         groups: &groups,
         scratch: &scratch,

@@ -12,6 +12,9 @@
 //! falsely.
 
 use std::path::{Path, PathBuf};
+
+use crate::sys::cgroup::Cgroup;
+use crate::sys::proc;
 use std::time::{Duration, Instant};
 
 /// Default time without progress after which a step counts as stalled.
@@ -21,12 +24,11 @@ pub const QUICK_STALL: Duration = Duration::from_secs(10);
 /// How often the watchdog reads /proc (the wait loops poll every few ms).
 const EVERY: Duration = Duration::from_millis(250);
 
-/// Watches the tasks below one cgroup directory.
+/// Watches the tasks of some cgroups and their descendants.
 pub struct Watchdog {
-    /// The run's top group (every test group and the helpers' group are below it).
-    group: PathBuf,
-    /// Not watched: the helpers' group, whose antagonists (a compaction loop) never stop.
-    exclude: Option<PathBuf>,
+    /// The scenario's top-level test groups (not the helpers' group, whose antagonists — a
+    /// compaction loop — never stop).
+    groups: Vec<Cgroup>,
     proc: PathBuf,
     /// None: the watchdog is off.
     stall: Option<Duration>,
@@ -38,16 +40,9 @@ pub struct Watchdog {
 }
 
 impl Watchdog {
-    pub fn new(
-        group: &Path,
-        exclude: Option<&Path>,
-        proc: &Path,
-        stall: Option<Duration>,
-        writeback: bool,
-    ) -> Self {
+    pub fn new(groups: Vec<Cgroup>, proc: &Path, stall: Option<Duration>, writeback: bool) -> Self {
         Watchdog {
-            group: group.to_path_buf(),
-            exclude: exclude.map(Path::to_path_buf),
+            groups,
             proc: proc.to_path_buf(),
             stall,
             writeback,
@@ -63,10 +58,18 @@ impl Watchdog {
             return None;
         }
         self.checked = Some(now);
-        let tasks = tasks_below(&self.group, self.exclude.as_deref());
+        // A group whose tasks cannot be listed (removed under us) counts no progress.
+        let tasks: Vec<i32> = self
+            .groups
+            .iter()
+            .flat_map(|g| g.pids_below().unwrap_or_default())
+            .collect();
         let mut total = tasks_progress(&self.proc, &tasks);
         if self.writeback {
-            total = total.wrapping_add(vmstat_key(&self.proc, "nr_written").unwrap_or(0));
+            let written = proc::vmstat_snapshot(&self.proc)
+                .ok()
+                .and_then(|v| v.get("nr_written"));
+            total = total.wrapping_add(written.unwrap_or(0) as u64);
         }
         judge(&mut self.last, total, now, stall)
     }
@@ -89,24 +92,6 @@ fn judge(
             None
         }
     }
-}
-
-/// Every task in `group` and the groups below it but `exclude` (cgroup.procs, both versions).
-pub fn tasks_below(group: &Path, exclude: Option<&Path>) -> Vec<i32> {
-    let mut out = Vec::new();
-    let mut dirs = vec![group.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        if exclude.is_some_and(|x| x == d) {
-            continue;
-        }
-        if let Ok(t) = std::fs::read_to_string(d.join("cgroup.procs")) {
-            out.extend(t.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
-        }
-        if let Ok(rd) = std::fs::read_dir(&d) {
-            dirs.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
-        }
-    }
-    out
 }
 
 /// The sum of rchar + wchar (/proc/PID/io) and minflt + majflt (/proc/PID/stat) over `pids`.
@@ -147,14 +132,6 @@ fn faults(stat: &str) -> u64 {
     at(10).wrapping_add(at(12))
 }
 
-fn vmstat_key(proc: &Path, key: &str) -> Option<u64> {
-    let t = std::fs::read_to_string(proc.join("vmstat")).ok()?;
-    t.lines()
-        .filter_map(|l| l.split_once(' '))
-        .find(|(k, _)| *k == key)
-        .and_then(|(_, v)| v.trim().parse().ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +169,7 @@ mod tests {
         std::fs::write(cg.join("cgroup.procs"), "").unwrap();
         std::fs::write(cg.join("a/cgroup.procs"), "7\n").unwrap();
         std::fs::write(cg.join("a/b/cgroup.procs"), "8\n9\n").unwrap();
+        let group = |p: &str| Cgroup::new(cg.join(p), crate::sys::cgroup::Version::V1);
         let proc = d.path().join("proc");
         for (pid, w) in [(7, 1), (8, 2)] {
             std::fs::create_dir_all(proc.join(pid.to_string())).unwrap();
@@ -201,12 +179,13 @@ mod tests {
             )
             .unwrap();
         }
-        let mut pids = tasks_below(&cg, None);
+        let mut pids = group("").pids_below().unwrap();
         pids.sort();
         assert_eq!(pids, vec![7, 8, 9]);
-        assert_eq!(tasks_below(&cg, Some(&cg.join("a/b"))), vec![7]);
+        assert_eq!(group("a/b").pids_below().unwrap(), vec![8, 9]);
         assert_eq!(tasks_progress(&proc, &pids), 3);
         std::fs::write(proc.join("vmstat"), "nr_dirty 1\nnr_written 40\n").unwrap();
-        assert_eq!(vmstat_key(&proc, "nr_written"), Some(40));
+        let vm = proc::vmstat_snapshot(&proc).unwrap();
+        assert_eq!(vm.get("nr_written"), Some(40));
     }
 }

@@ -71,13 +71,20 @@ pub struct ScenarioResult {
 impl ScenarioResult {
     /// A scenario that never ended (the VM guest died in it): failed, with why.
     pub fn unfinished(name: &str, summary: &str, reason: &str, seconds: f64) -> Self {
+        let mut r = ScenarioResult::empty(name, summary, Status::Fail, reason.into());
+        r.seconds = seconds;
+        r
+    }
+
+    /// A result with a status and reason and nothing measured or judged yet.
+    pub fn empty(name: &str, summary: &str, status: Status, reason: String) -> Self {
         ScenarioResult {
             name: name.into(),
             summary: summary.into(),
-            status: Status::Fail,
-            reason: reason.into(),
+            status,
+            reason,
             cgroup_version: None,
-            seconds,
+            seconds: 0.0,
             samples: 0,
             phases: Vec::new(),
             checks: Vec::new(),

@@ -207,8 +207,7 @@ impl Cgroup {
         let deadline = Instant::now() + wait;
         let kill_file = self.file("cgroup.kill");
         loop {
-            let mut pids = Vec::new();
-            self.collect_pids(&mut pids)?;
+            let pids = self.pids_below()?;
             if pids.is_empty() {
                 return Ok(());
             }
@@ -233,12 +232,13 @@ impl Cgroup {
         }
     }
 
-    fn collect_pids(&self, out: &mut Vec<i32>) -> Result<(), CgroupError> {
-        out.extend(self.procs()?);
+    /// The processes in this cgroup and its descendants.
+    pub fn pids_below(&self) -> Result<Vec<i32>, CgroupError> {
+        let mut out = self.procs()?;
         for c in self.children()? {
-            c.collect_pids(out)?;
+            out.extend(c.pids_below()?);
         }
-        Ok(())
+        Ok(out)
     }
 
     /// Removes this cgroup and its descendants bottom-up, retrying rmdir while the kernel still
