@@ -23,6 +23,10 @@ pub struct Cli {
     /// Directory for scratch files (must be on a filesystem with writeback, not tmpfs).
     #[arg(long, global = true, value_name = "DIR", default_value = env::DEFAULT_SCRATCH)]
     pub scratch: PathBuf,
+    /// A directory on a slow disk for the scenarios that ask for one (`scratch = "slow"`: pages
+    /// under writeback stay so for seconds). `memcgtest vm` gives its guest one.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub slow_scratch: Option<PathBuf>,
     /// Also load scenario files from this directory (they replace built-ins of the same name).
     #[arg(long, global = true, value_name = "DIR")]
     pub scenario_dir: Option<PathBuf>,
@@ -135,6 +139,10 @@ pub enum Command {
         /// Size of the sparse ext4 scratch disk.
         #[arg(long, default_value = "4G", value_parser = units::parse_size)]
         disk: u64,
+        /// Write rate of the guest's slow disk (for scenarios with `scratch = "slow"`: pages
+        /// under writeback stay so for seconds), bytes per second.
+        #[arg(long, default_value = "8M", value_parser = units::parse_size)]
+        slow_disk_bps: u64,
         /// Swap file on the scratch disk, enabled in the guest (0 for none).
         #[arg(long, default_value = "256M", value_parser = units::parse_size)]
         swap: u64,

@@ -199,7 +199,10 @@ fn check_files(files: &[PathBuf]) -> Result<u8, Error> {
 /// `memcgtest cleanup`.
 fn cleanup_leftovers(cli: &Cli) -> Result<u8, Error> {
     let roots = cleanup_roots(cli.parent.as_deref())?;
-    let scratch: Vec<PathBuf> = cli.scratch.canonicalize().into_iter().collect();
+    let scratch: Vec<PathBuf> = std::iter::once(&cli.scratch)
+        .chain(&cli.slow_scratch)
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
     let (removed, failed) = cleanup::clean(&cleanup::Places {
         cgroup_roots: &roots,
         scratch_dirs: &scratch,
@@ -235,6 +238,7 @@ fn run_vm(cli: &Cli) -> Result<u8, Error> {
         cpus,
         memory,
         disk,
+        slow_disk_bps,
         swap,
         timeout,
         console_log,
@@ -265,6 +269,7 @@ fn run_vm(cli: &Cli) -> Result<u8, Error> {
         }),
         memory_mib: *memory >> 20,
         disk_mib: *disk >> 20,
+        slow_disk_bps: *slow_disk_bps,
         timeout: *timeout,
         console_log: console_log.clone(),
         report: report.clone(),
@@ -343,7 +348,7 @@ fn run_scenarios(
     }
     // Held for the whole run: `cleanup` leaves this run's groups and files alone.
     let _live = own_liveness().map_err(untestable)?;
-    let (parent, scratch) = test_place(cli, &selected, report_dir)?;
+    let (parent, scratch, slow_scratch) = test_place(cli, &selected, report_dir)?;
     cleanup::install_signal_handlers();
     let started = chrono::Utc::now();
     let environment = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
@@ -359,6 +364,7 @@ fn run_scenarios(
     let ctx = runner::Context {
         parent,
         scratch,
+        slow_scratch,
         wait_sysctls: !no_wait,
         quick,
         timeout,
@@ -428,7 +434,7 @@ fn test_place(
     cli: &Cli,
     selected: &[scenario::Scenario],
     report_dir: Option<&Path>,
-) -> Result<(cgroup::Cgroup, PathBuf), Error> {
+) -> Result<(cgroup::Cgroup, PathBuf, Option<PathBuf>), Error> {
     let layout = detect::detect().map_err(untestable)?;
     let parent =
         env::test_parent(&layout, cli.cgroup, cli.parent.as_deref()).map_err(untestable)?;
@@ -450,26 +456,12 @@ fn test_place(
         )));
     }
     // The scratch and report directories are this machine's: checked before anything runs.
-    let scratch = cli
-        .scratch
-        .canonicalize()
-        .unwrap_or_else(|_| cli.scratch.clone());
-    if !writable_dir(&scratch) {
-        return Err(untestable(format!(
-            "scratch directory {} is missing, not a directory or not writable; pass --scratch DIR",
-            cli.scratch.display()
-        )));
-    }
-    let fstype = memcgtest::sys::proc::fstype_of(&scratch);
-    if selected.iter().any(|s| s.requires.writeback) && !env::supports_writeback(fstype.as_deref())
-    {
-        return Err(untestable(format!(
-            "scratch directory {} is on {}, which has no writeback: pages there never become dirty in \
-             memory.stat. Pass --scratch DIR on ext4, xfs or btrfs",
-            cli.scratch.display(),
-            fstype.as_deref().unwrap_or("an unknown filesystem")
-        )));
-    }
+    let writeback = selected.iter().any(|s| s.requires.writeback);
+    let scratch = scratch_dir(&cli.scratch, "--scratch", writeback)?;
+    let slow_scratch = match &cli.slow_scratch {
+        Some(d) => Some(scratch_dir(d, "--slow-scratch", writeback)?),
+        None => None,
+    };
     if let Some(dir) = report_dir
         && !(std::fs::create_dir_all(dir).is_ok() && writable_dir(dir))
     {
@@ -478,7 +470,29 @@ fn test_place(
             dir.display()
         )));
     }
-    Ok((parent, scratch))
+    Ok((parent, scratch, slow_scratch))
+}
+
+/// A scratch directory (`flag`) checked: it exists, is writable and, when a scenario needs
+/// writeback, on a filesystem that has it.
+fn scratch_dir(dir: &Path, flag: &str, writeback: bool) -> Result<PathBuf, Error> {
+    let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    if !writable_dir(&canonical) {
+        return Err(untestable(format!(
+            "scratch directory {} is missing, not a directory or not writable; pass {flag} DIR",
+            dir.display()
+        )));
+    }
+    let fstype = memcgtest::sys::proc::fstype_of(&canonical);
+    if writeback && !env::supports_writeback(fstype.as_deref()) {
+        return Err(untestable(format!(
+            "scratch directory {} is on {}, which has no writeback: pages there never become dirty in \
+             memory.stat. Pass {flag} DIR on ext4, xfs or btrfs",
+            dir.display(),
+            fstype.as_deref().unwrap_or("an unknown filesystem")
+        )));
+    }
+    Ok(canonical)
 }
 
 /// Runs the scenarios one after another (until interrupted), with progress and remembered

@@ -300,7 +300,7 @@ pub use dirty_probe::{DirtyProbe, dirty_probe};
 pub use exercised::{Exercised, exercised};
 pub use follows::{Follows, follows};
 pub use hierarchy::{Hierarchy, hierarchy};
-pub use moved::{Moved, moved};
+pub use moved::{Moved, Want, moved};
 pub use no_ratchet::{NoRatchet, no_ratchet};
 pub use no_underflow::{NoUnderflow, no_underflow};
 pub use observed::{Observed, observed};

@@ -11,16 +11,25 @@ use crate::scenario::{CheckInput, ScenarioError, Step};
 use crate::units::human_bytes;
 
 /// `moved`: every move of `task` carried at least `min` bytes of `counters` (summed) from its
-/// source group to its destination; else the scenario did not exercise what it is about.
+/// source group to its destination, and the source held at least `held` of them right before
+/// it; else the scenario did not exercise what it is about. `held` alone is for what a broken
+/// kernel may not carry (writeback a move leaves behind): only what was there to move counts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Moved {
     pub task: String,
     pub counters: Vec<String>,
-    pub min: u64,
+    pub want: Want,
+}
+
+/// What each move must show: bytes carried, bytes the source held (None: no demand).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Want {
+    pub min: Option<u64>,
+    pub held: Option<u64>,
 }
 
 pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
-    i.only(&["task", "counters", "min"])?;
+    i.only(&["task", "counters", "min", "held"])?;
     let task = i.need::<String>("task")?;
     let held = i
         .phases()
@@ -46,17 +55,21 @@ pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
             ),
         ));
     }
-    let min = i.size("min")?.unwrap_or(1 << 20);
-    if min == 0 {
+    let (min, held) = (i.size("min")?, i.size("held")?);
+    if min == Some(0) || held == Some(0) {
         return Err(i.err(
             i.span(),
-            "min must be above 0 (a move always carries 0 or more)",
+            "min and held must be above 0 (a move always carries 0 or more)",
         ));
     }
+    let want = Want {
+        min: min.or(if held.is_none() { Some(1 << 20) } else { None }),
+        held,
+    };
     Ok(Check::new(Moved {
         task: task.into_inner(),
         counters,
-        min,
+        want,
     }))
 }
 
@@ -65,20 +78,25 @@ impl CheckSpec for Moved {
         format!("moved({}: {})", self.task, self.counters.join("+"))
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
-        moved(
-            self.name(),
-            rec,
-            &self.task,
-            &self.counters,
-            self.min as i64,
-        )
+        moved(self.name(), rec, &self.task, &self.counters, self.want)
     }
     fn scale_down(&mut self, divisor: u64) {
-        self.min = (self.min / divisor).max(1);
+        for v in [&mut self.want.min, &mut self.want.held]
+            .into_iter()
+            .flatten()
+        {
+            *v = (*v / divisor).max(1);
+        }
     }
 }
 
-pub fn moved(name: String, rec: &Record, task: &str, counters: &[String], min: i64) -> CheckResult {
+pub fn moved(
+    name: String,
+    rec: &Record,
+    task: &str,
+    counters: &[String],
+    want: Want,
+) -> CheckResult {
     let what = counters.join("+");
     let moves: Vec<_> = rec.moves.iter().filter(|m| m.task == task).collect();
     if moves.is_empty() {
@@ -98,7 +116,8 @@ pub fn moved(name: String, rec: &Record, task: &str, counters: &[String], min: i
             human_bytes(got),
             human_bytes(held)
         ));
-        if got < min {
+        let short = |need: Option<u64>, have: i64| need.is_some_and(|n| have < n as i64);
+        if short(want.min, got) || short(want.held, held) {
             outcome = Outcome::NotExercised;
         }
     }
@@ -108,20 +127,43 @@ pub fn moved(name: String, rec: &Record, task: &str, counters: &[String], min: i
             text.join("; ")
         ),
         _ => format!(
-            "the move of task {task} did not carry {} of {what}, so the scenario did not test moving them: {}",
-            human_bytes(min),
+            "the move of task {task} did not {}, so the scenario did not test moving them: {}",
+            want.describe(&what),
             text.join("; ")
         ),
     };
     let carried: Vec<String> = moves
         .iter()
-        .map(|m| human_bytes(m.carried_of(counters)))
+        .map(|m| {
+            format!(
+                "{} carried of {} held",
+                human_bytes(m.carried_of(counters)),
+                human_bytes(m.source_of(counters))
+            )
+        })
         .collect();
     CheckResult::new(
         name,
         outcome,
         carried.join(", "),
-        format!(">= {} per move", human_bytes(min)),
+        format!("{} per move", want.describe(&what)),
         detail,
     )
+}
+
+impl Want {
+    /// "carry 4.0 MiB of dirty+writeback", "find 2.0 MiB of writeback in the source", or both.
+    fn describe(&self, what: &str) -> String {
+        let mut parts = Vec::new();
+        if let Some(m) = self.min {
+            parts.push(format!("carry {} of {what}", human_bytes(m as i64)));
+        }
+        if let Some(h) = self.held {
+            parts.push(format!(
+                "find {} of {what} in the source at the move",
+                human_bytes(h as i64)
+            ));
+        }
+        parts.join(" and ")
+    }
 }

@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::model::Column;
 use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::{Machine, PhaseResult, Record, ScenarioResult, Series, Status};
-use crate::scenario::{Feature, Scenario, Step};
+use crate::scenario::{Feature, Scenario, ScratchDisk, Step};
 use crate::sys::cgroup::stat::{self, Stat};
 use crate::sys::cgroup::{Cgroup, Version, file_name};
 use crate::sys::sysctl::SysctlGuard;
@@ -33,6 +33,8 @@ pub struct Context {
     /// The cgroup test groups are created below (own cgroup or --parent).
     pub parent: Cgroup,
     pub scratch: PathBuf,
+    /// The slow disk's directory for scenarios with `scratch = "slow"` (`--slow-scratch`).
+    pub slow_scratch: Option<PathBuf>,
     /// Wait for another run that owns the vm sysctls (else the scenario stops: 125).
     pub wait_sysctls: bool,
     pub quick: bool,
@@ -249,7 +251,7 @@ fn execute(
         guard.sysctls.set(&format!("vm.{k}"), v)?;
     }
 
-    let scratch = ctx.scratch.join(cleanup::marked(&sc.name));
+    let scratch = scratch_base(ctx, sc, result).join(cleanup::marked(&sc.name));
     std::fs::create_dir(&scratch).with_context(|| format!("mkdir {}", scratch.display()))?;
     guard.scratch = Some(scratch.clone());
 
@@ -682,5 +684,30 @@ mod tests {
         assert!(needs_sysctls(dm));
         let fo = all.iter().find(|s| s.name == "fault-overhead").unwrap();
         assert!(!needs_sysctls(fo));
+    }
+}
+
+/// The directory a scenario's files go under: the slow disk for `scratch = "slow"` when the run
+/// has one, else the scratch directory (a note says which, and why it matters).
+fn scratch_base<'a>(ctx: &'a Context, sc: &Scenario, result: &mut ScenarioResult) -> &'a Path {
+    if sc.scratch != ScratchDisk::Slow {
+        return &ctx.scratch;
+    }
+    match &ctx.slow_scratch {
+        Some(slow) => {
+            result.notes.push(format!(
+                "files on the slow disk {} (pages stay under writeback for seconds)",
+                slow.display()
+            ));
+            slow
+        }
+        None => {
+            result.notes.push(format!(
+                "no slow disk (--slow-scratch): files on {}, where pages stay under writeback \
+                 only as long as this disk takes to write them",
+                ctx.scratch.display()
+            ));
+            &ctx.scratch
+        }
     }
 }

@@ -135,6 +135,17 @@ pub struct Requires {
     pub features: Vec<Feature>,
 }
 
+/// The disk a scenario's files go on. `Slow` is for scenarios about pages under writeback: on
+/// the run's slow disk (`--slow-scratch`; `memcgtest vm` attaches one whose writes qemu
+/// throttles) a page stays under writeback for seconds. Without one, the scratch directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScratchDisk {
+    #[default]
+    Default,
+    Slow,
+}
+
 /// A cgroup the scenario creates, named by its path below the scenario's directory ("a" or "a/b").
 #[derive(Debug, Clone, Serialize)]
 pub struct CgroupSpec {
@@ -419,6 +430,8 @@ pub struct Scenario {
     pub checks: Vec<Check>,
     /// vm sysctls (name without "vm.", value) set for the scenario and restored afterwards.
     pub sysctls: Vec<(String, String)>,
+    /// Which disk its files go on.
+    pub scratch: ScratchDisk,
     /// Where it was read from ("builtin:NAME.toml" or a path).
     pub source: String,
 }

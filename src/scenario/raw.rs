@@ -14,6 +14,8 @@ pub(super) struct RawScenario {
     #[serde(default)]
     pub(super) description: String,
     pub(super) timeout: Option<Spanned<String>>,
+    /// "slow": the scenario's files go on the run's slow disk when it has one.
+    pub(super) scratch: Option<Spanned<String>>,
     pub(super) origin: Origin,
     #[serde(default)]
     pub(super) requires: RawRequires,

@@ -10,7 +10,7 @@ use super::raw::RawScenario;
 use super::steps::{CgroupRef, resolve_step};
 use super::{
     Antagonist, CgroupSpec, Check, Feature, HELPER_GROUP, MAX_SIZE, Phase, Requires, SampleSpec,
-    Scenario, ScenarioError, Step,
+    Scenario, ScenarioError, ScratchDisk, Step,
 };
 use crate::sys::cgroup::{Version, stat};
 use crate::units::{MIN_INTERVAL, parse_duration_within, parse_size};
@@ -161,10 +161,21 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
     }
 
     let sysctls = sysctls(cx, &raw)?;
+    let scratch = match &raw.scratch {
+        None => ScratchDisk::Default,
+        Some(s) if s.get_ref() == "slow" => ScratchDisk::Slow,
+        Some(s) => {
+            return Err(cx.err(
+                s.span(),
+                format!("scratch {:?}: the only choice is \"slow\"", s.get_ref()),
+            ));
+        }
+    };
 
     Ok(Scenario {
         name,
         sysctls,
+        scratch,
         summary: one_line(cx, &raw.summary, "summary")?,
         description: raw.description,
         origin: raw.origin,

@@ -615,3 +615,18 @@ mod prop {
         }
     }
 }
+
+/// `scratch` picks the slow disk; anything else is an error at its line.
+#[test]
+fn scratch_is_slow_or_absent() {
+    assert_eq!(parse("f.toml", GOOD).unwrap().scratch, ScratchDisk::Default);
+    let slow = GOOD.replacen(
+        "summary = \"s\"\n",
+        "summary = \"s\"\nscratch = \"slow\"\n",
+        1,
+    );
+    assert_eq!(parse("f.toml", &slow).unwrap().scratch, ScratchDisk::Slow);
+    let e = err(&slow.replace("\"slow\"", "\"fast\""));
+    assert!(e.msg.contains("the only choice is \"slow\""), "{e}");
+    assert_eq!(e.line, 4, "{e}");
+}

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use nix::mount::{MsFlags, mount};
 use serde::{Deserialize, Serialize};
 
-use super::qemu::DISK_SERIAL;
+use super::qemu::{DISK_SERIAL, SLOW_DISK_SERIAL};
 
 /// What the host tells the guest, in /vm.json.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,6 +35,8 @@ pub struct GuestConfig {
 
 pub const CONFIG_PATH: &str = "/vm.json";
 pub const SCRATCH: &str = "/scratch";
+/// The slow disk's mount point (`--slow-scratch`).
+pub const SLOW_SCRATCH: &str = "/slow";
 /// Where the guest writes --report output on the scratch disk (read back by the host).
 pub const REPORT_DIR: &str = "/scratch/report";
 pub const STATUS_PREFIX: &str = "memcgtest-exit=";
@@ -84,14 +86,14 @@ fn load_module(path: &str) -> Result<()> {
     Ok(())
 }
 
-/// The block device whose virtio serial is ours, waiting for the driver to probe it.
-fn find_disk(timeout: Duration) -> Result<String> {
+/// The block device whose virtio serial is `serial`, waiting for the driver to probe it.
+fn find_disk(serial_want: &str, timeout: Duration) -> Result<String> {
     let start = Instant::now();
     loop {
         if let Ok(rd) = std::fs::read_dir("/sys/block") {
             for e in rd.flatten() {
                 let serial = std::fs::read_to_string(e.path().join("serial")).unwrap_or_default();
-                if serial.trim() == DISK_SERIAL {
+                if serial.trim() == serial_want {
                     return Ok(format!("/dev/{}", e.file_name().to_string_lossy()));
                 }
             }
@@ -105,7 +107,7 @@ fn find_disk(timeout: Duration) -> Result<String> {
                 })
                 .unwrap_or_default();
             bail!(
-                "no block device with serial {DISK_SERIAL} after {}s (block devices: {}); the kernel \
+                "no block device with serial {serial_want} after {}s (block devices: {}); the kernel \
                  needs virtio-pci and virtio-blk, built in or given with --modules",
                 timeout.as_secs(),
                 if have.is_empty() {
@@ -131,8 +133,10 @@ fn setup(cfg: &GuestConfig) -> Result<()> {
     if !cfg.modules.is_empty() {
         say(&format!("loaded {} modules", cfg.modules.len()));
     }
-    let disk = find_disk(Duration::from_secs(20))?;
+    let disk = find_disk(DISK_SERIAL, Duration::from_secs(20))?;
     mnt(&disk, SCRATCH, "ext4", None)?;
+    let slow = find_disk(SLOW_DISK_SERIAL, Duration::from_secs(20))?;
+    mnt(&slow, SLOW_SCRATCH, "ext4", None)?;
     match cfg.cgroup.as_str() {
         "v2" => {
             mnt("cgroup2", "/sys/fs/cgroup", "cgroup2", None)
@@ -153,7 +157,7 @@ fn setup(cfg: &GuestConfig) -> Result<()> {
         make_swap(&format!("{SCRATCH}/swapfile"), cfg.swap)?;
     }
     say(&format!(
-        "scratch disk {disk} on {SCRATCH}, cgroup {}, swap {} MiB",
+        "scratch disk {disk} on {SCRATCH}, slow disk {slow} on {SLOW_SCRATCH}, cgroup {}, swap {} MiB",
         cfg.cgroup,
         cfg.swap >> 20
     ));

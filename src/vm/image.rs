@@ -22,6 +22,7 @@ pub(super) fn build_initramfs(
         "run",
         "tmp",
         "scratch",
+        "slow",
         "bin",
         "modules",
         "scenarios",

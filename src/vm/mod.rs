@@ -49,6 +49,8 @@ pub struct Options {
     pub cpus: u32,
     pub memory_mib: u64,
     pub disk_mib: u64,
+    /// Write rate qemu allows the slow disk, bytes per second.
+    pub slow_disk_bps: u64,
     pub timeout: Option<Duration>,
     pub console_log: Option<PathBuf>,
     pub report: Option<PathBuf>,
@@ -67,6 +69,16 @@ pub struct Options {
 
 /// The scratch disk's image in the work directory.
 const SCRATCH_IMAGE: &str = "scratch.img";
+/// The slow disk's image (beside the scratch disk's) and size: for scenarios about pages under
+/// writeback (`scratch = "slow"`), whose writes qemu throttles so writeback lasts seconds.
+const SLOW_IMAGE: &str = "slow.img";
+const SLOW_DISK_MIB: u64 = 1024;
+
+/// Formats both disks (again, for a second boot).
+fn make_disks(disk: &Path, opts: &Options) -> Result<()> {
+    make_disk(disk, opts.disk_mib)?;
+    make_disk(&disk.with_file_name(SLOW_IMAGE), SLOW_DISK_MIB)
+}
 
 /// Default whole-VM timeout: TCG is 5-20x slower than the hardware.
 pub fn default_timeout(accel: Accel) -> Duration {
@@ -113,6 +125,7 @@ pub fn guest_command(
     }
     for forbidden in [
         "--scratch",
+        "--slow-scratch",
         "--parent",
         "--cgroup",
         "--report",
@@ -134,6 +147,8 @@ pub fn guest_command(
         cgroup.into(),
         "--scratch".into(),
         guest::SCRATCH.into(),
+        "--slow-scratch".into(),
+        guest::SLOW_SCRATCH.into(),
     ];
     if scenario_dir {
         a.extend(["--scenario-dir".into(), "/scenarios".into()]);
@@ -289,6 +304,8 @@ fn qemu_command(
         initrd: initrd.to_path_buf(),
         append: qemu::kernel_cmdline(""),
         disk: disk.to_path_buf(),
+        slow_disk: disk.with_file_name(SLOW_IMAGE),
+        slow_disk_bps: opts.slow_disk_bps,
         serial: serial.clone(),
     };
     let qlog_file = std::fs::File::create(qlog)?;
@@ -539,7 +556,7 @@ fn boot_with_fallback(
             None => {
                 note = "KVM was tried first but the guest did not start under it (nested virtualization?); fell back to TCG".into();
                 eprintln!("memcgtest vm: {note}");
-                make_disk(disk, opts.disk_mib)?;
+                make_disks(disk, opts)?;
                 accel = Accel::Tcg;
             }
         }
@@ -567,7 +584,7 @@ fn images(
     );
     std::fs::write(&initrd, archive).with_context(|| format!("write {}", initrd.display()))?;
     let disk = work.dir.join(SCRATCH_IMAGE);
-    make_disk(&disk, opts.disk_mib)?;
+    make_disks(&disk, opts)?;
 
     Ok((initrd, disk))
 }

@@ -34,12 +34,16 @@ pub struct Config {
     pub append: String,
     /// The scratch disk image (raw, ext4).
     pub disk: PathBuf,
+    /// The slow disk image (raw, ext4) and the write rate qemu allows it, bytes per second.
+    pub slow_disk: PathBuf,
+    pub slow_disk_bps: u64,
     /// Files for ttyS0..ttyS3.
     pub serial: [PathBuf; 4],
 }
 
-/// The virtio-blk serial the guest looks for in /sys/block/*/serial.
+/// The virtio-blk serials the guest looks for in /sys/block/*/serial.
 pub const DISK_SERIAL: &str = "memcgtest-scratch";
+pub const SLOW_DISK_SERIAL: &str = "memcgtest-slow";
 
 /// The kernel command line. `panic=-1` reboots at once on a panic, which -no-reboot turns into
 /// qemu exiting; 8250.nr_uarts=4 makes sure ttyS1..3 exist.
@@ -88,6 +92,15 @@ pub fn args(cfg: &Config) -> Vec<String> {
         ),
         "-device".into(),
         format!("virtio-blk-pci,drive=scratch,serial={DISK_SERIAL}"),
+        // Writes wait in qemu's throttle queue, so the guest's pages stay under writeback.
+        "-drive".into(),
+        format!(
+            "file={},if=none,id=slow,format=raw,throttling.bps-write={}",
+            escape_opt(&cfg.slow_disk),
+            cfg.slow_disk_bps
+        ),
+        "-device".into(),
+        format!("virtio-blk-pci,drive=slow,serial={SLOW_DISK_SERIAL}"),
     ]);
     for s in &cfg.serial {
         a.push("-serial".into());
@@ -128,6 +141,8 @@ mod tests {
             initrd: "/t/initrd".into(),
             append: kernel_cmdline(""),
             disk: "/t/a,b.img".into(),
+            slow_disk: "/t/slow.img".into(),
+            slow_disk_bps: 4 << 20,
             serial: ["/t/0".into(), "/t/1".into(), "/t/2".into(), "/t/3".into()],
         }
     }

@@ -20,23 +20,25 @@ fn guest_command_adds_the_vm_options() {
     let a = guest_command(&["run".into(), "--quick".into()], "v2", true, true).unwrap();
     assert_eq!(
         a.join(" "),
-        "run --cgroup v2 --scratch /scratch --scenario-dir /scenarios --events --report /scratch/report --quick"
+        "run --cgroup v2 --scratch /scratch --slow-scratch /slow --scenario-dir /scenarios --events --report /scratch/report --quick"
     );
     let a = guest_command(&["run".into(), "--format=json".into()], "v1", false, false);
     assert_eq!(
         a.unwrap().join(" "),
-        "run --cgroup v1 --scratch /scratch --events --format=json"
+        "run --cgroup v1 --scratch /scratch --slow-scratch /slow --events --format=json"
     );
     assert_eq!(guest_command(&[], "v1", false, false).unwrap()[0], "run");
     assert_eq!(
         guest_command(&["env".into()], "v1", false, true)
             .unwrap()
             .join(" "),
-        "env --cgroup v1 --scratch /scratch"
+        "env --cgroup v1 --scratch /scratch --slow-scratch /slow"
     );
     assert!(guest_command(&["rm".into()], "v1", false, false).is_err());
     let scratch = guest_command(&["run".into(), "--scratch=/x".into()], "v1", false, false);
     assert!(scratch.is_err());
+    let slow = guest_command(&["run".into(), "--slow-scratch".into()], "v1", false, false);
+    assert!(slow.is_err());
     assert!(guest_command(&["run".into(), "--events".into()], "v1", false, false).is_err());
 }
 

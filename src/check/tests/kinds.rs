@@ -266,7 +266,11 @@ fn a_move_that_carried_nothing_of_its_subject_is_not_exercised() {
     let mut rec = move_record(0, None);
     let dirty = vec!["dirty".to_string()];
     rec.moves = vec![carried_move(0, 30 * MIB)];
-    let r = moved("m".into(), &rec, "w", &dirty, MIB);
+    let carry = |n: u64| Want {
+        min: Some(n),
+        held: None,
+    };
+    let r = moved("m".into(), &rec, "w", &dirty, carry(MIB as u64));
     assert_eq!(r.outcome, Outcome::NotExercised);
     assert!(
         r.detail
@@ -276,13 +280,38 @@ fn a_move_that_carried_nothing_of_its_subject_is_not_exercised() {
     );
     rec.moves = vec![carried_move(20 * MIB, 30 * MIB)];
     assert_eq!(
-        moved("m".into(), &rec, "w", &dirty, MIB).outcome,
+        moved("m".into(), &rec, "w", &dirty, carry(MIB as u64)).outcome,
         Outcome::Pass
     );
     rec.moves.clear();
     assert_eq!(
-        moved("m".into(), &rec, "w", &dirty, 1).outcome,
+        moved("m".into(), &rec, "w", &dirty, carry(1)).outcome,
         Outcome::NotExercised
+    );
+}
+
+/// `held` asks only what the source had to move: a move that left it all behind (a broken
+/// kernel) is still exercised, one whose source had too little is not.
+#[test]
+fn held_judges_what_the_source_had_not_what_moved() {
+    let mut rec = move_record(0, None);
+    let dirty = vec!["dirty".to_string()];
+    let held = Want {
+        min: None,
+        held: Some(8 * MIB as u64),
+    };
+    rec.moves = vec![carried_move(0, 30 * MIB)];
+    assert_eq!(
+        moved("m".into(), &rec, "w", &dirty, held).outcome,
+        Outcome::Pass
+    );
+    rec.moves = vec![carried_move(2 * MIB, 2 * MIB)];
+    let r = moved("m".into(), &rec, "w", &dirty, held);
+    assert_eq!(r.outcome, Outcome::NotExercised);
+    assert!(
+        r.detail.contains("find 8.0 MiB of dirty in the source"),
+        "{}",
+        r.detail
     );
 }
 
