@@ -609,6 +609,31 @@ fn oracle_sources(
     })
 }
 
+/// The directory a scenario's files go under: the slow disk for `scratch = "slow"` when the run
+/// has one, else the scratch directory (a note says which, and why it matters).
+fn scratch_base<'a>(ctx: &'a Context, sc: &Scenario, result: &mut ScenarioResult) -> &'a Path {
+    if sc.scratch != ScratchDisk::Slow {
+        return &ctx.scratch;
+    }
+    match &ctx.slow_scratch {
+        Some(slow) => {
+            result.notes.push(format!(
+                "files on the slow disk {} (pages stay under writeback for seconds)",
+                slow.display()
+            ));
+            slow
+        }
+        None => {
+            result.notes.push(format!(
+                "no slow disk (--slow-scratch): files on {}, where pages stay under writeback \
+                 only as long as this disk takes to write them",
+                ctx.scratch.display()
+            ));
+            &ctx.scratch
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -684,30 +709,5 @@ mod tests {
         assert!(needs_sysctls(dm));
         let fo = all.iter().find(|s| s.name == "fault-overhead").unwrap();
         assert!(!needs_sysctls(fo));
-    }
-}
-
-/// The directory a scenario's files go under: the slow disk for `scratch = "slow"` when the run
-/// has one, else the scratch directory (a note says which, and why it matters).
-fn scratch_base<'a>(ctx: &'a Context, sc: &Scenario, result: &mut ScenarioResult) -> &'a Path {
-    if sc.scratch != ScratchDisk::Slow {
-        return &ctx.scratch;
-    }
-    match &ctx.slow_scratch {
-        Some(slow) => {
-            result.notes.push(format!(
-                "files on the slow disk {} (pages stay under writeback for seconds)",
-                slow.display()
-            ));
-            slow
-        }
-        None => {
-            result.notes.push(format!(
-                "no slow disk (--slow-scratch): files on {}, where pages stay under writeback \
-                 only as long as this disk takes to write them",
-                ctx.scratch.display()
-            ));
-            &ctx.scratch
-        }
     }
 }
