@@ -199,6 +199,8 @@ pub const KINDS: &[Kind] = &[
     Kind { kind: "ratio", parse: ratio::parse },
     Kind { kind: "follows", parse: follows::parse },
     Kind { kind: "moved", parse: moved::parse },
+    Kind { kind: "limit-counters", parse: limit_counters::parse },
+    Kind { kind: "holds-files", parse: holds_files::parse },
     Kind { kind: "under-limit", parse: under_limit::parse },
 ];
 
@@ -284,6 +286,8 @@ mod dirty_probe;
 mod exercised;
 mod follows;
 mod hierarchy;
+mod holds_files;
+mod limit_counters;
 mod moved;
 mod no_ratchet;
 mod no_underflow;
@@ -300,6 +304,8 @@ pub use dirty_probe::{DirtyProbe, dirty_probe};
 pub use exercised::{Exercised, exercised};
 pub use follows::{Follows, follows};
 pub use hierarchy::{Hierarchy, hierarchy};
+pub use holds_files::{HoldsFiles, holds_files};
+pub use limit_counters::{LimitCounters, limit_counters};
 pub use moved::{Moved, Want, moved};
 pub use no_ratchet::{NoRatchet, no_ratchet};
 pub use no_underflow::{NoUnderflow, no_underflow};

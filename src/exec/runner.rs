@@ -18,7 +18,7 @@ use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::{Machine, PhaseResult, Record, ScenarioResult, Series, Status};
 use crate::scenario::{Feature, Scenario, ScratchDisk, Step};
 use crate::sys::cgroup::stat::{self, Stat};
-use crate::sys::cgroup::{Cgroup, Version, file_name};
+use crate::sys::cgroup::{Cgroup, Version};
 use crate::sys::sysctl::SysctlGuard;
 use crate::sys::{cleanup, proc};
 
@@ -409,7 +409,7 @@ fn sampler_sources(
             columns.push(Column::group(name, c).to_string());
             match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
                 Some(key) => keyed.push((key, col)),
-                None => sources.push(Source::single(&cg.file(file_name(cg.version, c)), col)?),
+                None => sources.push(own_file(cg, c, col)?),
             }
         }
         sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
@@ -606,6 +606,16 @@ fn oracle_sources(
         before,
         after,
         machine,
+    })
+}
+
+/// The source of a counter read from a file of its own: the whole file, or one key of it.
+fn own_file(cg: &Cgroup, counter: &str, col: usize) -> Result<Source, Stop> {
+    let loc = crate::model::counter::file(cg.version, counter)
+        .ok_or_else(|| anyhow!("{counter}: no file on cgroup {}", cg.version.as_str()))?;
+    Ok(match loc.key {
+        None => Source::single(&cg.file(loc.file), col)?,
+        Some(k) => Source::keyed(&cg.file(loc.file), vec![(k.to_string(), col)])?,
     })
 }
 

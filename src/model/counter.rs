@@ -11,6 +11,10 @@ pub const FILE: &str = "file";
 pub const USAGE: &str = "usage";
 /// Memory + swap usage (v1 memory.memsw.usage_in_bytes, with swap accounting).
 pub const MEMSW: &str = "memsw";
+/// The page counter's high watermark (v1 memory.max_usage_in_bytes, v2 memory.peak).
+pub const PEAK: &str = "peak";
+/// Charges that failed at the group's limit (v1 memory.failcnt, v2 memory.events `max`).
+pub const LIMIT_HITS: &str = "limit_hits";
 
 /// The counters a page in the page cache is dirty or under writeback in: the accounting checks'
 /// subject.
@@ -22,11 +26,28 @@ pub enum Source {
     /// A memory.stat key; v1's hierarchical value is `total_<v1>`, v2's memory.stat is
     /// hierarchical only.
     Stat { v1: &'static str, v2: &'static str },
-    /// A file holding one number; `None`: the version has no such file.
-    File {
-        v1: &'static str,
-        v2: Option<&'static str>,
-    },
+    /// A file of its own (or a key of one); `None`: the version has no such file.
+    File { v1: Option<Loc>, v2: Option<Loc> },
+}
+
+/// A cgroup file holding one number (`key` None), or a key of a flat-keyed file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loc {
+    pub file: &'static str,
+    pub key: Option<&'static str>,
+}
+
+const fn one(file: &'static str) -> Option<Loc> {
+    Some(Loc { file, key: None })
+}
+
+const fn own(name: &'static str, v1: Option<Loc>, v2: Option<Loc>, unit: Unit) -> Counter {
+    Counter {
+        name,
+        source: Source::File { v1, v2 },
+        vmstat: None,
+        unit,
+    }
 }
 
 /// The unit of a counter's values.
@@ -34,6 +55,8 @@ pub enum Source {
 pub enum Unit {
     /// Bytes in both versions (the /proc/vmstat key counts pages).
     Bytes,
+    /// A count of events.
+    Events,
 }
 
 /// A counter in memcgtest's vocabulary. Hierarchical by default (v1 total_*, v2 memory.stat);
@@ -75,24 +98,28 @@ pub const COUNTERS: &[Counter] = &[
     stat("mapped", "mapped_file", "file_mapped", Some("nr_mapped")),
     stat("shmem", "shmem", "shmem", Some("nr_shmem")),
     stat("swap", "swap", "swap", None),
-    Counter {
-        name: USAGE,
-        source: Source::File {
-            v1: "memory.usage_in_bytes",
-            v2: Some("memory.current"),
-        },
-        vmstat: None,
-        unit: Unit::Bytes,
-    },
-    Counter {
-        name: MEMSW,
-        source: Source::File {
-            v1: "memory.memsw.usage_in_bytes",
-            v2: None,
-        },
-        vmstat: None,
-        unit: Unit::Bytes,
-    },
+    own(
+        USAGE,
+        one("memory.usage_in_bytes"),
+        one("memory.current"),
+        Unit::Bytes,
+    ),
+    own(MEMSW, one("memory.memsw.usage_in_bytes"), None, Unit::Bytes),
+    own(
+        PEAK,
+        one("memory.max_usage_in_bytes"),
+        one("memory.peak"),
+        Unit::Bytes,
+    ),
+    own(
+        LIMIT_HITS,
+        one("memory.failcnt"),
+        Some(Loc {
+            file: "memory.events",
+            key: Some("max"),
+        }),
+        Unit::Events,
+    ),
 ];
 
 /// The counter called `name` (without `.local`).
@@ -121,10 +148,10 @@ pub fn global_key(name: &str) -> Option<&'static str> {
     counter(name).and_then(|c| c.vmstat)
 }
 
-/// The file a counter of its own file is read from on `version`.
-pub fn file(version: Version, name: &str) -> Option<&'static str> {
+/// Where a counter of its own file is read from on `version`.
+pub fn file(version: Version, name: &str) -> Option<Loc> {
     match (counter(name)?.source, version) {
-        (Source::File { v1, .. }, Version::V1) => Some(v1),
+        (Source::File { v1, .. }, Version::V1) => v1,
         (Source::File { v2, .. }, Version::V2) => v2,
         (Source::Stat { .. }, _) => None,
     }

@@ -351,3 +351,99 @@ fn usage_above_the_limit_fails_and_a_limit_never_reached_is_not_tested() {
     let none = under_limit("u".into(), &limited(80 * MIB), "b");
     assert_eq!(none.outcome, Outcome::NotExercised);
 }
+
+/// Group a limited to 64 MiB: usage rises to `top` at t=1.0 and stays; the watermark follows it
+/// (`peak_of`), and `hits` charges have failed from t=1.0 on.
+fn watermarked(top: i64, peak_of: impl Fn(i64) -> i64, hits: i64) -> Record {
+    let mut r = move_record(0, None);
+    r.series = Series::new(vec![
+        "a.usage".into(),
+        "a.peak".into(),
+        "a.limit_hits".into(),
+    ]);
+    for i in 0..30 {
+        let t = i as f64 * 0.1;
+        let u = if i >= 10 { top } else { top * i / 10 };
+        r.series
+            .push(t, &[u, peak_of(u), if i >= 10 { hits } else { 0 }]);
+    }
+    r.limits = vec![("a".into(), 64 << 20)];
+    r
+}
+
+/// The watermark must hold every usage and stay under the limit; limit hits must come when,
+/// and only when, the usage reached the limit.
+#[test]
+fn the_watermark_and_the_limit_hits_agree_with_the_usage() {
+    let check = |r: &Record, hit| limit_counters("l".into(), r, "a", hit);
+    let at_limit = watermarked(64 * MIB, |u| u, 500);
+    assert_eq!(check(&at_limit, true).outcome, Outcome::Pass);
+    // A watermark that missed the charges.
+    let r = check(&watermarked(64 * MIB, |_| 4 * MIB, 500), true);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(
+        r.detail.contains("above its high watermark"),
+        "{}",
+        r.detail
+    );
+    // A watermark above the limit.
+    let r = check(&watermarked(64 * MIB, |u| u + 16 * MIB, 500), false);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("above its limit"), "{}", r.detail);
+    // The limit was reached and the workload needed more, yet nothing failed there.
+    let r = check(&watermarked(64 * MIB, |u| u, 0), true);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("no charge failed"), "{}", r.detail);
+    // Failures far from the limit.
+    let r = check(&watermarked(20 * MIB, |u| u, 3), false);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("counted 3 charges"), "{}", r.detail);
+    // A limit never reached: nothing to say about hits, and none is right.
+    assert_eq!(
+        check(&watermarked(20 * MIB, |u| u, 0), true).outcome,
+        Outcome::NotExercised
+    );
+    assert_eq!(
+        check(&watermarked(20 * MIB, |u| u, 0), false).outcome,
+        Outcome::Pass
+    );
+    // An unlimited group never counts failures at a limit of its own.
+    let mut free = watermarked(20 * MIB, |u| u, 1);
+    free.limits.clear();
+    assert_eq!(check(&free, false).outcome, Outcome::Fail);
+}
+
+/// Group a's file counter against its files' page cache (read before and after it): `counted`
+/// of the 64 MiB its file holds from t=1.0 on.
+fn file_truth(counted: impl Fn(i64) -> i64) -> Record {
+    use crate::model::Column;
+    let mut r = move_record(0, None);
+    r.series = Series::new(vec![
+        "a.file".into(),
+        Column::files("a", "file", true).to_string(),
+        Column::files("a", "file", false).to_string(),
+    ]);
+    for i in 0..30 {
+        let t = i as f64 * 0.1;
+        let cache = if i >= 10 { 64 * MIB } else { 64 * MIB * i / 10 };
+        r.series.push(t, &[counted(cache), cache, cache]);
+    }
+    r
+}
+
+/// A group's file counter holds at least its files' page cache; more is fine (metadata, files
+/// it read), less fails once it lasts two samples.
+#[test]
+fn the_file_counter_holds_the_files_page_cache() {
+    let check = |r: &Record| holds_files("h".into(), r, "a", None);
+    assert_eq!(check(&file_truth(|c| c)).outcome, Outcome::Pass);
+    assert_eq!(check(&file_truth(|c| c + 8 * MIB)).outcome, Outcome::Pass);
+    let r = check(&file_truth(|c| c / 2));
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("short of the page cache"), "{}", r.detail);
+    // No truth sampled: not tested.
+    let mut none = file_truth(|c| c);
+    none.series = Series::new(vec!["a.file".into()]);
+    none.series.push(0.0, &[0]);
+    assert_eq!(check(&none).outcome, Outcome::NotExercised);
+}

@@ -101,8 +101,9 @@ pub fn file_name(version: Version, what: &str) -> &'static str {
         (Version::V1, "procs") => "cgroup.procs",
         (Version::V2, "procs") => "cgroup.procs",
         (_, "stat") => "memory.stat",
-        // usage, memsw: the counter table's.
+        // usage, memsw, peak: the counter table's.
         _ => crate::model::counter::file(version, what)
+            .map(|l| l.file)
             .unwrap_or_else(|| unreachable!("unknown cgroup file kind {what}")),
     }
 }

@@ -77,14 +77,22 @@ pub use crate::model::counter::{MEMSW, USAGE};
 /// Errors name the unknown counter and list the known ones.
 pub fn stat_key(counter: &str, version: Version) -> Result<Option<String>, String> {
     let (base, local) = crate::model::counter::split_local(counter);
-    if base == USAGE && !local {
-        return Ok(None);
-    }
-    if base == MEMSW && !local {
-        return match version {
-            Version::V1 => Ok(None),
-            Version::V2 => Err(format!(
-                "{counter}: cgroup v1 only (memory.memsw.usage_in_bytes); v2 has memory.swap.current"
+    // A counter of its own file: read from that file, where the version has one.
+    if let Some(c) = crate::model::counter::counter(base)
+        && let Source::File { v1, v2 } = c.source
+    {
+        let (loc, other) = match version {
+            Version::V1 => (v1, "v2"),
+            Version::V2 => (v2, "v1"),
+        };
+        return match (loc, local) {
+            (Some(_), false) => Ok(None),
+            (Some(_), true) => Err(format!(
+                "{counter}: {base} is read from a file of its own, which has no per-group value"
+            )),
+            (None, _) => Err(format!(
+                "{counter}: cgroup {other} only (cgroup {} has no file for it)",
+                version.as_str()
             )),
         };
     }

@@ -1,0 +1,136 @@
+//! holds-files: a group's `file` counter holds the page cache of the files its tasks wrote.
+//! cachestat(2) counts each file's cached pages in the page cache itself (see
+//! `exec::sample::pagecache`); every page a task of the group added to the cache was charged to
+//! the group, so its hierarchical `file` (v1 total_cache, v2 file) is at least their sum. It may
+//! hold more (files it only read, filesystem metadata), so the check is one-sided. A move takes
+//! mapped pages away: scenarios that move judge it before the move only (`phase`).
+
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
+use crate::model::counter::FILE;
+use crate::model::{Column, Record};
+use crate::scenario::{CheckInput, ScenarioError};
+use crate::units::human_bytes;
+
+/// `holds-files`: `cgroup`'s file counter is at least the cached pages of its files, at every
+/// sample (of `phase`, when given).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HoldsFiles {
+    pub cgroup: String,
+    pub phase: Option<String>,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "phase"])?;
+    Ok(Check::new(HoldsFiles {
+        cgroup: i.cgroup("cgroup")?,
+        phase: i.phase()?,
+    }))
+}
+
+impl CheckSpec for HoldsFiles {
+    fn name(&self) -> String {
+        format!("holds-files({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: vec![FILE.into()],
+            reference: Some(self.cgroup.clone()),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        holds_files(self.name(), rec, &self.cgroup, self.phase.as_deref())
+    }
+}
+
+/// Samples below the truth by more than the tolerance this many times in a row fail: one may be
+/// a charge whose statistics the read did not see yet.
+const RUN: usize = 2;
+
+pub fn holds_files(name: String, rec: &Record, cgroup: &str, phase: Option<&str>) -> CheckResult {
+    let file = match columns(rec, cgroup, &[FILE.into()]) {
+        Ok(c) => c[0].1,
+        Err(e) => return missing(name, e),
+    };
+    let s = &rec.series;
+    let truth = |pre| s.col(&Column::files(cgroup, FILE, pre).to_string());
+    let (Some(pre), Some(post)) = (truth(true), truth(false)) else {
+        return missing(
+            name,
+            format!(
+                "no per-file truth for {cgroup} (cachestat(2) unavailable, or a group outside its subtree writes its files; see the notes)"
+            ),
+        );
+    };
+    let in_phase = |t: f64| {
+        phase.is_none_or(|p| {
+            rec.phases
+                .iter()
+                .any(|x| x.name == p && x.start <= t && t <= x.end)
+        })
+    };
+    let rows: Vec<usize> = (0..s.len()).filter(|&r| in_phase(s.t[r])).collect();
+    let tol = rec.machine.stat_batch_bytes() as i64;
+    // The truth at the moment of the cgroup read lies between the reads before and after it.
+    let short = |r: usize| s.get(r, pre).min(s.get(r, post)) - s.get(r, file);
+    let (mut run, mut worst, mut most) = (0, (0, i64::MIN), 0);
+    for &r in &rows {
+        let gap = short(r);
+        most = most.max(s.get(r, pre).min(s.get(r, post)));
+        run = if gap > tol { run + 1 } else { 0 };
+        if gap > worst.1 {
+            worst = (r, gap);
+        }
+        if run >= RUN {
+            let t = s.t[r];
+            let mut res = CheckResult::new(
+                name,
+                Outcome::Fail,
+                format!("{cgroup}.file {}", human_bytes(s.get(r, file))),
+                format!(
+                    ">= its files' page cache {} - {}",
+                    human_bytes(s.get(r, pre).min(s.get(r, post))),
+                    human_bytes(tol)
+                ),
+                format!(
+                    "at t={t:.3}s (phase {}) {cgroup}'s file counter was {} short of the page cache its own files hold (cachestat), for {RUN} samples in a row: pages its tasks added to the cache are not counted in it: {}",
+                    rec.phase_at(t),
+                    human_bytes(gap),
+                    s.describe_row(r)
+                ),
+            );
+            res.at = Some(t);
+            res.column = Some(s.columns[file].clone());
+            return res;
+        }
+    }
+    if most < 4 * tol {
+        return missing(
+            name,
+            format!(
+                "{cgroup}'s files held at most {} of page cache{}: too little to test",
+                human_bytes(most),
+                phase.map_or(String::new(), |p| format!(" in phase {p}"))
+            ),
+        );
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "largest shortfall {} over {} samples",
+            human_bytes(worst.1.max(0)),
+            rows.len()
+        ),
+        format!("{cgroup}.file >= its files' page cache"),
+        format!(
+            "{cgroup}'s file counter held the page cache of its files (up to {}) at every sample",
+            human_bytes(most)
+        ),
+    );
+    res.tolerance = Some(format!(
+        "{}, for {RUN} samples in a row",
+        rec.machine.stat_batch_explained()
+    ));
+    res
+}

@@ -1,0 +1,195 @@
+//! limit-counters: what a group reports about its limit agrees with its usage. The page
+//! counter's high watermark (v1 memory.max_usage_in_bytes, v2 memory.peak) is at least every
+//! sampled usage and, for a limited group, at most its limit. The charges that failed at the
+//! limit (v1 memory.failcnt, v2 memory.events `max`) stay 0 while the watermark stayed clear of
+//! the limit, and, with `hit = true` (the workload needs more than the limit), rise once the
+//! usage reached it.
+
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
+use crate::model::Record;
+use crate::model::counter::{LIMIT_HITS, PEAK, USAGE};
+use crate::scenario::{CheckInput, ScenarioError};
+use crate::units::human_bytes;
+
+/// `limit-counters`: the watermark and the limit-hit count of `cgroup` agree with its usage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitCounters {
+    pub cgroup: String,
+    /// The workload needs more than the group's limit: charges must fail at it.
+    pub hit: bool,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "hit"])?;
+    Ok(Check::new(LimitCounters {
+        cgroup: i.cgroup("cgroup")?,
+        hit: i.get::<bool>("hit")?.is_some_and(|b| b.into_inner()),
+    }))
+}
+
+impl CheckSpec for LimitCounters {
+    fn name(&self) -> String {
+        format!("limit-counters({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: [USAGE, PEAK, LIMIT_HITS].map(String::from).to_vec(),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        limit_counters(self.name(), rec, &self.cgroup, self.hit)
+    }
+}
+
+/// How close to its limit a group's usage must come before a charge can fail there: a charge
+/// tries the batch (64 pages) or a whole THP (2 MiB) at once, and fails when that would pass it.
+pub fn hit_margin(page_size: u64) -> i64 {
+    (2 << 20) + 64 * page_size as i64
+}
+
+pub fn limit_counters(name: String, rec: &Record, cgroup: &str, hit: bool) -> CheckResult {
+    let want = [USAGE, PEAK, LIMIT_HITS].map(String::from);
+    let [usage, peak, hits] = match columns(rec, cgroup, &want) {
+        Ok(c) => [c[0].1, c[1].1, c[2].1],
+        Err(e) => return missing(name, e),
+    };
+    if rec.series.is_empty() {
+        return missing(name, "no samples".into());
+    }
+    let limit = rec
+        .limits
+        .iter()
+        .find(|(g, _)| g == cgroup)
+        .map(|&(_, l)| l as i64);
+    // usage and the watermark are read a moment apart, and try_charge adds a charge to the
+    // counter before it compares with the limit (and takes it back when over).
+    let tol = rec.machine.stat_batch_bytes() as i64 + (2 << 20);
+    let s = &rec.series;
+    let fail = |r: usize, actual: String, expected: String, detail: String| {
+        let t = s.t[r];
+        let mut res = CheckResult::new(name.clone(), Outcome::Fail, actual, expected, detail);
+        res.at = Some(t);
+        res
+    };
+    let at = |r: usize| format!("at t={:.3}s (phase {})", s.t[r], rec.phase_at(s.t[r]));
+    // 1. The watermark holds every usage it saw.
+    if let Some(r) = (0..s.len()).find(|&r| s.get(r, usage) - s.get(r, peak) > tol) {
+        return fail(
+            r,
+            format!(
+                "{cgroup}.usage {} > {cgroup}.peak {}",
+                human_bytes(s.get(r, usage)),
+                human_bytes(s.get(r, peak))
+            ),
+            format!("usage <= peak + {}", human_bytes(tol)),
+            format!(
+                "{} {cgroup}'s usage was {} above its high watermark: the page counter's watermark missed charges: {}",
+                at(r),
+                human_bytes(s.get(r, usage) - s.get(r, peak)),
+                s.describe_row(r)
+            ),
+        );
+    }
+    let top = (0..s.len()).max_by_key(|&r| s.get(r, peak)).unwrap_or(0);
+    let max_peak = s.get(top, peak);
+    let max_hits = (0..s.len()).map(|r| s.get(r, hits)).max().unwrap_or(0);
+    // 2. The watermark never passed the limit.
+    if let Some(l) = limit
+        && max_peak > l + tol
+    {
+        return fail(
+            top,
+            format!("{cgroup}.peak {}", human_bytes(max_peak)),
+            format!("<= limit {}", human_bytes(l)),
+            format!(
+                "{} {cgroup}'s high watermark was {} above its limit of {}: charges got past the limit between samples",
+                at(top),
+                human_bytes(max_peak - l),
+                human_bytes(l)
+            ),
+        );
+    }
+    // 3. Charges fail at the limit when, and only when, the usage reaches it. A limited group
+    // below this one counts its failures here too on v2 (memory.events is hierarchical).
+    let margin = hit_margin(rec.machine.page_size);
+    let reached = limit.is_some_and(|l| max_peak >= l - margin);
+    let limited_below = rec
+        .limits
+        .iter()
+        .any(|(g, _)| g.strip_prefix(cgroup).is_some_and(|r| r.starts_with('/')));
+    let limit_text = limit.map_or("no limit".to_string(), |l| {
+        format!("limit {}", human_bytes(l))
+    });
+    if !reached && !limited_below && max_hits > 0 {
+        let r = (0..s.len()).find(|&r| s.get(r, hits) > 0).unwrap_or(0);
+        return fail(
+            r,
+            format!("{cgroup}.limit_hits = {max_hits}"),
+            "0 while the usage stays clear of the limit".into(),
+            format!(
+                "{} {cgroup} counted {max_hits} charges failing at its limit, yet its high watermark stayed at {} ({limit_text}; a charge can fail only within {} of the limit)",
+                at(r),
+                human_bytes(max_peak),
+                human_bytes(margin)
+            ),
+        );
+    }
+    if hit && !reached {
+        return missing(
+            name,
+            format!(
+                "{cgroup}'s high watermark stayed at {} ({limit_text}): the workload never reached the limit, so whether charges fail there was not tested",
+                human_bytes(max_peak)
+            ),
+        );
+    }
+    if hit && max_hits == 0 {
+        return fail(
+            top,
+            format!("{cgroup}.limit_hits = 0"),
+            "> 0 once the usage reached the limit".into(),
+            format!(
+                "{} {cgroup}'s usage reached its limit (high watermark {}, {limit_text}) and the workload needed more, yet no charge failed at the limit (v1 memory.failcnt, v2 memory.events max stayed 0): {}",
+                at(top),
+                human_bytes(max_peak),
+                s.describe_row(top)
+            ),
+        );
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "peak {}, {max_hits} charges failed at the limit",
+            human_bytes(max_peak)
+        ),
+        format!(
+            "usage <= peak{}; failures {}",
+            limit.map_or(String::new(), |l| format!(" <= {}", human_bytes(l))),
+            if reached {
+                "allowed (the limit was reached)"
+            } else {
+                "none (the limit was not reached)"
+            }
+        ),
+        format!(
+            "{cgroup}'s high watermark held every usage sample{}; charges failed at the limit {}",
+            limit.map_or(" (no limit)".to_string(), |l| format!(
+                " and stayed under its limit of {}",
+                human_bytes(l)
+            )),
+            if reached {
+                format!("{max_hits} times, after the usage reached it")
+            } else {
+                "never, and the usage never reached it".into()
+            }
+        ),
+    );
+    res.tolerance = Some(format!(
+        "{} + 2 MiB (a THP charge added before the limit is compared); a charge fails only within {} of the limit (the 64-page batch or a THP tried at once)",
+        rec.machine.stat_batch_explained(),
+        human_bytes(margin)
+    ));
+    res
+}
