@@ -35,6 +35,7 @@ impl CheckSpec for HoldsFiles {
         Needs {
             counters: vec![FILE.into()],
             reference: Some(self.cgroup.clone()),
+            per_file: true,
             ..Needs::default()
         }
     }

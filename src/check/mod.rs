@@ -77,6 +77,9 @@ pub struct Needs {
     /// The group whose dirty and writeback are compared with a reference: the per-file truth of
     /// its files, or the machine's totals (see `crate::oracle`).
     pub reference: Option<String>,
+    /// Only the per-file truth can judge it (no machine-wide fallback): not run without
+    /// cachestat(2).
+    pub per_file: bool,
 }
 
 impl Needs {

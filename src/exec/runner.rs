@@ -167,6 +167,7 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
     };
     let mut result = ScenarioResult::new(&sc, Status::Error, String::new());
     result.cgroup_version = Some(version);
+    drop_truthless_checks(&mut sc, &mut result);
     // The machine's vm sysctls are owned before the clock starts: waiting for another run that
     // owns them never eats into this scenario's timeout.
     let outcome = if needs_sysctls(&sc) {
@@ -179,6 +180,22 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
     result.seconds = started.elapsed().as_secs_f64();
     settle(&mut result, outcome, cleanup);
     result
+}
+
+/// Checks that only the per-file truth can judge (`Needs::per_file`) are not run on a kernel
+/// without cachestat(2): a note says so, and the scenario is judged by its other checks rather
+/// than skipped for a truth this kernel cannot give.
+fn drop_truthless_checks(sc: &mut Scenario, result: &mut ScenarioResult) {
+    let Err(why) = crate::exec::sample::pagecache::support() else {
+        return;
+    };
+    sc.checks.retain(|c| {
+        let keep = !c.needs().per_file;
+        if !keep {
+            result.notes.push(format!("{} not run: {why}", c.name()));
+        }
+        keep
+    });
 }
 
 /// Whether a scenario changes vm sysctls: a `[sysctl]` table or a dirty probe.
