@@ -141,7 +141,7 @@ pub enum Command {
         disk: u64,
         /// Write rate of the guest's slow disk (for scenarios with `scratch = "slow"`: pages
         /// under writeback stay so for seconds), bytes per second.
-        #[arg(long, default_value = "8M", value_parser = units::parse_size)]
+        #[arg(long, default_value = "8M", value_parser = units::parse_nonzero_size)]
         slow_disk_bps: u64,
         /// Swap file on the scratch disk, enabled in the guest (0 for none).
         #[arg(long, default_value = "256M", value_parser = units::parse_size)]

@@ -3,6 +3,14 @@
 
 use std::time::Duration;
 
+/// A size that must not be 0 (a rate).
+pub fn parse_nonzero_size(s: &str) -> Result<u64, String> {
+    match parse_size(s)? {
+        0 => Err("must be more than 0".into()),
+        n => Ok(n),
+    }
+}
+
 /// Parses a size in bytes. Suffixes K, M, G, T are powers of 1024 (an optional trailing "iB"/"B" is
 /// accepted: "1GiB", "1GB" both mean 2^30, as dd does for "G").
 pub fn parse_size(s: &str) -> Result<u64, String> {

@@ -4,9 +4,62 @@ use super::{
     Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before,
     signed,
 };
-use crate::model::{Column, Record};
+use crate::model::{Column, Machine, Record};
 use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
+
+/// What a step must change a column by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Expect {
+    /// Bytes, signed.
+    pub by: i64,
+    /// Set in the scenario, else the default below.
+    pub tolerance: Option<u64>,
+    /// Only falling short of `by` fails; going beyond it passes with a note.
+    pub at_least: bool,
+}
+
+impl Expect {
+    /// Exactly `by`, default tolerance.
+    pub fn exactly(by: i64) -> Self {
+        Expect {
+            by,
+            tolerance: None,
+            at_least: false,
+        }
+    }
+
+    /// The tolerance in bytes and where it comes from.
+    fn tolerance(&self, m: &Machine) -> (i64, String) {
+        match self.tolerance {
+            Some(t) => (
+                t as i64,
+                format!("{} (set in the scenario)", human_bytes(t as i64)),
+            ),
+            None => {
+                let t = m.stat_batch_bytes() as i64 + self.by.abs() / 32;
+                (
+                    t,
+                    format!(
+                        "{} = {} + 1/32 of the expected change (kernel memory of the task stays where it was charged)",
+                        human_bytes(t),
+                        m.stat_batch_explained()
+                    ),
+                )
+            }
+        }
+    }
+
+    /// Whether a change `d` is wrong under tolerance `tol`.
+    fn wrong(&self, d: i64, tol: i64) -> bool {
+        if self.at_least {
+            // Short when it did not get within tol of `by` in its direction.
+            (d - self.by) * self.by.signum() < -tol
+        } else {
+            (d - self.by).abs() > tol
+        }
+    }
+}
 
 /// change: across each step of kind `step`, column `col` changed by `by` bytes: the value at the
 /// first sample after the step minus the value at the last sample before it. Default tolerance:
@@ -17,34 +70,24 @@ pub fn change(
     rec: &Record,
     col: &str,
     step: &str,
-    by: i64,
-    tolerance: Option<u64>,
+    expect: Expect,
     needs_moving: bool,
 ) -> CheckResult {
+    let by = expect.by;
     if let Some(r) = super::without_moving(&name, rec, needs_moving) {
         return r;
     }
     let Some(c) = rec.series.col(col) else {
         return missing(name, format!("column {col} was not sampled"));
     };
-    let (tol, tol_text) = match tolerance {
-        Some(t) => (
-            t as i64,
-            format!("{} (set in the scenario)", human_bytes(t as i64)),
-        ),
-        None => {
-            let t = rec.machine.stat_batch_bytes() as i64 + by.abs() / 32;
-            (
-                t,
-                format!(
-                    "{} = {} + 1/32 of the expected change (kernel memory of the task stays where it was charged)",
-                    human_bytes(t),
-                    rec.machine.stat_batch_explained()
-                ),
-            )
-        }
-    };
+    let (tol, tol_text) = expect.tolerance(&rec.machine);
     let mut seen = Vec::new();
+    let wanted = if expect.at_least {
+        format!("{} or beyond, within {}", signed(by), human_bytes(tol))
+    } else {
+        format!("{} +- {}", signed(by), human_bytes(tol))
+    };
+    let mut beyond = Vec::new();
     for st in rec.steps.iter().filter(|s| s.kind == step) {
         let r0 = row_at_or_before(rec, st.start);
         let Some(r1) = row_at_or_after(rec, st.end) else {
@@ -54,12 +97,12 @@ pub fn change(
             );
         };
         let d = rec.series.get(r1, c) - rec.series.get(r0, c);
-        if (d - by).abs() > tol {
+        if expect.wrong(d, tol) {
             let mut res = CheckResult::new(
                 name,
                 Outcome::Fail,
                 format!("{col} changed by {} ({d} B)", signed(d)),
-                format!("{} +- {}", signed(by), human_bytes(tol)),
+                wanted,
                 format!(
                     "across step '{}' (t={:.3}s..{:.3}s, phase {}), {col} went from {} to {}: {}",
                     st.describe,
@@ -69,9 +112,20 @@ pub fn change(
                     human_bytes(rec.series.get(r0, c)),
                     human_bytes(rec.series.get(r1, c)),
                     if d.abs() < by.abs() {
-                        "less moved than expected (charge left behind?)"
+                        format!(
+                            "{} less than expected{}",
+                            human_bytes(by.abs() - d.abs()),
+                            if step == "move" {
+                                " (charge left behind?)"
+                            } else {
+                                ""
+                            }
+                        )
                     } else {
-                        "more than expected (charged twice?)"
+                        format!(
+                            "{} more than expected (charged twice?)",
+                            human_bytes(d.abs() - by.abs())
+                        )
                     }
                 ),
             );
@@ -79,6 +133,9 @@ pub fn change(
             res.at = Some(rec.series.t[r1]);
             res.column = Some(col.to_string());
             return res;
+        }
+        if expect.at_least && (d - by).abs() > tol {
+            beyond.push(format!("{} at t={:.3}s", human_bytes(d - by), st.end));
         }
         seen.push(signed(d));
     }
@@ -89,13 +146,19 @@ pub fn change(
         name,
         Outcome::Pass,
         format!("changed by {}", seen.join(", ")),
-        format!("{} +- {}", signed(by), human_bytes(tol)),
+        wanted,
         format!(
             "{col} changed by {} across each {step} step",
             seen.join(", ")
         ),
     );
     res.tolerance = Some(tol_text);
+    if !beyond.is_empty() {
+        res.detail += &format!(
+            "; beyond what was asked (allowed here: at_least): {}",
+            beyond.join(", ")
+        );
+    }
     res
 }
 
@@ -106,23 +169,39 @@ pub struct Change {
     pub cgroup: String,
     pub counter: String,
     pub step: String,
-    pub by: i64,
-    pub tolerance: Option<u64>,
+    pub expect: Expect,
     pub needs_moving: bool,
 }
 
 pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "counter", "step", "by", "tolerance", "needs"])?;
+    i.only(&[
+        "cgroup",
+        "counter",
+        "step",
+        "by",
+        "tolerance",
+        "needs",
+        "at_least",
+    ])?;
     let counter = i.one_counter()?;
     let step = i.one_step()?;
     let by = i.signed_size("by")?;
     let needs_moving = i.needs_moving()?;
+    let at_least = match i.get::<bool>("at_least")? {
+        Some(a) if *a.get_ref() && by == 0 => {
+            return Err(i.err(a.span(), "at_least needs a non-zero `by`"));
+        }
+        a => a.is_some_and(|a| a.into_inner()),
+    };
     Ok(Check::new(Change {
         cgroup: i.cgroup("cgroup")?,
         counter,
         step,
-        by,
-        tolerance: i.size("tolerance")?,
+        expect: Expect {
+            by,
+            tolerance: i.size("tolerance")?,
+            at_least,
+        },
         needs_moving,
     }))
 }
@@ -144,13 +223,12 @@ impl CheckSpec for Change {
             rec,
             &Column::group(&self.cgroup, &self.counter).to_string(),
             &self.step,
-            self.by,
-            self.tolerance,
+            self.expect,
             self.needs_moving,
         )
     }
     /// The expected change follows the sizes.
     fn scale_down(&mut self, divisor: u64) {
-        self.by /= divisor as i64;
+        self.expect.by /= divisor as i64;
     }
 }

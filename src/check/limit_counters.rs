@@ -48,13 +48,59 @@ pub fn hit_margin(page_size: u64) -> i64 {
     (2 << 20) + 64 * page_size as i64
 }
 
+/// What the check reads off the record for one group.
+struct Seen<'a> {
+    rec: &'a Record,
+    cgroup: &'a str,
+    usage: usize,
+    peak: usize,
+    hits: usize,
+    limit: Option<i64>,
+    /// usage vs watermark read skew.
+    tol: i64,
+    /// The row of the highest watermark.
+    top: usize,
+    max_peak: i64,
+    max_hits: i64,
+    margin: i64,
+    /// The watermark came within `margin` of the limit.
+    reached: bool,
+}
+
+impl Seen<'_> {
+    fn at(&self, r: usize) -> String {
+        let t = self.rec.series.t[r];
+        format!("at t={t:.3}s (phase {})", self.rec.phase_at(t))
+    }
+
+    fn limit_text(&self) -> String {
+        self.limit.map_or("no limit".to_string(), |l| {
+            format!("limit {}", human_bytes(l))
+        })
+    }
+
+    fn fail(
+        &self,
+        name: &str,
+        r: usize,
+        actual: String,
+        expected: String,
+        detail: String,
+    ) -> CheckResult {
+        let mut res = CheckResult::new(name.to_string(), Outcome::Fail, actual, expected, detail);
+        res.at = Some(self.rec.series.t[r]);
+        res
+    }
+}
+
 pub fn limit_counters(name: String, rec: &Record, cgroup: &str, hit: bool) -> CheckResult {
     let want = [USAGE, PEAK, LIMIT_HITS].map(String::from);
     let [usage, peak, hits] = match columns(rec, cgroup, &want) {
         Ok(c) => [c[0].1, c[1].1, c[2].1],
         Err(e) => return missing(name, e),
     };
-    if rec.series.is_empty() {
+    let s = &rec.series;
+    if s.is_empty() {
         return missing(name, "no samples".into());
     }
     let limit = rec
@@ -62,112 +108,133 @@ pub fn limit_counters(name: String, rec: &Record, cgroup: &str, hit: bool) -> Ch
         .iter()
         .find(|(g, _)| g == cgroup)
         .map(|&(_, l)| l as i64);
-    // usage and the watermark are read a moment apart, and try_charge adds a charge to the
-    // counter before it compares with the limit (and takes it back when over).
-    let tol = rec.machine.stat_batch_bytes() as i64 + (2 << 20);
-    let s = &rec.series;
-    let fail = |r: usize, actual: String, expected: String, detail: String| {
-        let t = s.t[r];
-        let mut res = CheckResult::new(name.clone(), Outcome::Fail, actual, expected, detail);
-        res.at = Some(t);
-        res
+    let top = (0..s.len()).max_by_key(|&r| s.get(r, peak)).unwrap_or(0);
+    let max_peak = s.get(top, peak);
+    let margin = hit_margin(rec.machine.page_size);
+    let v = Seen {
+        rec,
+        cgroup,
+        usage,
+        peak,
+        hits,
+        limit,
+        // usage and the watermark are read a moment apart, and try_charge adds a charge to
+        // the counter before it compares with the limit (and takes it back when over).
+        tol: rec.machine.stat_batch_bytes() as i64 + (2 << 20),
+        top,
+        max_peak,
+        max_hits: (0..s.len()).map(|r| s.get(r, hits)).max().unwrap_or(0),
+        margin,
+        reached: limit.is_some_and(|l| max_peak >= l - margin),
     };
-    let at = |r: usize| format!("at t={:.3}s (phase {})", s.t[r], rec.phase_at(s.t[r]));
-    // 1. The watermark holds every usage it saw.
-    if let Some(r) = (0..s.len()).find(|&r| s.get(r, usage) - s.get(r, peak) > tol) {
-        return fail(
+    if let Some(f) = watermark(&v, &name).or_else(|| failures(&v, &name, hit)) {
+        return f;
+    }
+    passed(&v, name)
+}
+
+/// The watermark holds every usage it saw and never passed the limit.
+fn watermark(v: &Seen, name: &str) -> Option<CheckResult> {
+    let (s, cgroup, tol) = (&v.rec.series, v.cgroup, v.tol);
+    if let Some(r) = (0..s.len()).find(|&r| s.get(r, v.usage) - s.get(r, v.peak) > tol) {
+        return Some(v.fail(
+            name,
             r,
             format!(
                 "{cgroup}.usage {} > {cgroup}.peak {}",
-                human_bytes(s.get(r, usage)),
-                human_bytes(s.get(r, peak))
+                human_bytes(s.get(r, v.usage)),
+                human_bytes(s.get(r, v.peak))
             ),
             format!("usage <= peak + {}", human_bytes(tol)),
             format!(
                 "{} {cgroup}'s usage was {} above its high watermark: the page counter's watermark missed charges: {}",
-                at(r),
-                human_bytes(s.get(r, usage) - s.get(r, peak)),
+                v.at(r),
+                human_bytes(s.get(r, v.usage) - s.get(r, v.peak)),
                 s.describe_row(r)
             ),
-        );
+        ));
     }
-    let top = (0..s.len()).max_by_key(|&r| s.get(r, peak)).unwrap_or(0);
-    let max_peak = s.get(top, peak);
-    let max_hits = (0..s.len()).map(|r| s.get(r, hits)).max().unwrap_or(0);
-    // 2. The watermark never passed the limit.
-    if let Some(l) = limit
-        && max_peak > l + tol
-    {
-        return fail(
-            top,
-            format!("{cgroup}.peak {}", human_bytes(max_peak)),
-            format!("<= limit {}", human_bytes(l)),
-            format!(
-                "{} {cgroup}'s high watermark was {} above its limit of {}: charges got past the limit between samples",
-                at(top),
-                human_bytes(max_peak - l),
-                human_bytes(l)
-            ),
-        );
-    }
-    // 3. Charges fail at the limit when, and only when, the usage reaches it. A limited group
-    // below this one counts its failures here too on v2 (memory.events is hierarchical).
-    let margin = hit_margin(rec.machine.page_size);
-    let reached = limit.is_some_and(|l| max_peak >= l - margin);
-    let limited_below = rec
+    let l = v.limit.filter(|&l| v.max_peak > l + tol)?;
+    Some(v.fail(
+        name,
+        v.top,
+        format!("{cgroup}.peak {}", human_bytes(v.max_peak)),
+        format!("<= limit {}", human_bytes(l)),
+        format!(
+            "{} {cgroup}'s high watermark was {} above its limit of {}: charges got past the limit between samples",
+            v.at(v.top),
+            human_bytes(v.max_peak - l),
+            human_bytes(l)
+        ),
+    ))
+}
+
+/// Charges fail at the limit when, and only when, the usage reaches it. A limited group below
+/// this one counts its failures here too on v2 (memory.events is hierarchical).
+fn failures(v: &Seen, name: &str, hit: bool) -> Option<CheckResult> {
+    let (s, cgroup, max_hits) = (&v.rec.series, v.cgroup, v.max_hits);
+    let limited_below = v
+        .rec
         .limits
         .iter()
         .any(|(g, _)| g.strip_prefix(cgroup).is_some_and(|r| r.starts_with('/')));
-    let limit_text = limit.map_or("no limit".to_string(), |l| {
-        format!("limit {}", human_bytes(l))
-    });
-    if !reached && !limited_below && max_hits > 0 {
-        let r = (0..s.len()).find(|&r| s.get(r, hits) > 0).unwrap_or(0);
-        return fail(
+    if !v.reached && !limited_below && max_hits > 0 {
+        let r = (0..s.len()).find(|&r| s.get(r, v.hits) > 0).unwrap_or(0);
+        return Some(v.fail(
+            name,
             r,
             format!("{cgroup}.limit_hits = {max_hits}"),
             "0 while the usage stays clear of the limit".into(),
             format!(
-                "{} {cgroup} counted {max_hits} charges failing at its limit, yet its high watermark stayed at {} ({limit_text}; a charge can fail only within {} of the limit)",
-                at(r),
-                human_bytes(max_peak),
-                human_bytes(margin)
+                "{} {cgroup} counted {max_hits} charges failing at its limit, yet its high watermark stayed at {} ({}; a charge can fail only within {} of the limit)",
+                v.at(r),
+                human_bytes(v.max_peak),
+                v.limit_text(),
+                human_bytes(v.margin)
             ),
-        );
+        ));
     }
-    if hit && !reached {
-        return missing(
-            name,
+    if hit && !v.reached {
+        return Some(missing(
+            name.to_string(),
             format!(
-                "{cgroup}'s high watermark stayed at {} ({limit_text}): the workload never reached the limit, so whether charges fail there was not tested",
-                human_bytes(max_peak)
+                "{cgroup}'s high watermark stayed at {} ({}): the workload never reached the limit, so whether charges fail there was not tested",
+                human_bytes(v.max_peak),
+                v.limit_text()
             ),
-        );
+        ));
     }
-    if hit && max_hits == 0 {
-        return fail(
-            top,
+    (hit && max_hits == 0).then(|| {
+        v.fail(
+            name,
+            v.top,
             format!("{cgroup}.limit_hits = 0"),
             "> 0 once the usage reached the limit".into(),
             format!(
-                "{} {cgroup}'s usage reached its limit (high watermark {}, {limit_text}) and the workload needed more, yet no charge failed at the limit (v1 memory.failcnt, v2 memory.events max stayed 0): {}",
-                at(top),
-                human_bytes(max_peak),
-                s.describe_row(top)
+                "{} {cgroup}'s usage reached its limit (high watermark {}, {}) and the workload needed more, yet no charge failed at the limit (v1 memory.failcnt, v2 memory.events max stayed 0): {}",
+                v.at(v.top),
+                human_bytes(v.max_peak),
+                v.limit_text(),
+                s.describe_row(v.top)
             ),
-        );
-    }
+        )
+    })
+}
+
+fn passed(v: &Seen, name: String) -> CheckResult {
+    let (cgroup, max_hits) = (v.cgroup, v.max_hits);
     let mut res = CheckResult::new(
         name,
         Outcome::Pass,
         format!(
             "peak {}, {max_hits} charges failed at the limit",
-            human_bytes(max_peak)
+            human_bytes(v.max_peak)
         ),
         format!(
             "usage <= peak{}; failures {}",
-            limit.map_or(String::new(), |l| format!(" <= {}", human_bytes(l))),
-            if reached {
+            v.limit
+                .map_or(String::new(), |l| format!(" <= {}", human_bytes(l))),
+            if v.reached {
                 "allowed (the limit was reached)"
             } else {
                 "none (the limit was not reached)"
@@ -175,11 +242,11 @@ pub fn limit_counters(name: String, rec: &Record, cgroup: &str, hit: bool) -> Ch
         ),
         format!(
             "{cgroup}'s high watermark held every usage sample{}; charges failed at the limit {}",
-            limit.map_or(" (no limit)".to_string(), |l| format!(
+            v.limit.map_or(" (no limit)".to_string(), |l| format!(
                 " and stayed under its limit of {}",
                 human_bytes(l)
             )),
-            if reached {
+            if v.reached {
                 format!("{max_hits} times, after the usage reached it")
             } else {
                 "never, and the usage never reached it".into()
@@ -188,8 +255,8 @@ pub fn limit_counters(name: String, rec: &Record, cgroup: &str, hit: bool) -> Ch
     );
     res.tolerance = Some(format!(
         "{} + 2 MiB (a THP charge added before the limit is compared); a charge fails only within {} of the limit (the 64-page batch or a THP tried at once)",
-        rec.machine.stat_batch_explained(),
-        human_bytes(margin)
+        v.rec.machine.stat_batch_explained(),
+        human_bytes(v.margin)
     ));
     res
 }

@@ -302,7 +302,7 @@ mod throughput;
 mod tracks_global;
 mod under_limit;
 
-pub use change::{Change, change};
+pub use change::{Change, Expect, change};
 pub use dirty_probe::{DirtyProbe, dirty_probe};
 pub use exercised::{Exercised, exercised};
 pub use follows::{Follows, follows};

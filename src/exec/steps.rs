@@ -4,14 +4,14 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 
 use super::runner::{Context, Guard, Stop};
 use super::watchdog::Watchdog;
 use super::workload::{self, Holder, Job, JobResult, Limits, WaitError};
 use crate::error::Error;
 use crate::model::MoveRecord;
-use crate::model::counter::USAGE;
+use crate::model::counter::{FILE, USAGE};
 use crate::scenario::{Scenario, Step};
 use crate::sys::cgroup::{Cgroup, Version, file_name, stat};
 use crate::sys::cleanup::interrupted;
@@ -163,6 +163,7 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
         Step::Unlink { cgroup, file } => {
             run_job(env, Job::Unlink { path: path(file) }, env.group(cgroup))
         }
+        Step::Reclaim { cgroup, size } => reclaim(env, cgroup, *size),
         Step::MmapWrite {
             cgroup,
             file,
@@ -353,6 +354,44 @@ pub(super) fn carried(
             (c.clone(), left.min(arrived).max(0))
         })
         .collect()
+}
+
+/// Writes `size` to the group's memory.reclaim. The kernel answers EAGAIN when it reclaimed
+/// less than asked: with the reclaimable memory the scenario put there, that is its failure.
+pub(super) fn reclaim(env: &StepEnv, cgroup: &str, size: u64) -> Result<JobResult, Stop> {
+    let cg = env.group(cgroup);
+    // Only page cache is surely reclaimable (anon needs swap): with less than 1.5 times what is
+    // asked, a short reclaim would not be the kernel's fault.
+    let key = stat::stat_key(FILE, cg.version).map_err(|e| anyhow!(e))?;
+    let cache = key.and_then(|k| cg.stat().ok()?.get(&k)).unwrap_or(0);
+    if cache < (size + size / 2) as i64 {
+        return Err(Stop::Failed(Error::Environment(format!(
+            "{cgroup} holds {} of page cache, less than 1.5 times the {} to reclaim: the workload \
+             before the reclaim step did not leave enough (memory pressure on the machine?)",
+            crate::units::human_bytes(cache),
+            crate::units::human_bytes(size as i64)
+        ))));
+    }
+    let file = cg.file("memory.reclaim");
+    let t = Instant::now();
+    match std::fs::write(&file, size.to_string()) {
+        Ok(()) => Ok(JobResult {
+            bytes: size,
+            seconds: t.elapsed().as_secs_f64(),
+            ..Default::default()
+        }),
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+            Err(Stop::Failed(Error::Kernel(format!(
+                "write {size} to {}: the kernel reclaimed less than asked (EAGAIN) in {:.3} s",
+                file.display(),
+                t.elapsed().as_secs_f64()
+            ))))
+        }
+        Err(e) => Err(Stop::Failed(Error::Environment(format!(
+            "write {size} to {}: {e} (memory.reclaim needs cgroup v2 and Linux 5.19+)",
+            file.display()
+        )))),
+    }
 }
 
 pub(super) fn grow(env: &mut StepEnv, task: &str, anon: u64) -> Result<JobResult, Stop> {

@@ -74,6 +74,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "move-charge-swap.toml",
         include_str!("../../scenarios/move-charge-swap.toml"),
     ),
+    (
+        "memory-reclaim.toml",
+        include_str!("../../scenarios/memory-reclaim.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
@@ -180,6 +184,8 @@ pub enum Step {
     },
     /// Unlink a file.
     Unlink { cgroup: String, file: String },
+    /// Proactive reclaim: write `size` to the group's memory.reclaim (cgroup v2).
+    Reclaim { cgroup: String, size: u64 },
     /// Dirty `size` bytes through a shared file mapping, keep them dirty for `hold`, then msync.
     MmapWrite {
         cgroup: String,
@@ -268,6 +274,10 @@ impl Step {
             Step::Sleep(d) => format!("sleep {d:?}"),
             Step::Truncate { file, size, .. } => format!("truncate {file} to {size}"),
             Step::Unlink { file, .. } => format!("unlink {file}"),
+            Step::Reclaim { cgroup, size } => format!(
+                "ask {cgroup}'s memory.reclaim for {}",
+                crate::units::human_bytes(*size as i64)
+            ),
             Step::MmapWrite { size, file, .. } => {
                 format!(
                     "dirty {} of {file} through mmap",
@@ -355,6 +365,7 @@ impl Step {
             | Step::Fsync { cgroup, .. }
             | Step::Truncate { cgroup, .. }
             | Step::Unlink { cgroup, .. }
+            | Step::Reclaim { cgroup, .. }
             | Step::MmapWrite { cgroup, .. }
             | Step::Probe { cgroup, .. }
             | Step::Hold { cgroup, .. }
@@ -375,6 +386,7 @@ impl Step {
             Step::Sleep(_) => "sleep",
             Step::Truncate { .. } => "truncate",
             Step::Unlink { .. } => "unlink",
+            Step::Reclaim { .. } => "reclaim",
             Step::MmapWrite { .. } => "mmap-write",
             Step::Probe { .. } => "probe",
             Step::Hold { .. } => "hold",
@@ -460,6 +472,7 @@ impl Scenario {
                         *write /= divisor;
                     }
                     Step::Grow { anon, .. } => *anon /= divisor,
+                    Step::Reclaim { size, .. } => *size = (*size / divisor).max(1 << 20),
                     Step::Create { size, .. } => *size = (*size / divisor).max(1 << 20),
                     Step::Fault { duration, .. } => *duration /= divisor as u32,
                     Step::Usemem { size, .. } => *size = (*size / divisor).max(1 << 20),

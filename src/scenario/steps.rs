@@ -55,6 +55,16 @@ pub const STEPS: &[StepKind] = &[
         resolve: unlink,
     },
     StepKind {
+        action: "reclaim",
+        keys: &["cgroup", "size"],
+        resolve: |i| {
+            Ok(Step::Reclaim {
+                cgroup: i.cgroup()?,
+                size: i.positive_size()?,
+            })
+        },
+    },
+    StepKind {
         action: "mmap-write",
         keys: &["cgroup", "file", "size", "hold"],
         resolve: mmap_write,

@@ -183,11 +183,11 @@ fn task_steps_and_change_checks_parse() {
     let change = |s: &Scenario| s.checks[0].as_any().downcast_ref::<Change>().cloned();
     assert!(matches!(
         change(&s),
-        Some(Change { by, needs_moving: true, .. }) if by == -(64 << 20)
+        Some(Change { expect, needs_moving: true, .. }) if expect.by == -(64 << 20)
     ));
     // --quick scales the expected change with the sizes.
     s.scale_down(8);
-    assert!(matches!(change(&s), Some(Change { by, .. }) if by == -(8 << 20)));
+    assert!(matches!(change(&s), Some(Change { expect, .. }) if expect.by == -(8 << 20)));
     assert!(matches!(s.phases[0].steps[0], Step::Hold { anon, .. } if anon == 8 << 20));
 }
 

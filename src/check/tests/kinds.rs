@@ -190,28 +190,125 @@ fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
 #[test]
 fn change_follows_a_moved_charge_and_catches_a_partial_move() {
     let ok = move_record(64 * MIB, None);
-    let c = change("c".into(), &ok, "b.anon", "move", 64 * MIB, None, true);
+    let c = change(
+        "c".into(),
+        &ok,
+        "b.anon",
+        "move",
+        Expect::exactly(64 * MIB),
+        true,
+    );
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
-    let c = change("c".into(), &ok, "a.anon", "move", -64 * MIB, None, true);
+    let c = change(
+        "c".into(),
+        &ok,
+        "a.anon",
+        "move",
+        Expect::exactly(-64 * MIB),
+        true,
+    );
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
     // Half the charge left behind.
     let half = move_record(32 * MIB, None);
-    let c = change("c".into(), &half, "b.anon", "move", 64 * MIB, None, true);
+    let c = change(
+        "c".into(),
+        &half,
+        "b.anon",
+        "move",
+        Expect::exactly(64 * MIB),
+        true,
+    );
     assert_eq!(c.outcome, Outcome::Fail);
     assert!(
-        c.detail.contains("less moved than expected"),
+        c.detail
+            .contains("less than expected (charge left behind?)"),
         "{}",
         c.detail
     );
     assert!(c.actual.contains("+32.0 MiB"), "{}", c.actual);
     // A kernel without charge moving: not exercised, with the reason.
     let none = move_record(0, Some("EINVAL".into()));
-    let c = change("c".into(), &none, "b.anon", "move", 64 * MIB, None, true);
+    let c = change(
+        "c".into(),
+        &none,
+        "b.anon",
+        "move",
+        Expect::exactly(64 * MIB),
+        true,
+    );
     assert_eq!(c.outcome, Outcome::NotExercised);
     assert!(c.detail.contains("EINVAL"));
     // The same record holds "nothing moved" when moving is not needed.
-    let c = change("c".into(), &none, "b.anon", "move", 0, None, false);
+    let c = change(
+        "c".into(),
+        &none,
+        "b.anon",
+        "move",
+        Expect::exactly(0),
+        false,
+    );
     assert_eq!(c.outcome, Outcome::Pass);
+}
+
+#[test]
+fn at_least_fails_only_short_of_what_was_asked() {
+    // a.anon falls by 64 MiB across the step; b.anon rises by 64 MiB.
+    let rec = move_record(64 * MIB, None);
+    let at_least = |by| Expect {
+        by,
+        tolerance: None,
+        at_least: true,
+    };
+    // Asked to free 32 MiB, freed 64: beyond, allowed, said in the detail.
+    let c = change(
+        "c".into(),
+        &rec,
+        "a.anon",
+        "move",
+        at_least(-32 * MIB),
+        false,
+    );
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    assert!(c.detail.contains("beyond what was asked"), "{}", c.detail);
+    // The same change is wrong when it must be exact.
+    let c = change(
+        "c".into(),
+        &rec,
+        "a.anon",
+        "move",
+        Expect::exactly(-32 * MIB),
+        false,
+    );
+    assert_eq!(c.outcome, Outcome::Fail);
+    // Asked to free 128 MiB, freed 64: short, in either mode; also for a rise.
+    let c = change(
+        "c".into(),
+        &rec,
+        "a.anon",
+        "move",
+        at_least(-128 * MIB),
+        false,
+    );
+    assert_eq!(c.outcome, Outcome::Fail);
+    let c = change(
+        "c".into(),
+        &rec,
+        "b.anon",
+        "move",
+        at_least(128 * MIB),
+        false,
+    );
+    assert_eq!(c.outcome, Outcome::Fail);
+    let c = change(
+        "c".into(),
+        &rec,
+        "b.anon",
+        "move",
+        at_least(64 * MIB),
+        false,
+    );
+    assert_eq!(c.outcome, Outcome::Pass);
+    assert!(!c.detail.contains("beyond"), "{}", c.detail);
 }
 
 #[test]
