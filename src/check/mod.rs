@@ -80,6 +80,9 @@ pub struct Needs {
     /// Only the per-file truth can judge it (no machine-wide fallback): not run without
     /// cachestat(2).
     pub per_file: bool,
+    /// The group whose v2 memory.numa_stat is read, summed over the nodes, just before and after
+    /// its memory.stat: not run on cgroup v1 (whose numa_stat holds LRU sizes only).
+    pub numa: Option<String>,
 }
 
 impl Needs {
@@ -205,6 +208,7 @@ pub const KINDS: &[Kind] = &[
     Kind { kind: "limit-counters", parse: limit_counters::parse },
     Kind { kind: "holds-files", parse: holds_files::parse },
     Kind { kind: "under-limit", parse: under_limit::parse },
+    Kind { kind: "numa-stat", parse: numa_stat::parse },
 ];
 
 fn columns(
@@ -294,6 +298,7 @@ mod limit_counters;
 mod moved;
 mod no_ratchet;
 mod no_underflow;
+mod numa_stat;
 mod observed;
 mod ratio;
 mod reference;
@@ -312,6 +317,7 @@ pub use limit_counters::{LimitCounters, limit_counters};
 pub use moved::{Moved, Want, moved};
 pub use no_ratchet::{NoRatchet, no_ratchet};
 pub use no_underflow::{NoUnderflow, no_underflow};
+pub use numa_stat::{NumaStat, numa_stat};
 pub use observed::{Observed, observed};
 pub use ratio::{Ratio, ratio};
 pub use reference::STALE_WINDOW;

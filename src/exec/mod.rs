@@ -4,6 +4,7 @@
 mod phases;
 pub mod runner;
 pub mod sample;
+mod sources;
 mod steps;
 pub mod watchdog;
 pub mod workload;

@@ -9,15 +9,14 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, anyhow};
 
 use super::phases::Run;
-use super::sample::{Sampler, Source};
+use super::sample::Sampler;
+use super::sources::sampler_sources;
 use super::workload::Worker;
 use crate::check::{CheckResult, Outcome};
 use crate::error::Error;
-use crate::model::Column;
-use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::{Machine, PhaseResult, Record, ScenarioResult, Series, Status};
 use crate::scenario::{Feature, Scenario, ScratchDisk, Step};
-use crate::sys::cgroup::stat::{self, Stat};
+use crate::sys::cgroup::stat::Stat;
 use crate::sys::cgroup::{Cgroup, Version};
 use crate::sys::sysctl::SysctlGuard;
 use crate::sys::{cleanup, proc};
@@ -138,7 +137,7 @@ pub fn unmet_requirement(sc: &Scenario, version: Version) -> Option<String> {
 }
 
 /// /proc/vmstat now, all keys.
-fn read_vmstat() -> Result<Stat> {
+pub(super) fn read_vmstat() -> Result<Stat> {
     proc::vmstat_snapshot(Path::new(proc::PROC))
 }
 
@@ -168,6 +167,7 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
     let mut result = ScenarioResult::new(&sc, Status::Error, String::new());
     result.cgroup_version = Some(version);
     drop_truthless_checks(&mut sc, &mut result);
+    drop_v2_checks(&mut sc, &mut result, version);
     // The machine's vm sysctls are owned before the clock starts: waiting for another run that
     // owns them never eats into this scenario's timeout.
     let outcome = if needs_sysctls(&sc) {
@@ -193,6 +193,24 @@ fn drop_truthless_checks(sc: &mut Scenario, result: &mut ScenarioResult) {
         let keep = !c.needs().per_file;
         if !keep {
             result.notes.push(format!("{} not run: {why}", c.name()));
+        }
+        keep
+    });
+}
+
+/// Checks of v2's memory.numa_stat (`Needs::numa`) are not run on cgroup v1, whose numa_stat
+/// lists LRU sizes only: a note says so.
+fn drop_v2_checks(sc: &mut Scenario, result: &mut ScenarioResult, version: Version) {
+    if version == Version::V2 {
+        return;
+    }
+    sc.checks.retain(|c| {
+        let keep = c.needs().numa.is_none();
+        if !keep {
+            result.notes.push(format!(
+                "{} not run: cgroup v1's memory.numa_stat lists LRU sizes only",
+                c.name()
+            ));
         }
         keep
     });
@@ -373,83 +391,6 @@ fn create_groups(
     Ok((groups, charge_moving))
 }
 
-/// What the sampler reads, in order, and the column each value goes to: the references before
-/// the cgroup files, every group's counters, /proc/vmstat, the per-file truth after them.
-fn sampler_sources(
-    ctx: &Context,
-    sc: &Scenario,
-    root: &Cgroup,
-    groups: &[(String, Cgroup)],
-    scratch: &std::path::Path,
-    result: &mut ScenarioResult,
-) -> Result<(Vec<String>, Vec<Source>), Stop> {
-    // Sampler columns: <group>.<counter> for every group, then vmstat.<key> present on this kernel.
-    let mut columns = Vec::new();
-    let mut sources = Vec::new();
-    let oracle = oracle_sources(ctx, sc, root, groups, scratch, &mut columns, result)?;
-    sources.extend(oracle.before);
-    sources.extend(oracle.machine);
-    // On v1 the hierarchy check also needs each group's own (non-hierarchical) value.
-    let mut counters = sc.sample.counters.clone();
-    if root.version == Version::V1 {
-        for c in &sc.checks {
-            for x in c.needs().local_counters {
-                let l = crate::model::counter::local(&x);
-                // Once each: two parents' checks name the same local counters.
-                if !counters.contains(&l) {
-                    counters.push(l);
-                }
-            }
-        }
-    }
-    // /proc/vmstat's node counters are read before and after the cgroup files, so the global value
-    // at the moment a cgroup file was read lies between the two.
-    let vm_now = read_vmstat()?;
-    let vmstat_path = Path::new(proc::PROC).join("vmstat");
-    let mut pre_keys = Vec::new();
-    for k in sc
-        .sample
-        .vmstat
-        .iter()
-        .filter(|k| k.starts_with("nr_") && vm_now.get(k).is_some())
-    {
-        pre_keys.push((k.clone(), columns.len()));
-        columns.push(Column::vmstat_pre(k).to_string());
-    }
-    if !pre_keys.is_empty() {
-        sources.push(Source::keyed(&vmstat_path, pre_keys)?);
-    }
-    for (name, cg) in groups {
-        let mut keyed = Vec::new();
-        for c in &counters {
-            let col = columns.len();
-            columns.push(Column::group(name, c).to_string());
-            match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
-                Some(key) => keyed.push((key, col)),
-                None => sources.push(own_file(cg, c, col)?),
-            }
-        }
-        sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
-    }
-    let mut vm_keys = Vec::new();
-    for k in &sc.sample.vmstat {
-        if vm_now.get(k).is_some() {
-            vm_keys.push((k.clone(), columns.len()));
-            columns.push(Column::vmstat(k).to_string());
-        } else {
-            result.notes.push(format!(
-                "/proc/vmstat has no {k} on this kernel; not sampled"
-            ));
-        }
-    }
-    if !vm_keys.is_empty() {
-        sources.push(Source::keyed(&vmstat_path, vm_keys)?);
-    }
-    sources.extend(oracle.after);
-
-    Ok((columns, sources))
-}
-
 /// The scenario's result from its record: notes on moves, per-phase results, the checks and the
 /// status they give.
 fn conclude(sc: &Scenario, result: &mut ScenarioResult, record: Record) {
@@ -519,121 +460,6 @@ fn conclude(sc: &Scenario, result: &mut ScenarioResult, record: Record) {
     result.moves = record.moves.clone();
     result.measurements = record.measurements();
     result.record = Some(record);
-}
-
-/// The references the accounting checks need (see `oracle`): the per-file truth, read before and
-/// after the cgroup files (so the truth at the moment of the cgroup read lies in that bracket),
-/// and, for groups without it, the run's top group and the memcg root, read before the test groups
-/// (a parent read after its children can be stale on 6.18 v1, see README Findings).
-/// What the sampler reads for the accounting checks' references; each part may be empty.
-#[derive(Default)]
-struct OracleSources {
-    /// Per-file truth read before the cgroup files, and after them.
-    before: Option<Source>,
-    after: Option<Source>,
-    /// The memcg root's and the run's own totals (fallback without per-file truth).
-    machine: Vec<Source>,
-}
-
-fn oracle_sources(
-    ctx: &Context,
-    sc: &Scenario,
-    root: &Cgroup,
-    groups: &[(String, Cgroup)],
-    scratch: &std::path::Path,
-    columns: &mut Vec<String>,
-    result: &mut ScenarioResult,
-) -> Result<OracleSources, Stop> {
-    use crate::exec::sample::pagecache::{self, FileTruth};
-    use crate::oracle;
-    let accounting: Vec<String> = sc
-        .checks
-        .iter()
-        .filter_map(|c| c.needs().reference)
-        .collect();
-    if accounting.is_empty() {
-        return Ok(OracleSources::default());
-    }
-    let plan = oracle::plan(sc);
-    let mut truth_groups: Vec<&str> = Vec::new();
-    let mut truth = None;
-    match pagecache::support() {
-        Ok(()) => {
-            for (g, why) in &plan.unavailable {
-                if accounting.contains(g) {
-                    result.notes.push(format!(
-                        "no per-file truth for {g}: {why}; its accounting checks compare with machine-wide /proc/vmstat"
-                    ));
-                }
-            }
-            for (name, _) in groups {
-                if plan.files.iter().any(|(_, gs)| gs.contains(name)) {
-                    truth_groups.push(name);
-                }
-            }
-            let mut make = |pre: bool| {
-                let first = columns.len();
-                for g in &truth_groups {
-                    for c in pagecache::COUNTERS {
-                        columns.push(Column::files(g, c, pre).to_string());
-                    }
-                }
-                let base = |g: &str| first + 3 * truth_groups.iter().position(|x| *x == g).unwrap();
-                Source::Truth(FileTruth {
-                    files: plan
-                        .files
-                        .iter()
-                        .map(|(f, gs)| (scratch.join(f), gs.iter().map(|g| base(g)).collect()))
-                        .collect(),
-                    groups: (0..truth_groups.len()).map(|i| first + 3 * i).collect(),
-                    page_size: ctx.machine.page_size as i64,
-                })
-            };
-            if !truth_groups.is_empty() {
-                truth = Some((make(true), make(false)));
-            }
-        }
-        Err(why) => result.notes.push(format!(
-            "no per-file truth: {why}; accounting checks compare with machine-wide /proc/vmstat, and a window in which other writers moved it beyond the tolerance is inconclusive"
-        )),
-    }
-    let mut machine = Vec::new();
-    if accounting
-        .iter()
-        .any(|g| !truth_groups.contains(&g.as_str()))
-    {
-        let mut views = vec![("run", root.clone())];
-        let top = oracle::hierarchy_root(&root.path);
-        if top.join("memory.stat").exists() {
-            views.insert(0, ("root", Cgroup::new(top, root.version)));
-        }
-        for (which, cg) in views {
-            let mut keyed = Vec::new();
-            for c in DIRTY_WRITEBACK {
-                if let Some(key) = stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
-                    keyed.push((key, columns.len()));
-                    columns.push(Column::machine(which, c).to_string());
-                }
-            }
-            machine.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
-        }
-    }
-    let (before, after) = truth.unzip();
-    Ok(OracleSources {
-        before,
-        after,
-        machine,
-    })
-}
-
-/// The source of a counter read from a file of its own: the whole file, or one key of it.
-fn own_file(cg: &Cgroup, counter: &str, col: usize) -> Result<Source, Stop> {
-    let loc = crate::model::counter::file(cg.version, counter)
-        .ok_or_else(|| anyhow!("{counter}: no file on cgroup {}", cg.version.as_str()))?;
-    Ok(match loc.key {
-        None => Source::single(&cg.file(loc.file), col)?,
-        Some(k) => Source::keyed(&cg.file(loc.file), vec![(k.to_string(), col)])?,
-    })
 }
 
 /// The directory a scenario's files go under: the slow disk for `scratch = "slow"` when the run

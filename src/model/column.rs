@@ -6,7 +6,7 @@ use std::fmt;
 /// Column-name prefixes that are not test groups: /proc/vmstat, the sampler's own timing, and the
 /// references the accounting checks compare with (per-file truth, the run's and the memcg root's
 /// totals).
-pub const META_PREFIXES: [&str; 3] = ["vmstat", "sampler", "oracle"];
+pub const META_PREFIXES: [&str; 4] = ["vmstat", "sampler", "oracle", "numa"];
 
 /// Whether a column belongs to no test group (see META_PREFIXES).
 pub fn is_meta_column(column: &str) -> bool {
@@ -39,6 +39,13 @@ pub enum Column {
     /// The fallback's machine view (`oracle.<which>.<counter>`): the run's top group (`run`) or
     /// the memcg root (`root`), hierarchical, read before the test groups.
     Machine { which: String, counter: String },
+    /// A group's counter summed over the nodes of its v2 memory.numa_stat, read right after its
+    /// memory.stat (`numa.<group>.<counter>`) or right before (`numa.pre.<group>.<counter>`).
+    Numa {
+        group: String,
+        counter: String,
+        pre: bool,
+    },
     /// The sampler's own meta data (`sampler.<name>`).
     Sampler(String),
 }
@@ -80,6 +87,13 @@ impl Column {
             pre,
         }
     }
+    pub fn numa(group: &str, counter: &str, pre: bool) -> Column {
+        Column::Numa {
+            group: group.into(),
+            counter: counter.into(),
+            pre,
+        }
+    }
     pub fn machine(which: &str, counter: &str) -> Column {
         Column::Machine {
             which: which.into(),
@@ -96,6 +110,14 @@ impl Column {
                 None => Column::vmstat(rest),
             },
             "sampler" => Column::Sampler(rest.into()),
+            "numa" => {
+                let (pre, rest) = match rest.strip_prefix("pre.") {
+                    Some(g) if g.contains('.') => (true, g),
+                    _ => (false, rest),
+                };
+                let (group, counter) = rest.rsplit_once('.')?;
+                Column::numa(group, counter, pre)
+            }
             "oracle" => match rest.strip_prefix("files.") {
                 Some(f) => {
                     let (pre, f) = match f.strip_prefix("pre.") {
@@ -144,6 +166,15 @@ impl fmt::Display for Column {
                 if *pre { "pre." } else { "" }
             ),
             Column::Machine { which, counter } => write!(f, "oracle.{which}.{counter}"),
+            Column::Numa {
+                group,
+                counter,
+                pre,
+            } => write!(
+                f,
+                "numa.{}{group}.{counter}",
+                if *pre { "pre." } else { "" }
+            ),
             Column::Sampler(name) => write!(f, "sampler.{name}"),
         }
     }
@@ -201,6 +232,9 @@ mod tests {
             "oracle.run.dirty",
             "oracle.root.writeback",
             "sampler.pass_us",
+            "numa.p/test.dirty",
+            "numa.pre.p/test.dirty",
+            "numa.pre.dirty",
         ] {
             assert_eq!(Column::parse(n).unwrap().to_string(), n);
         }

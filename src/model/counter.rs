@@ -20,6 +20,19 @@ pub const LIMIT_HITS: &str = "limit_hits";
 /// subject.
 pub const DIRTY_WRITEBACK: [&str; 2] = [DIRTY, WRITEBACK];
 
+/// The v2 memory.numa_stat key of a counter, if it has one: the node counters (those with a
+/// /proc/vmstat key) are kept per node and per memcg, under the name memory.stat gives them.
+pub fn numa_key(name: &str) -> Option<&'static str> {
+    match counter(name)? {
+        Counter {
+            source: Source::Stat { v2, .. },
+            vmstat: Some(_),
+            ..
+        } => Some(v2),
+        _ => None,
+    }
+}
+
 /// Where a counter is read for each cgroup version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -172,6 +185,9 @@ mod tests {
         assert_eq!(file(Version::V2, MEMSW), None);
         assert_eq!(file(Version::V1, DIRTY), None);
         assert_eq!(global_key("swap"), None);
+        assert_eq!(numa_key(DIRTY), Some("file_dirty"));
+        assert_eq!(numa_key("swap"), None);
+        assert_eq!(numa_key(USAGE), None);
         assert_eq!(split_local(&local(DIRTY)), (DIRTY, true));
         assert_eq!(split_local(DIRTY), (DIRTY, false));
     }

@@ -544,3 +544,47 @@ fn the_file_counter_holds_the_files_page_cache() {
     none.series.push(0.0, &[0]);
     assert_eq!(check(&none).outcome, Outcome::NotExercised);
 }
+
+/// Group a's dirty counter rising to 64 MiB and back to 0 over 3 s, and its nodes' sum as
+/// `numa` makes it of the true value at each sample index.
+fn numa_pair(numa: impl Fn(usize, i64) -> i64) -> Record {
+    use crate::model::Column;
+    let mut r = move_record(0, None);
+    r.series = Series::new(vec![
+        Column::numa("a", "dirty", true).to_string(),
+        "a.dirty".into(),
+        Column::numa("a", "dirty", false).to_string(),
+    ]);
+    for i in 0..30usize {
+        let d = 64 * MIB * (15 - (i as i64 - 15).abs()) / 15;
+        // Read skew: the nodes' sum read before and after the group's count, 2 MiB apart.
+        let n = numa(i, d);
+        r.series.push(i as f64 * 0.1, &[n - MIB, d, n + MIB]);
+    }
+    r
+}
+
+/// memory.stat and the sum over the nodes of memory.numa_stat agree; one sample apart is a
+/// flush between the two reads, a lasting gap fails; a counter that never rose cannot fail.
+#[test]
+fn the_nodes_sum_to_the_group() {
+    let check = |r: &Record| numa_stat("n".into(), r, "a", &["dirty".into()]);
+    assert_eq!(check(&numa_pair(|_, d| d)).outcome, Outcome::Pass);
+    let blip = numa_pair(|i, d| {
+        if (12..14).contains(&i) {
+            d + 8 * MIB
+        } else {
+            d
+        }
+    });
+    assert_eq!(check(&blip).outcome, Outcome::Pass);
+    // The nodes keep every page that was ever dirty.
+    let ratchet = numa_pair(|i, d| if i > 15 { 64 * MIB } else { d });
+    let r = check(&ratchet);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("no longer move together"), "{}", r.detail);
+    let mut flat = numa_pair(|_, _| 0);
+    flat.series = Series::new(flat.series.columns.clone());
+    flat.series.push(0.0, &[0, 0, 0]);
+    assert_eq!(check(&flat).outcome, Outcome::NotExercised);
+}

@@ -37,6 +37,12 @@ impl Source {
     pub fn keyed(path: &Path, keys: Vec<(String, usize)>) -> Result<Source> {
         FileSource::keyed(path, keys).map(Source::File)
     }
+    /// A v2 memory.numa_stat; `keys` pairs a key with the column its sum over the nodes fills.
+    pub fn node_sums(path: &Path, keys: Vec<(String, usize)>) -> Result<Source> {
+        let mut f = FileSource::keyed(path, keys)?;
+        f.node_sums = true;
+        Ok(Source::File(f))
+    }
     /// A file holding one number.
     pub fn single(path: &Path, col: usize) -> Result<Source> {
         FileSource::single(path, col).map(Source::File)
@@ -63,6 +69,8 @@ pub struct FileSource {
     keys: Vec<String>,
     cols: Vec<usize>,
     single: Option<usize>,
+    /// memory.numa_stat: each key's values summed over the nodes.
+    node_sums: bool,
 }
 
 impl FileSource {
@@ -75,6 +83,7 @@ impl FileSource {
             keys,
             cols,
             single: None,
+            node_sums: false,
         })
     }
     fn single(path: &Path, col: usize) -> Result<FileSource> {
@@ -85,6 +94,7 @@ impl FileSource {
             keys: Vec::new(),
             cols: Vec::new(),
             single: Some(col),
+            node_sums: false,
         })
     }
 
@@ -122,7 +132,12 @@ impl FileSource {
             return Ok(());
         }
         scratch.resize(self.keys.len(), None);
-        stat::extract(text, &self.keys, scratch)
+        let extract = if self.node_sums {
+            stat::extract_node_sums
+        } else {
+            stat::extract
+        };
+        extract(text, &self.keys, scratch)
             .map_err(|line| anyhow!("{}: line {line}: malformed value", self.path.display()))?;
         for (i, v) in scratch.iter().enumerate() {
             match v {

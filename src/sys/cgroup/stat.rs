@@ -70,6 +70,35 @@ pub fn extract<K: AsRef<str>>(
     Ok(())
 }
 
+/// Like `extract`, for v2 memory.numa_stat lines (`file_dirty N0=4096 N1=0`): each wanted key's
+/// values summed over the nodes.
+pub fn extract_node_sums<K: AsRef<str>>(
+    text: &str,
+    keys: &[K],
+    out: &mut [Option<i64>],
+) -> Result<(), usize> {
+    out.iter_mut().for_each(|o| *o = None);
+    for (no, line) in text.lines().enumerate() {
+        let mut parts = line.split(' ');
+        let Some(i) = parts
+            .next()
+            .and_then(|k| keys.iter().position(|w| w.as_ref() == k))
+        else {
+            continue;
+        };
+        let mut sum = 0i64;
+        for p in parts.filter(|p| !p.is_empty()) {
+            let v = p
+                .strip_prefix('N')
+                .and_then(|p| p.split_once('='))
+                .and_then(|(node, v)| node.parse::<u32>().ok().and(parse_value(v)));
+            sum += v.ok_or(no + 1)?;
+        }
+        out[i] = Some(sum);
+    }
+    Ok(())
+}
+
 use crate::model::counter::{COUNTERS, Source};
 pub use crate::model::counter::{MEMSW, USAGE};
 
@@ -204,6 +233,22 @@ mod tests {
         extract(V1, &["total_dirty", "writeback", "nope"], &mut out).unwrap();
         assert_eq!(out, [Some(-33427456), Some(0), None]);
         assert_eq!(extract("dirty zz\n", &["dirty"], &mut out[..1]), Err(1));
+    }
+
+    #[test]
+    fn node_sums_add_every_node() {
+        let text = "anon N0=4096 N1=8192\nfile_dirty N0=0 N1=12288\nfile N0=1\n";
+        let mut out = [None; 3];
+        extract_node_sums(text, &["file_dirty", "anon", "shmem"], &mut out).unwrap();
+        assert_eq!(out, [Some(12288), Some(12288), None]);
+        assert_eq!(
+            extract_node_sums("anon N0=4096 X=1\n", &["anon"], &mut out[..1]),
+            Err(1)
+        );
+        assert_eq!(
+            extract_node_sums("anon N0=zz\n", &["anon"], &mut out[..1]),
+            Err(1)
+        );
     }
 
     #[test]

@@ -1,0 +1,143 @@
+//! numa-stat: a group's per-node counts (v2 memory.numa_stat, summed over the nodes) equal its
+//! memory.stat. The kernel keeps a node counter of a memcg twice, per memcg and per memcg and node
+//! (the lruvec), updated together and flushed together; memory.stat shows the first,
+//! memory.numa_stat the second. A kernel that updates one and not the other shows a group that
+//! holds dirty pages on no node.
+
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
+use crate::model::counter::numa_key;
+use crate::model::{Column, Record};
+use crate::scenario::{CheckInput, ScenarioError};
+use crate::units::human_bytes;
+
+/// `numa-stat`: `cgroup`'s counters equal their sums over the nodes, at every sample (cgroup v2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NumaStat {
+    pub cgroup: String,
+    pub counters: Vec<String>,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "counters"])?;
+    let counters = i.counters()?;
+    if let Some(c) = counters.iter().find(|c| numa_key(c).is_none()) {
+        let span = i.need::<Vec<String>>("counters")?.span();
+        return Err(i.err(
+            span,
+            format!("{c} is not kept per node (memory.numa_stat has the node counters: those with a /proc/vmstat key, and no .local)"),
+        ));
+    }
+    Ok(Check::new(NumaStat {
+        cgroup: i.cgroup("cgroup")?,
+        counters,
+    }))
+}
+
+impl CheckSpec for NumaStat {
+    fn name(&self) -> String {
+        format!("numa-stat({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: self.counters.clone(),
+            numa: Some(self.cgroup.clone()),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        numa_stat(self.name(), rec, &self.cgroup, &self.counters)
+    }
+}
+
+/// Samples apart by more than the tolerance this many times in a row fail. The bracket of the two
+/// numa_stat reads holds what memory.stat showed while the counter moves one way; while a writer
+/// dirties pages and writeback takes them, dirty goes up and down within one pass (up to 1.0 MiB
+/// outside the bracket in one sample on Debian 6.1 under dirty-migration). A count the kernel
+/// keeps wrong stays wrong.
+const RUN: usize = 3;
+
+pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) -> CheckResult {
+    let cols = match columns(rec, cgroup, counters) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    let s = &rec.series;
+    let tol = rec.machine.stat_batch_bytes() as i64;
+    let (mut most, mut worst) = (0i64, 0i64);
+    for ((col, stat), counter) in cols.iter().zip(counters) {
+        let numa = |pre| s.col(&Column::numa(cgroup, counter, pre).to_string());
+        let (Some(pre), Some(post)) = (numa(true), numa(false)) else {
+            return missing(
+                name,
+                format!("{cgroup}'s memory.numa_stat {counter} was not sampled"),
+            );
+        };
+        let mut run = 0;
+        for r in 0..s.len() {
+            // What memory.stat showed against the nodes' sums read just before and after it.
+            let (a, b) = (s.get(r, pre), s.get(r, post));
+            let v = s.get(r, *stat);
+            let gap = (a.min(b) - v).max(v - a.max(b)).max(0);
+            most = most.max(v);
+            worst = worst.max(gap);
+            run = if gap > tol { run + 1 } else { 0 };
+            if run < RUN {
+                continue;
+            }
+            let t = s.t[r];
+            let mut res = CheckResult::new(
+                name,
+                Outcome::Fail,
+                format!(
+                    "{col} {} but its nodes sum to {}",
+                    human_bytes(v),
+                    if a == b {
+                        human_bytes(a)
+                    } else {
+                        format!("{}..{}", human_bytes(a.min(b)), human_bytes(a.max(b)))
+                    }
+                ),
+                format!("equal within {}", human_bytes(tol)),
+                format!(
+                    "at t={t:.3}s (phase {}) {cgroup}'s memory.stat {counter} was {} outside the sums over the nodes of its memory.numa_stat read just before and after it, for {RUN} samples in a row: the per-node (lruvec) count and the memcg's count no longer move together: {}",
+                    rec.phase_at(t),
+                    human_bytes(gap),
+                    s.describe_row(r)
+                ),
+            );
+            res.at = Some(t);
+            res.column = Some(col.clone());
+            return res;
+        }
+    }
+    if most <= tol {
+        return missing(
+            name,
+            format!(
+                "{cgroup}'s {} stayed within the tolerance ({}): the check could not fail",
+                counters.join(", "),
+                human_bytes(most)
+            ),
+        );
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "largest gap {} over {} samples",
+            human_bytes(worst),
+            s.len()
+        ),
+        "memory.stat = sum over nodes of memory.numa_stat".into(),
+        format!(
+            "{cgroup}'s {} equalled their sums over the nodes at every sample (up to {})",
+            counters.join(", "),
+            human_bytes(most)
+        ),
+    );
+    res.tolerance = Some(format!(
+        "{}, for {RUN} samples in a row; memory.numa_stat is read just before and after memory.stat, and the count memory.stat showed may lie anywhere between the two",
+        rec.machine.stat_batch_explained()
+    ));
+    res
+}

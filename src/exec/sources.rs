@@ -1,0 +1,252 @@
+//! What the sampler reads for a scenario, in order, and the column each value goes to: the
+//! references of the accounting checks, every group's counter files, memory.numa_stat where a check
+//! needs it, /proc/vmstat.
+
+use std::path::Path;
+
+use anyhow::anyhow;
+
+use super::runner::{Context, Stop, read_vmstat};
+use super::sample::Source;
+use crate::model::Column;
+use crate::model::ScenarioResult;
+use crate::model::counter::DIRTY_WRITEBACK;
+use crate::scenario::Scenario;
+use crate::sys::cgroup::stat;
+use crate::sys::cgroup::{Cgroup, Version};
+use crate::sys::proc;
+
+/// What the sampler reads, in order, and the column each value goes to: the references before
+/// the cgroup files, every group's counters, /proc/vmstat, the per-file truth after them.
+pub(super) fn sampler_sources(
+    ctx: &Context,
+    sc: &Scenario,
+    root: &Cgroup,
+    groups: &[(String, Cgroup)],
+    scratch: &std::path::Path,
+    result: &mut ScenarioResult,
+) -> Result<(Vec<String>, Vec<Source>), Stop> {
+    // Sampler columns: <group>.<counter> for every group, then vmstat.<key> present on this kernel.
+    let mut columns = Vec::new();
+    let mut sources = Vec::new();
+    let oracle = oracle_sources(ctx, sc, root, groups, scratch, &mut columns, result)?;
+    sources.extend(oracle.before);
+    sources.extend(oracle.machine);
+    let numa: Vec<String> = match root.version {
+        Version::V2 => sc.checks.iter().filter_map(|c| c.needs().numa).collect(),
+        Version::V1 => Vec::new(),
+    };
+    // On v1 the hierarchy check also needs each group's own (non-hierarchical) value.
+    let mut counters = sc.sample.counters.clone();
+    if root.version == Version::V1 {
+        for c in &sc.checks {
+            for x in c.needs().local_counters {
+                let l = crate::model::counter::local(&x);
+                // Once each: two parents' checks name the same local counters.
+                if !counters.contains(&l) {
+                    counters.push(l);
+                }
+            }
+        }
+    }
+    // /proc/vmstat's node counters are read before and after the cgroup files, so the global value
+    // at the moment a cgroup file was read lies between the two.
+    let vm_now = read_vmstat()?;
+    let vmstat_path = Path::new(proc::PROC).join("vmstat");
+    let mut pre_keys = Vec::new();
+    for k in sc
+        .sample
+        .vmstat
+        .iter()
+        .filter(|k| k.starts_with("nr_") && vm_now.get(k).is_some())
+    {
+        pre_keys.push((k.clone(), columns.len()));
+        columns.push(Column::vmstat_pre(k).to_string());
+    }
+    if !pre_keys.is_empty() {
+        sources.push(Source::keyed(&vmstat_path, pre_keys)?);
+    }
+    for (name, cg) in groups {
+        let mut keyed = Vec::new();
+        for c in &counters {
+            let col = columns.len();
+            columns.push(Column::group(name, c).to_string());
+            match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
+                Some(key) => keyed.push((key, col)),
+                None => sources.push(own_file(cg, c, col)?),
+            }
+        }
+        let numa = numa.contains(name);
+        if numa {
+            sources.push(numa_source(
+                name,
+                cg,
+                &sc.sample.counters,
+                true,
+                &mut columns,
+            )?);
+        }
+        sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
+        if numa {
+            sources.push(numa_source(
+                name,
+                cg,
+                &sc.sample.counters,
+                false,
+                &mut columns,
+            )?);
+        }
+    }
+    let mut vm_keys = Vec::new();
+    for k in &sc.sample.vmstat {
+        if vm_now.get(k).is_some() {
+            vm_keys.push((k.clone(), columns.len()));
+            columns.push(Column::vmstat(k).to_string());
+        } else {
+            result.notes.push(format!(
+                "/proc/vmstat has no {k} on this kernel; not sampled"
+            ));
+        }
+    }
+    if !vm_keys.is_empty() {
+        sources.push(Source::keyed(&vmstat_path, vm_keys)?);
+    }
+    sources.extend(oracle.after);
+
+    Ok((columns, sources))
+}
+
+/// A group's memory.numa_stat: each sampled counter it holds, summed over the nodes. Read just
+/// before (`pre`) and after the group's memory.stat, so what memory.stat showed lies between the
+/// two reads while the counter moves one way.
+fn numa_source(
+    name: &str,
+    cg: &Cgroup,
+    counters: &[String],
+    pre: bool,
+    columns: &mut Vec<String>,
+) -> Result<Source, Stop> {
+    let mut keys = Vec::new();
+    for c in counters {
+        if let Some(k) = crate::model::counter::numa_key(c) {
+            keys.push((k.to_string(), columns.len()));
+            columns.push(Column::numa(name, c, pre).to_string());
+        }
+    }
+    Ok(Source::node_sums(&cg.file("memory.numa_stat"), keys)?)
+}
+
+/// The references the accounting checks need (see `oracle`): the per-file truth, read before and
+/// after the cgroup files (so the truth at the moment of the cgroup read lies in that bracket),
+/// and, for groups without it, the run's top group and the memcg root, read before the test groups
+/// (a parent read after its children can be stale on 6.18 v1, see README Findings).
+/// What the sampler reads for the accounting checks' references; each part may be empty.
+#[derive(Default)]
+struct OracleSources {
+    /// Per-file truth read before the cgroup files, and after them.
+    before: Option<Source>,
+    after: Option<Source>,
+    /// The memcg root's and the run's own totals (fallback without per-file truth).
+    machine: Vec<Source>,
+}
+
+fn oracle_sources(
+    ctx: &Context,
+    sc: &Scenario,
+    root: &Cgroup,
+    groups: &[(String, Cgroup)],
+    scratch: &std::path::Path,
+    columns: &mut Vec<String>,
+    result: &mut ScenarioResult,
+) -> Result<OracleSources, Stop> {
+    use crate::exec::sample::pagecache::{self, FileTruth};
+    use crate::oracle;
+    let accounting: Vec<String> = sc
+        .checks
+        .iter()
+        .filter_map(|c| c.needs().reference)
+        .collect();
+    if accounting.is_empty() {
+        return Ok(OracleSources::default());
+    }
+    let plan = oracle::plan(sc);
+    let mut truth_groups: Vec<&str> = Vec::new();
+    let mut truth = None;
+    match pagecache::support() {
+        Ok(()) => {
+            for (g, why) in &plan.unavailable {
+                if accounting.contains(g) {
+                    result.notes.push(format!(
+                        "no per-file truth for {g}: {why}; its accounting checks compare with machine-wide /proc/vmstat"
+                    ));
+                }
+            }
+            for (name, _) in groups {
+                if plan.files.iter().any(|(_, gs)| gs.contains(name)) {
+                    truth_groups.push(name);
+                }
+            }
+            let mut make = |pre: bool| {
+                let first = columns.len();
+                for g in &truth_groups {
+                    for c in pagecache::COUNTERS {
+                        columns.push(Column::files(g, c, pre).to_string());
+                    }
+                }
+                let base = |g: &str| first + 3 * truth_groups.iter().position(|x| *x == g).unwrap();
+                Source::Truth(FileTruth {
+                    files: plan
+                        .files
+                        .iter()
+                        .map(|(f, gs)| (scratch.join(f), gs.iter().map(|g| base(g)).collect()))
+                        .collect(),
+                    groups: (0..truth_groups.len()).map(|i| first + 3 * i).collect(),
+                    page_size: ctx.machine.page_size as i64,
+                })
+            };
+            if !truth_groups.is_empty() {
+                truth = Some((make(true), make(false)));
+            }
+        }
+        Err(why) => result.notes.push(format!(
+            "no per-file truth: {why}; accounting checks compare with machine-wide /proc/vmstat, and a window in which other writers moved it beyond the tolerance is inconclusive"
+        )),
+    }
+    let mut machine = Vec::new();
+    if accounting
+        .iter()
+        .any(|g| !truth_groups.contains(&g.as_str()))
+    {
+        let mut views = vec![("run", root.clone())];
+        let top = oracle::hierarchy_root(&root.path);
+        if top.join("memory.stat").exists() {
+            views.insert(0, ("root", Cgroup::new(top, root.version)));
+        }
+        for (which, cg) in views {
+            let mut keyed = Vec::new();
+            for c in DIRTY_WRITEBACK {
+                if let Some(key) = stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
+                    keyed.push((key, columns.len()));
+                    columns.push(Column::machine(which, c).to_string());
+                }
+            }
+            machine.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
+        }
+    }
+    let (before, after) = truth.unzip();
+    Ok(OracleSources {
+        before,
+        after,
+        machine,
+    })
+}
+
+/// The source of a counter read from a file of its own: the whole file, or one key of it.
+fn own_file(cg: &Cgroup, counter: &str, col: usize) -> Result<Source, Stop> {
+    let loc = crate::model::counter::file(cg.version, counter)
+        .ok_or_else(|| anyhow!("{counter}: no file on cgroup {}", cg.version.as_str()))?;
+    Ok(match loc.key {
+        None => Source::single(&cg.file(loc.file), col)?,
+        Some(k) => Source::keyed(&cg.file(loc.file), vec![(k.to_string(), col)])?,
+    })
+}
