@@ -17,7 +17,17 @@ out=${MEMCGTEST_CI_OUT:-/tmp/memcgtest-ci}/matrix
 rm -rf "$out"
 mkdir -p "$out"
 
-stock=$(ci/build-kernel.sh)
+# MEMCGTEST_STOCK=debian: the stock runs boot Debian's 6.1 cloud kernel instead (stock-runs.sh).
+vm_args=()
+if [ "${MEMCGTEST_STOCK:-6.12}" = debian ]; then
+  mapfile -t deb < <(ci/fetch-debian-kernel.sh)
+  stock=${deb[0]}
+  vm_args=(--modules "${deb[1]}")
+  stock_name="Debian $(basename "$stock" | sed 's/^vmlinuz-//')"
+else
+  stock=$(ci/build-kernel.sh)
+  stock_name="$(make -s -C "${MEMCGTEST_KERNEL_WORK:-/var/cache/memcgtest-ci}/linux-6.12" kernelversion 2>/dev/null)"
+fi
 scenarios=$("$bin" list | awk '/^[a-z]/ {print $1}')
 
 # Runs the quick suite (or the NAMES given after the cgroup version) on KERNEL, saving
@@ -28,7 +38,7 @@ suite() {
   echo "matrix: $label (cgroup $cg) ${*:-all scenarios}" >&2
   local t0=$SECONDS
   set +e
-  "$bin" --cgroup "$cg" vm --kernel "$kernel" --console-log "$out/$label.console" --report "$out/$label" \
+  "$bin" --cgroup "$cg" vm --kernel "$kernel" "${vm_args[@]}" --console-log "$out/$label.console" --report "$out/$label" \
     -- run --quick --format ktap "$@" > "$out/$label.ktap" 2> "$out/$label.err"
   echo $? > "$out/$label.rc"
   set -e
@@ -54,6 +64,7 @@ for i in $(seq 1 "$runs"); do
     labels+=("stock-$cg-$i")
   done
 done
+vm_args=()
 declare -A catches
 for p in kernel-patches/*.patch; do
   [ "$mutants" = 1 ] || break
@@ -99,7 +110,7 @@ for p in "${problems[@]}"; do echo "matrix: $p"; done
 if [ $ok = 1 ]; then
   caught="every mutant was caught by a check of its scenario"
   [ "$mutants" = 1 ] || caught="mutants not run"
-  echo "matrix: PASS: stock $(make -s -C "${MEMCGTEST_KERNEL_WORK:-/var/cache/memcgtest-ci}/linux-6.12" kernelversion 2>/dev/null) passed every scenario $runs/$runs times under v2 and v1; $caught"
+  echo "matrix: PASS: stock $stock_name passed every scenario $runs/$runs times under v2 and v1; $caught"
 else
   echo "matrix: FAIL"
   exit 1
