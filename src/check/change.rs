@@ -81,6 +81,17 @@ pub fn change(
         return missing(name, format!("column {col} was not sampled"));
     };
     let (tol, tol_text) = expect.tolerance(&rec.machine);
+    // A tolerance of half the change or more would pass a kernel that did half of it.
+    if (by != 0 || expect.at_least) && 2 * tol >= by.abs() {
+        return missing(
+            name,
+            format!(
+                "the expected change {} is within twice the tolerance {} on this machine: a step that did half of it would pass, so the check could not fail",
+                signed(by),
+                human_bytes(tol)
+            ),
+        );
+    }
     let mut seen = Vec::new();
     let wanted = if expect.at_least {
         format!("{} or beyond, within {}", signed(by), human_bytes(tol))
@@ -111,10 +122,12 @@ pub fn change(
                     rec.phases[st.phase].name,
                     human_bytes(rec.series.get(r0, c)),
                     human_bytes(rec.series.get(r1, c)),
-                    if d.abs() < by.abs() {
+                    if by != 0 && d.signum() == -by.signum() {
+                        "it went the other way".to_string()
+                    } else if (by - d) * by.signum() > 0 {
                         format!(
                             "{} less than expected{}",
-                            human_bytes(by.abs() - d.abs()),
+                            human_bytes((by - d).abs()),
                             if step == "move" {
                                 " (charge left behind?)"
                             } else {
@@ -124,7 +137,7 @@ pub fn change(
                     } else {
                         format!(
                             "{} more than expected (charged twice?)",
-                            human_bytes(d.abs() - by.abs())
+                            human_bytes((d - by).abs())
                         )
                     }
                 ),
@@ -135,7 +148,11 @@ pub fn change(
             return res;
         }
         if expect.at_least && (d - by).abs() > tol {
-            beyond.push(format!("{} at t={:.3}s", human_bytes(d - by), st.end));
+            beyond.push(format!(
+                "{} at t={:.3}s",
+                human_bytes((d - by).abs()),
+                st.end
+            ));
         }
         seen.push(signed(d));
     }

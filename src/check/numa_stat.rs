@@ -64,7 +64,13 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
     let s = &rec.series;
     let tol = rec.machine.stat_batch_bytes() as i64;
     let (mut most, mut worst) = (0i64, 0i64);
+    // Counters that never rose above the tolerance: a gap in them could not show.
+    let mut quiet = Vec::new();
     for ((col, stat), counter) in cols.iter().zip(counters) {
+        let top = (0..s.len()).map(|r| s.get(r, *stat)).max().unwrap_or(0);
+        if top <= tol {
+            quiet.push(counter.as_str());
+        }
         let numa = |pre| s.col(&Column::numa(cgroup, counter, pre).to_string());
         let (Some(pre), Some(post)) = (numa(true), numa(false)) else {
             return missing(
@@ -110,7 +116,7 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
             return res;
         }
     }
-    if most <= tol {
+    if quiet.len() == counters.len() {
         return missing(
             name,
             format!(
@@ -133,7 +139,14 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
             "{cgroup}'s {} equalled their sums over the nodes at every sample (up to {})",
             counters.join(", "),
             human_bytes(most)
-        ),
+        ) + &if quiet.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} never rose above the tolerance, so a gap in it could not show",
+                quiet.join(", ")
+            )
+        },
     );
     res.tolerance = Some(format!(
         "{}, for {RUN} samples in a row; memory.numa_stat is read just before and after memory.stat, and the count memory.stat showed may lie anywhere between the two",

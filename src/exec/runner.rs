@@ -167,7 +167,7 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
     let mut result = ScenarioResult::new(&sc, Status::Error, String::new());
     result.cgroup_version = Some(version);
     drop_truthless_checks(&mut sc, &mut result);
-    drop_v2_checks(&mut sc, &mut result, version);
+    drop_numa_checks(&mut sc, &mut result, &ctx.parent);
     // The machine's vm sysctls are owned before the clock starts: waiting for another run that
     // owns them never eats into this scenario's timeout.
     let outcome = if needs_sysctls(&sc) {
@@ -199,21 +199,30 @@ fn drop_truthless_checks(sc: &mut Scenario, result: &mut ScenarioResult) {
 }
 
 /// Checks of v2's memory.numa_stat (`Needs::numa`) are not run on cgroup v1, whose numa_stat
-/// lists LRU sizes only: a note says so.
-fn drop_v2_checks(sc: &mut Scenario, result: &mut ScenarioResult, version: Version) {
-    if version == Version::V2 {
-        return;
-    }
+/// lists LRU sizes only, nor on a kernel without it (CONFIG_NUMA off): a note says so.
+fn drop_numa_checks(sc: &mut Scenario, result: &mut ScenarioResult, parent: &Cgroup) {
+    let why = match parent.version {
+        Version::V1 => "cgroup v1's memory.numa_stat lists LRU sizes only",
+        Version::V2 if !numa_stat_exists(&parent.path) => {
+            "this kernel has no memory.numa_stat (CONFIG_NUMA off)"
+        }
+        Version::V2 => return,
+    };
     sc.checks.retain(|c| {
         let keep = c.needs().numa.is_none();
         if !keep {
-            result.notes.push(format!(
-                "{} not run: cgroup v1's memory.numa_stat lists LRU sizes only",
-                c.name()
-            ));
+            result.notes.push(format!("{} not run: {why}", c.name()));
         }
         keep
     });
+}
+
+/// Whether the cgroup at `dir` or one of its ancestors in the same hierarchy shows a
+/// memory.numa_stat (the root always does where the kernel has it).
+fn numa_stat_exists(dir: &Path) -> bool {
+    dir.ancestors()
+        .take_while(|d| d.join("cgroup.procs").exists())
+        .any(|d| d.join("memory.numa_stat").exists())
 }
 
 /// Whether a scenario changes vm sysctls: a `[sysctl]` table or a dirty probe.
@@ -490,6 +499,22 @@ fn scratch_base<'a>(ctx: &'a Context, sc: &Scenario, result: &mut ScenarioResult
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numa_stat_is_found_in_the_hierarchy_only() {
+        let d = tempfile::tempdir().unwrap();
+        let child = d.path().join("root/a/b");
+        std::fs::create_dir_all(&child).unwrap();
+        for g in ["root", "root/a", "root/a/b"] {
+            std::fs::write(d.path().join(g).join("cgroup.procs"), "").unwrap();
+        }
+        assert!(!numa_stat_exists(&child));
+        // Above the hierarchy's root: not a cgroup, not looked at.
+        std::fs::write(d.path().join("memory.numa_stat"), "").unwrap();
+        assert!(!numa_stat_exists(&child));
+        std::fs::write(d.path().join("root/memory.numa_stat"), "").unwrap();
+        assert!(numa_stat_exists(&child));
+    }
 
     fn blank() -> ScenarioResult {
         let sc = crate::scenario::parse("b.toml", crate::scenario::BUILTIN[0].1).unwrap();

@@ -362,8 +362,13 @@ pub(super) fn reclaim(env: &StepEnv, cgroup: &str, size: u64) -> Result<JobResul
     let cg = env.group(cgroup);
     // Only page cache is surely reclaimable (anon needs swap): with less than 1.5 times what is
     // asked, a short reclaim would not be the kernel's fault.
-    let key = stat::stat_key(FILE, cg.version).map_err(|e| anyhow!(e))?;
-    let cache = key.and_then(|k| cg.stat().ok()?.get(&k)).unwrap_or(0);
+    let key = stat::stat_key(FILE, cg.version)
+        .map_err(|e| anyhow!(e))?
+        .ok_or_else(|| anyhow!("{FILE}: not a memory.stat counter"))?;
+    let stat = cg
+        .stat()
+        .map_err(|e| Stop::Failed(Error::Kernel(e.to_string())))?;
+    let cache = stat.get(&key).unwrap_or(0);
     if cache < (size + size / 2) as i64 {
         return Err(Stop::Failed(Error::Environment(format!(
             "{cgroup} holds {} of page cache, less than 1.5 times the {} to reclaim: the workload \

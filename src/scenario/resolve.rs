@@ -264,6 +264,15 @@ fn cgroups(
                 "cgroup name must be [A-Za-z0-9_-] parts joined by '/'",
             ));
         }
+        if let Some(p) = crate::model::META_PREFIXES
+            .iter()
+            .find(|p| nm.split('/').next() == Some(**p))
+        {
+            return Err(cx.err(
+                n.span(),
+                format!("cgroup {nm:?}: {p:?} names sampled columns that are not a group's; pick another name"),
+            ));
+        }
         if nm.split('/').next() == Some(HELPER_GROUP) {
             return Err(cx.err(
                 n.span(),

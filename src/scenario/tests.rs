@@ -358,6 +358,15 @@ fn exercised_with_min_below_1_is_rejected() {
 }
 
 #[test]
+fn cgroups_named_like_column_prefixes_are_rejected() {
+    for p in crate::model::META_PREFIXES {
+        let e = err(&GOOD.replace("name = \"a/b\"", &format!("name = \"{p}\"")));
+        assert!(e.msg.contains("not a group's"), "{e}");
+        assert_eq!(e.line, 12, "{e}");
+    }
+}
+
+#[test]
 fn cgroups_named_like_the_helper_group_are_rejected() {
     let e = err(&GOOD.replace("name = \"a/b\"", "name = \"aux\""));
     assert!(e.msg.contains("helper group"), "{e}");

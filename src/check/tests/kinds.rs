@@ -309,6 +309,28 @@ fn at_least_fails_only_short_of_what_was_asked() {
     );
     assert_eq!(c.outcome, Outcome::Pass);
     assert!(!c.detail.contains("beyond"), "{}", c.detail);
+    // A fall where a rise was expected says so.
+    let c = change(
+        "c".into(),
+        &rec,
+        "a.anon",
+        "move",
+        Expect::exactly(64 * MIB),
+        false,
+    );
+    assert!(c.detail.contains("went the other way"), "{}", c.detail);
+    // 2 MiB expected with 1.06 MiB of tolerance: half of it would pass, so it is not a test.
+    let c = change(
+        "c".into(),
+        &rec,
+        "a.anon",
+        "move",
+        at_least(-2 * MIB),
+        false,
+    );
+    assert_eq!(c.outcome, Outcome::NotExercised, "{}", c.detail);
+    let c = change("c".into(), &rec, "a.anon", "move", at_least(0), false);
+    assert_eq!(c.outcome, Outcome::NotExercised, "{}", c.detail);
 }
 
 #[test]
