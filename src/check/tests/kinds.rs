@@ -259,77 +259,29 @@ fn at_least_fails_only_short_of_what_was_asked() {
         tolerance: None,
         at_least: true,
     };
+    let check = |col, e| change("c".into(), &rec, col, "move", e, false);
     // Asked to free 32 MiB, freed 64: beyond, allowed, said in the detail.
-    let c = change(
-        "c".into(),
-        &rec,
-        "a.anon",
-        "move",
-        at_least(-32 * MIB),
-        false,
-    );
+    let c = check("a.anon", at_least(-32 * MIB));
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
     assert!(c.detail.contains("beyond what was asked"), "{}", c.detail);
     // The same change is wrong when it must be exact.
-    let c = change(
-        "c".into(),
-        &rec,
-        "a.anon",
-        "move",
-        Expect::exactly(-32 * MIB),
-        false,
+    assert_eq!(
+        check("a.anon", Expect::exactly(-32 * MIB)).outcome,
+        Outcome::Fail
     );
-    assert_eq!(c.outcome, Outcome::Fail);
     // Asked to free 128 MiB, freed 64: short, in either mode; also for a rise.
-    let c = change(
-        "c".into(),
-        &rec,
-        "a.anon",
-        "move",
-        at_least(-128 * MIB),
-        false,
-    );
-    assert_eq!(c.outcome, Outcome::Fail);
-    let c = change(
-        "c".into(),
-        &rec,
-        "b.anon",
-        "move",
-        at_least(128 * MIB),
-        false,
-    );
-    assert_eq!(c.outcome, Outcome::Fail);
-    let c = change(
-        "c".into(),
-        &rec,
-        "b.anon",
-        "move",
-        at_least(64 * MIB),
-        false,
-    );
+    assert_eq!(check("a.anon", at_least(-128 * MIB)).outcome, Outcome::Fail);
+    assert_eq!(check("b.anon", at_least(128 * MIB)).outcome, Outcome::Fail);
+    let c = check("b.anon", at_least(64 * MIB));
     assert_eq!(c.outcome, Outcome::Pass);
     assert!(!c.detail.contains("beyond"), "{}", c.detail);
     // A fall where a rise was expected says so.
-    let c = change(
-        "c".into(),
-        &rec,
-        "a.anon",
-        "move",
-        Expect::exactly(64 * MIB),
-        false,
-    );
+    let c = check("a.anon", Expect::exactly(64 * MIB));
     assert!(c.detail.contains("went the other way"), "{}", c.detail);
     // 2 MiB expected with 1.06 MiB of tolerance: half of it would pass, so it is not a test.
-    let c = change(
-        "c".into(),
-        &rec,
-        "a.anon",
-        "move",
-        at_least(-2 * MIB),
-        false,
-    );
+    let c = check("a.anon", at_least(-2 * MIB));
     assert_eq!(c.outcome, Outcome::NotExercised, "{}", c.detail);
-    let c = change("c".into(), &rec, "a.anon", "move", at_least(0), false);
+    let c = check("a.anon", at_least(0));
     assert_eq!(c.outcome, Outcome::NotExercised, "{}", c.detail);
 }
 

@@ -58,16 +58,7 @@ pub fn extract<K: AsRef<str>>(
     keys: &[K],
     out: &mut [Option<i64>],
 ) -> Result<(), usize> {
-    out.iter_mut().for_each(|o| *o = None);
-    for (no, line) in text.lines().enumerate() {
-        let Some((k, v)) = line.split_once(' ') else {
-            continue;
-        };
-        if let Some(i) = keys.iter().position(|w| w.as_ref() == k) {
-            out[i] = Some(parse_value(v.trim()).ok_or(no + 1)?);
-        }
-    }
-    Ok(())
+    extract_with(text, keys, out, |v| parse_value(v.trim()))
 }
 
 /// Like `extract`, for v2 memory.numa_stat lines (`file_dirty N0=4096 N1=0`): each wanted key's
@@ -77,24 +68,32 @@ pub fn extract_node_sums<K: AsRef<str>>(
     keys: &[K],
     out: &mut [Option<i64>],
 ) -> Result<(), usize> {
+    extract_with(text, keys, out, |v| {
+        v.split(' ')
+            .filter(|p| !p.is_empty())
+            .try_fold(0i64, |sum, p| {
+                let (node, v) = p.strip_prefix('N')?.split_once('=')?;
+                node.parse::<u32>().ok()?;
+                Some(sum + parse_value(v)?)
+            })
+    })
+}
+
+/// The value of each wanted key's line, as `value` reads the rest of the line.
+fn extract_with<K: AsRef<str>>(
+    text: &str,
+    keys: &[K],
+    out: &mut [Option<i64>],
+    value: impl Fn(&str) -> Option<i64>,
+) -> Result<(), usize> {
     out.iter_mut().for_each(|o| *o = None);
     for (no, line) in text.lines().enumerate() {
-        let mut parts = line.split(' ');
-        let Some(i) = parts
-            .next()
-            .and_then(|k| keys.iter().position(|w| w.as_ref() == k))
-        else {
+        let Some((k, v)) = line.split_once(' ') else {
             continue;
         };
-        let mut sum = 0i64;
-        for p in parts.filter(|p| !p.is_empty()) {
-            let v = p
-                .strip_prefix('N')
-                .and_then(|p| p.split_once('='))
-                .and_then(|(node, v)| node.parse::<u32>().ok().and(parse_value(v)));
-            sum += v.ok_or(no + 1)?;
+        if let Some(i) = keys.iter().position(|w| w.as_ref() == k) {
+            out[i] = Some(value(v).ok_or(no + 1)?);
         }
-        out[i] = Some(sum);
     }
     Ok(())
 }
