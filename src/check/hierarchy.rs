@@ -2,6 +2,7 @@
 
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, groups, missing};
 use crate::model::Record;
+use crate::model::counter::{self, USAGE};
 use crate::model::{Column, PASS_COLUMN};
 use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
@@ -47,8 +48,9 @@ fn children(rec: &Record, parent: &str) -> Vec<String> {
 /// v1 a parent read after its child stayed stale until the periodic flush (README, Findings).
 pub const ANCESTOR_LAG: f64 = 3.0;
 
-/// Whether the parent's value at row `r` is what its parts summed to at some sample within the
-/// last ANCESTOR_LAG seconds (a stale parent), and how long ago the latest such sample was.
+/// Whether the parent's value at row `r` is what its parts summed to within the last
+/// ANCESTOR_LAG seconds (a stale parent), and how long ago. The parts pass through every value
+/// between two consecutive samples of theirs, so a value between them counts.
 fn stale_by(
     rec: &Record,
     r: usize,
@@ -60,14 +62,20 @@ fn stale_by(
     (0..r)
         .rev()
         .take_while(|&q| t - rec.series.t[q] <= ANCESTOR_LAG)
-        .find(|&q| (pv - parts(q)).abs() <= tol)
+        .find(|&q| {
+            let (a, b) = (parts(q), parts(q + 1));
+            a.min(b) - tol <= pv && pv <= a.max(b) + tol
+        })
         .map(|q| t - rec.series.t[q])
 }
 
 /// hierarchy: the parent's hierarchical counter equals its own (v1 `.local`, sampled on v1) plus
 /// its children's hierarchical counters, at every sample. A parent that shows what its parts
-/// summed to a little earlier is stale, not wrong, for up to ANCESTOR_LAG; any other difference
-/// fails when it is there in two consecutive samples.
+/// summed to a little earlier (or a value between two samples of theirs) is stale, not wrong, for
+/// up to ANCESTOR_LAG; so is one that counts more pages than its page counter holds (usage, where
+/// sampled: a burst in a child that no sample saw, not yet flushed to the parent), for up to
+/// ANCESTOR_LAG from the start of the gap. Any other difference fails when it is there in two
+/// consecutive samples.
 pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) -> CheckResult {
     let children = children(rec, parent);
     if children.is_empty() {
@@ -103,18 +111,30 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
         // freeing everything at once) between the parent's read and a child's shows in that one
         // sample. A real disagreement (stale or wrong totals) is still there at the next pass.
         let mut prev_bad: Option<usize> = None;
+        // The parent's page counter (exact at every read), for counters of pages in memory: a
+        // parent counting more than it is charged for shows statistics not yet flushed.
+        let usage = (counter::global_key(c).is_some())
+            .then(|| rec.series.col(&Column::group(parent, USAGE).to_string()))
+            .flatten();
+        // When the current run of gaps began.
+        let mut gap_since: Option<f64> = None;
         for r in 0..rec.series.len() {
             let pv = rec.series.get(r, p);
             let ov = own.map(|o| rec.series.get(r, o)).unwrap_or(0);
             let kv = parts(r) - ov;
             let gap = (pv - ov - kv).abs();
             let tol = tol_base + read_skew(rec, r, &all);
+            let t = rec.series.t[r];
             if gap <= tol {
                 worst = worst.max(gap);
+                gap_since = None;
                 continue;
             }
-            let t = rec.series.t[r];
-            if let Some(ago) = stale_by(rec, r, pv, &parts, tol) {
+            let since = *gap_since.get_or_insert(t);
+            let above_usage = usage.is_some_and(|u| pv > rec.series.get(r, u) + tol);
+            let stale = stale_by(rec, r, pv, &parts, tol)
+                .or((above_usage && t - since <= ANCESTOR_LAG).then_some(t - since));
+            if let Some(ago) = stale {
                 if lag.as_ref().is_none_or(|(l, _, _)| ago > *l) {
                     lag = Some((ago, t, c.clone()));
                 }
