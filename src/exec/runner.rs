@@ -186,16 +186,9 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
 /// without cachestat(2): a note says so, and the scenario is judged by its other checks rather
 /// than skipped for a truth this kernel cannot give.
 fn drop_truthless_checks(sc: &mut Scenario, result: &mut ScenarioResult) {
-    let Err(why) = crate::exec::sample::pagecache::support() else {
-        return;
-    };
-    sc.checks.retain(|c| {
-        let keep = !c.needs().per_file;
-        if !keep {
-            result.notes.push(format!("{} not run: {why}", c.name()));
-        }
-        keep
-    });
+    if let Err(why) = crate::exec::sample::pagecache::support() {
+        drop_checks(sc, result, &why, |n| n.per_file);
+    }
 }
 
 /// Checks of v2's memory.numa_stat (`Needs::numa`) are not run on cgroup v1, whose numa_stat
@@ -208,8 +201,18 @@ fn drop_numa_checks(sc: &mut Scenario, result: &mut ScenarioResult, parent: &Cgr
         }
         Version::V2 => return,
     };
+    drop_checks(sc, result, why, |n| n.numa.is_some());
+}
+
+/// Removes the checks whose needs `unmet` says this machine cannot give, each with a note.
+fn drop_checks(
+    sc: &mut Scenario,
+    result: &mut ScenarioResult,
+    why: &str,
+    unmet: impl Fn(&crate::check::Needs) -> bool,
+) {
     sc.checks.retain(|c| {
-        let keep = c.needs().numa.is_none();
+        let keep = !unmet(&c.needs());
         if !keep {
             result.notes.push(format!("{} not run: {why}", c.name()));
         }
