@@ -208,6 +208,7 @@ pub const KINDS: &[Kind] = &[
     Kind { kind: "limit-counters", parse: limit_counters::parse },
     Kind { kind: "holds-files", parse: holds_files::parse },
     Kind { kind: "under-limit", parse: under_limit::parse },
+    Kind { kind: "under-high", parse: under_high::parse },
     Kind { kind: "numa-stat", parse: numa_stat::parse },
 ];
 
@@ -305,6 +306,7 @@ mod reference;
 mod settles;
 mod throughput;
 mod tracks_global;
+mod under_high;
 mod under_limit;
 
 pub use change::{Change, Expect, change};
@@ -324,6 +326,7 @@ pub use reference::STALE_WINDOW;
 pub use settles::{Settles, settles};
 pub use throughput::{Throughput, throughput};
 pub use tracks_global::{TracksGlobal, tracks_global};
+pub use under_high::{UnderHigh, under_high};
 pub use under_limit::{UnderLimit, under_limit};
 
 #[cfg(test)]

@@ -352,6 +352,11 @@ fn execute(
                 .iter()
                 .filter_map(|c| Some((c.name.clone(), c.limit?)))
                 .collect(),
+            highs: sc
+                .cgroups
+                .iter()
+                .filter_map(|c| Some((c.name.clone(), c.high?)))
+                .collect(),
             stopped: stopped_step,
         },
     );
@@ -379,6 +384,9 @@ fn create_groups(
         let cg = parent.create_child(leaf).map_err(anyhow::Error::from)?;
         if spec.limit.is_some() {
             cg.set_limit(spec.limit).map_err(anyhow::Error::from)?;
+        }
+        if let Some(h) = spec.high {
+            cg.set_high(h).map_err(anyhow::Error::from)?;
         }
         if let Some(m) = spec.move_charge {
             let f = cg.path.join("memory.move_charge_at_immigrate");

@@ -15,6 +15,8 @@ pub const MEMSW: &str = "memsw";
 pub const PEAK: &str = "peak";
 /// Charges that failed at the group's limit (v1 memory.failcnt, v2 memory.events `max`).
 pub const LIMIT_HITS: &str = "limit_hits";
+/// Times reclaim found the group above its memory.high (v2 memory.events `high`; v1 has none).
+pub const HIGH_EVENTS: &str = "high_events";
 
 /// The counters a page in the page cache is dirty or under writeback in: the accounting checks'
 /// subject.
@@ -130,6 +132,15 @@ pub const COUNTERS: &[Counter] = &[
         Some(Loc {
             file: "memory.events",
             key: Some("max"),
+        }),
+        Unit::Events,
+    ),
+    own(
+        HIGH_EVENTS,
+        None,
+        Some(Loc {
+            file: "memory.events",
+            key: Some("high"),
         }),
         Unit::Events,
     ),

@@ -95,6 +95,8 @@ pub struct Record {
     /// The memory limit set on each limited group (bytes; memory.limit_in_bytes / memory.max),
     /// as the scenario asked for it.
     pub limits: Vec<(String, u64)>,
+    /// The memory.high set on each group that has one (bytes, cgroup v2).
+    pub highs: Vec<(String, u64)>,
     /// The step a stall or timeout cut off, recorded up to that moment. Kept out of `steps`, so
     /// checks and measurements that look at finished steps never judge a cut-off one; the
     /// accounting checks' windows include it (what the samples show during it is real).

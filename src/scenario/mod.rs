@@ -78,6 +78,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "memory-reclaim.toml",
         include_str!("../../scenarios/memory-reclaim.toml"),
     ),
+    (
+        "memory-high.toml",
+        include_str!("../../scenarios/memory-high.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
@@ -155,6 +159,8 @@ pub enum ScratchDisk {
 pub struct CgroupSpec {
     pub name: String,
     pub limit: Option<u64>,
+    /// v2 memory.high.
+    pub high: Option<u64>,
     /// v1 memory.move_charge_at_immigrate (1 anon, 2 mapped file, 3 both) of this group, the
     /// destination of a move.
     pub move_charge: Option<u32>,
@@ -457,6 +463,7 @@ impl Scenario {
         }
         for c in &mut self.cgroups {
             c.limit = c.limit.map(|l| (l / divisor).max(16 << 20));
+            c.high = c.high.map(|l| (l / divisor).max(16 << 20));
         }
         for p in &mut self.phases {
             for s in &mut p.steps {

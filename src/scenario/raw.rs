@@ -47,6 +47,7 @@ pub(super) struct RawRequires {
 pub(super) struct RawCgroup {
     pub(super) name: Spanned<String>,
     pub(super) limit: Option<Spanned<String>>,
+    pub(super) high: Option<Spanned<String>>,
     pub(super) move_charge: Option<Spanned<u32>>,
 }
 

@@ -296,6 +296,16 @@ fn cgroups(
             .as_ref()
             .map(|l| cx.positive_size(l, "limit"))
             .transpose()?;
+        let high = match &c.get_ref().high {
+            Some(h) if cgroup_versions.contains(&Version::V1) => {
+                return Err(cx.err(
+                    h.span(),
+                    "high is a cgroup v2 setting (memory.high): add requires.cgroup = [\"v2\"]",
+                ));
+            }
+            Some(h) => Some(cx.positive_size(h, "high")?),
+            None => None,
+        };
         let move_charge = match &c.get_ref().move_charge {
             Some(m) if *m.get_ref() > 3 => {
                 return Err(cx.err(m.span(), "move_charge must be 0..3 (1 anon, 2 mapped file)"));
@@ -312,6 +322,7 @@ fn cgroups(
         cgroups.push(CgroupSpec {
             name: nm.clone(),
             limit,
+            high,
             move_charge,
         });
     }

@@ -217,6 +217,19 @@ fn move_charge_is_v1_only() {
 }
 
 #[test]
+fn memory_high_is_v2_only_and_scales_like_a_limit() {
+    let text = include_str!("../../scenarios/memory-high.toml");
+    let mut s = parse("f.toml", text).unwrap();
+    assert_eq!(s.cgroups[0].high, Some(64 << 20));
+    s.scale_down(8);
+    assert_eq!(s.cgroups[0].high, Some(16 << 20));
+    let e = err(&text.replace(r#"cgroup = ["v2"]"#, r#"cgroup = ["v1", "v2"]"#));
+    let msg = e.to_string();
+    assert!(msg.contains("high is a cgroup v2 setting"), "{msg}");
+    assert!(msg.contains("f.toml:"), "{msg}");
+}
+
+#[test]
 fn warmup_marks_a_phase_and_is_parsed_strictly() {
     let s = parse("f.toml", GOOD).unwrap();
     assert!(!s.phases[0].warmup);

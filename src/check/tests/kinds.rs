@@ -55,6 +55,7 @@ fn cycles(settled: &[i64]) -> Record {
         moves: vec![],
         charge_moving: None,
         limits: Vec::new(),
+        highs: Vec::new(),
         stopped: None,
     }
 }
@@ -183,6 +184,7 @@ fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
         moves: vec![],
         charge_moving,
         limits: Vec::new(),
+        highs: Vec::new(),
         stopped: None,
     }
 }
@@ -482,6 +484,69 @@ fn the_watermark_and_the_limit_hits_agree_with_the_usage() {
     let mut free = watermarked(20 * MIB, |u| u, 1);
     free.limits.clear();
     assert_eq!(check(&free, false).outcome, Outcome::Fail);
+}
+
+/// Group a with a memory.high of 64 MiB: usage rises to 60 MiB, jumps to `top` at t=1.0 and stays, the
+/// watermark follows, and `events` high events are counted from t=1.0 on.
+fn high_record(top: i64, events: i64) -> Record {
+    let mut r = move_record(0, None);
+    r.series = Series::new(vec![
+        "a.usage".into(),
+        "a.peak".into(),
+        "a.high_events".into(),
+    ]);
+    for i in 0..30 {
+        let t = i as f64 * 0.1;
+        let u = if i >= 10 { top } else { 6 * MIB * i };
+        r.series.push(t, &[u, u, if i >= 10 { events } else { 0 }]);
+    }
+    r.highs = vec![("a".into(), 64 << 20)];
+    r
+}
+
+/// The watermark may pass memory.high only by the charges in flight; high events come when,
+/// and only when, the usage went above high.
+#[test]
+fn memory_high_holds_the_watermark_and_counts_its_events() {
+    let check = |r: &Record, hit| under_high("h".into(), r, "a", hit);
+    let ok = check(&high_record(65 * MIB, 40), true);
+    assert_eq!(ok.outcome, Outcome::Pass, "{}", ok.detail);
+    // Past high by more than the stocks, one task's debt and a THP (3 MiB on 2 CPUs).
+    let r = check(&high_record(80 * MIB, 40), true);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert_eq!(r.at, Some(1.0));
+    assert!(
+        r.detail.contains("16.0 MiB above its memory.high"),
+        "{}",
+        r.detail
+    );
+    // Above high and the workload needed more, yet no event.
+    let r = check(&high_record(65 * MIB, 0), true);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(
+        r.detail.contains("never counted a high event"),
+        "{}",
+        r.detail
+    );
+    // Events while the usage never went above high.
+    let r = check(&high_record(60 * MIB, 2), false);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("counted 2 high events"), "{}", r.detail);
+    // High never passed: not tested when the scenario says the workload needs more.
+    assert_eq!(
+        check(&high_record(60 * MIB, 0), true).outcome,
+        Outcome::NotExercised
+    );
+    assert_eq!(
+        check(&high_record(60 * MIB, 0), false).outcome,
+        Outcome::Pass
+    );
+    // A group below with a high of its own counts its events here too (hierarchical).
+    let mut nested = high_record(60 * MIB, 2);
+    nested.highs.push(("a/b".into(), 16 << 20));
+    assert_eq!(check(&nested, false).outcome, Outcome::Pass);
+    let none = under_high("h".into(), &high_record(60 * MIB, 0), "b", false);
+    assert_eq!(none.outcome, Outcome::NotExercised);
 }
 
 /// Group a's file counter against its files' page cache (read before and after it): `counted`

@@ -64,6 +64,7 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
         moves: vec![],
         charge_moving: None,
         limits: Vec::new(),
+        highs: Vec::new(),
         stopped: None,
     }
 }
@@ -486,6 +487,7 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
         moves: vec![],
         charge_moving: None,
         limits: Vec::new(),
+        highs: Vec::new(),
         stopped: None,
     }
 }

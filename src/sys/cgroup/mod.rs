@@ -166,6 +166,12 @@ impl Cgroup {
         self.write(file_name(self.version, "limit"), &v)
     }
 
+    /// Sets memory.high (cgroup v2): above it, the group's charging tasks reclaim and are
+    /// throttled.
+    pub fn set_high(&self, bytes: u64) -> Result<(), CgroupError> {
+        self.write("memory.high", &bytes.to_string())
+    }
+
     /// Parsed memory.stat.
     pub fn stat(&self) -> Result<stat::Stat, CgroupError> {
         let p = self.file("memory.stat");

@@ -1,0 +1,176 @@
+//! under-high: a group with memory.high stays near it. Once the page counter is above high, each
+//! charge adds to the charging task's debt, and a task owing more than the 64-page batch reclaims
+//! it before charging on (mm/memcontrol.c: try_charge, mem_cgroup_handle_over_high); what is left
+//! is reclaimed on the way back to user space. So the counter's high watermark (v2 memory.peak,
+//! which also sees what happens between samples) passes high only by the charges in flight. Each
+//! time reclaim finds the group above high it counts a `high` event (memory.events): the count
+//! rises when, and only when, the usage went above high.
+
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
+use crate::model::counter::{HIGH_EVENTS, PEAK, USAGE};
+use crate::model::{Machine, Record};
+use crate::scenario::{CheckInput, ScenarioError};
+use crate::units::human_bytes;
+
+/// `under-high`: `cgroup`'s high watermark stays within the overshoot the kernel allows above its
+/// memory.high, and its high events agree with the usage. With `hit = true` (the workload needs
+/// more than high) the usage must have gone above high and the events must count it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnderHigh {
+    pub cgroup: String,
+    pub hit: bool,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "hit"])?;
+    Ok(Check::new(UnderHigh {
+        cgroup: i.cgroup("cgroup")?,
+        hit: i.get::<bool>("hit")?.is_some_and(|b| b.into_inner()),
+    }))
+}
+
+impl CheckSpec for UnderHigh {
+    fn name(&self) -> String {
+        format!("under-high({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: [USAGE, PEAK, HIGH_EVENTS].map(String::from).to_vec(),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        under_high(self.name(), rec, &self.cgroup, self.hit)
+    }
+}
+
+/// How far above memory.high the page counter may go: every CPU's stock of pre-charged pages
+/// (up to the 64-page batch each), one task's debt before it must reclaim (more than 64 pages
+/// plus the batch that crossed: 128), and a THP charged at once (2 MiB).
+pub fn overshoot(m: &Machine) -> (i64, String) {
+    let pages = 64 * m.cpus + 128;
+    let bytes = (pages * m.page_size) as i64 + (2 << 20);
+    (
+        bytes,
+        format!(
+            "64 pages x {} CPUs (per-CPU charge stock) + 128 pages (a task's debt before it reclaims) + 2 MiB (a THP) = {}",
+            m.cpus,
+            human_bytes(bytes)
+        ),
+    )
+}
+
+pub fn under_high(name: String, rec: &Record, cgroup: &str, hit: bool) -> CheckResult {
+    let Some(&(_, high)) = rec.highs.iter().find(|(g, _)| g == cgroup) else {
+        return missing(name, format!("{cgroup} has no memory.high"));
+    };
+    let want = [USAGE, PEAK, HIGH_EVENTS].map(String::from);
+    let [usage, peak, events] = match columns(rec, cgroup, &want) {
+        Ok(c) => [c[0].1, c[1].1, c[2].1],
+        Err(e) => return missing(name, e),
+    };
+    let s = &rec.series;
+    if s.is_empty() {
+        return missing(name, "no samples".into());
+    }
+    let high = high as i64;
+    let (allow, allow_text) = overshoot(&rec.machine);
+    let at = |r: usize| {
+        let t = s.t[r];
+        format!("at t={t:.3}s (phase {})", rec.phase_at(t))
+    };
+    let fail = |r: usize, actual: String, expected: String, detail: String| {
+        let mut res = CheckResult::new(name.clone(), Outcome::Fail, actual, expected, detail);
+        res.at = Some(s.t[r]);
+        res.tolerance = Some(allow_text.clone());
+        res
+    };
+    // The watermark, and the usage in case the watermark is what broke.
+    let over = |r: usize| s.get(r, peak).max(s.get(r, usage));
+    let top = (0..s.len()).max_by_key(|&r| over(r)).unwrap_or(0);
+    let max_over = over(top);
+    if let Some(r) = (0..s.len()).find(|&r| over(r) > high + allow) {
+        return fail(
+            r,
+            format!("{cgroup}.peak {}", human_bytes(max_over)),
+            format!("<= high {} + {}", human_bytes(high), human_bytes(allow)),
+            format!(
+                "{} {cgroup}'s usage reached {}, {} above its memory.high of {}, and went on to {} {}: charges went on past high without reclaim: {}",
+                at(r),
+                human_bytes(over(r)),
+                human_bytes(over(r) - high),
+                human_bytes(high),
+                human_bytes(max_over),
+                at(top),
+                s.describe_row(r)
+            ),
+        );
+    }
+    let max_events = (0..s.len()).map(|r| s.get(r, events)).max().unwrap_or(0);
+    // memory.events is hierarchical: a group with a high of its own below counts here too.
+    let high_below = rec
+        .highs
+        .iter()
+        .any(|(g, _)| g.strip_prefix(cgroup).is_some_and(|r| r.starts_with('/')));
+    if max_over <= high && max_events > 0 && !high_below {
+        let r = (0..s.len()).find(|&r| s.get(r, events) > 0).unwrap_or(0);
+        return fail(
+            r,
+            format!("{cgroup}.high_events = {max_events}"),
+            "0 while the usage stays at or under high".into(),
+            format!(
+                "{} {cgroup} counted {max_events} high events, yet its high watermark stayed at {}, not above its memory.high of {}",
+                at(r),
+                human_bytes(max_over),
+                human_bytes(high)
+            ),
+        );
+    }
+    if hit && max_over <= high {
+        return missing(
+            name,
+            format!(
+                "{cgroup}'s high watermark stayed at {}, not above its memory.high of {}: the workload never went above high, so its enforcement was not tested",
+                human_bytes(max_over),
+                human_bytes(high)
+            ),
+        );
+    }
+    if hit && max_events == 0 {
+        return fail(
+            top,
+            format!("{cgroup}.high_events = 0"),
+            "> 0 once the usage went above high".into(),
+            format!(
+                "{} {cgroup}'s usage went above its memory.high of {} (high watermark {}) and the workload needed more, yet reclaim never counted a high event: {}",
+                at(top),
+                human_bytes(high),
+                human_bytes(max_over),
+                s.describe_row(top)
+            ),
+        );
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!("peak {}, {max_events} high events", human_bytes(max_over)),
+        format!(
+            "peak <= high {} + {}; events {}",
+            human_bytes(high),
+            human_bytes(allow),
+            if max_over > high {
+                "counted (the usage went above high)"
+            } else {
+                "none (the usage stayed at or under high)"
+            }
+        ),
+        format!(
+            "{cgroup}'s high watermark stayed within {} of its memory.high of {} (highest {}); reclaim counted {max_events} high events",
+            human_bytes(allow),
+            human_bytes(high),
+            human_bytes(max_over)
+        ),
+    );
+    res.tolerance = Some(allow_text);
+    res
+}
