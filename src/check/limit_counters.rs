@@ -103,11 +103,7 @@ pub fn limit_counters(name: String, rec: &Record, cgroup: &str, hit: bool) -> Ch
     if s.is_empty() {
         return missing(name, "no samples".into());
     }
-    let limit = rec
-        .limits
-        .iter()
-        .find(|(g, _)| g == cgroup)
-        .map(|&(_, l)| l as i64);
+    let limit = rec.limit_of(cgroup).map(|l| l as i64);
     let top = (0..s.len()).max_by_key(|&r| s.get(r, peak)).unwrap_or(0);
     let max_peak = s.get(top, peak);
     let margin = hit_margin(rec.machine.page_size);
@@ -173,11 +169,7 @@ fn watermark(v: &Seen, name: &str) -> Option<CheckResult> {
 /// this one counts its failures here too on v2 (memory.events is hierarchical).
 fn failures(v: &Seen, name: &str, hit: bool) -> Option<CheckResult> {
     let (s, cgroup, max_hits) = (&v.rec.series, v.cgroup, v.max_hits);
-    let limited_below = v
-        .rec
-        .limits
-        .iter()
-        .any(|(g, _)| g.strip_prefix(cgroup).is_some_and(|r| r.starts_with('/')));
+    let limited_below = v.rec.any_below(cgroup, |c| c.limit.is_some());
     if !v.reached && !limited_below && max_hits > 0 {
         let r = (0..s.len()).find(|&r| s.get(r, v.hits) > 0).unwrap_or(0);
         return Some(v.fail(

@@ -209,6 +209,7 @@ pub const KINDS: &[Kind] = &[
     Kind { kind: "holds-files", parse: holds_files::parse },
     Kind { kind: "under-limit", parse: under_limit::parse },
     Kind { kind: "under-high", parse: under_high::parse },
+    Kind { kind: "oom-kills", parse: oom_kills::parse },
     Kind { kind: "numa-stat", parse: numa_stat::parse },
 ];
 
@@ -301,6 +302,7 @@ mod no_ratchet;
 mod no_underflow;
 mod numa_stat;
 mod observed;
+mod oom_kills;
 mod ratio;
 mod reference;
 mod settles;
@@ -321,6 +323,7 @@ pub use no_ratchet::{NoRatchet, no_ratchet};
 pub use no_underflow::{NoUnderflow, no_underflow};
 pub use numa_stat::{NumaStat, numa_stat};
 pub use observed::{Observed, observed};
+pub use oom_kills::{OomKills, oom_kills};
 pub use ratio::{Ratio, ratio};
 pub use reference::STALE_WINDOW;
 pub use settles::{Settles, settles};

@@ -61,7 +61,7 @@ pub fn overshoot(m: &Machine) -> (i64, String) {
 }
 
 pub fn under_high(name: String, rec: &Record, cgroup: &str, hit: bool) -> CheckResult {
-    let Some(&(_, high)) = rec.highs.iter().find(|(g, _)| g == cgroup) else {
+    let Some(high) = rec.high_of(cgroup) else {
         return missing(name, format!("{cgroup} has no memory.high"));
     };
     let want = [USAGE, PEAK, HIGH_EVENTS].map(String::from);
@@ -108,10 +108,7 @@ pub fn under_high(name: String, rec: &Record, cgroup: &str, hit: bool) -> CheckR
     }
     let max_events = (0..s.len()).map(|r| s.get(r, events)).max().unwrap_or(0);
     // memory.events is hierarchical: a group with a high of its own below counts here too.
-    let high_below = rec
-        .highs
-        .iter()
-        .any(|(g, _)| g.strip_prefix(cgroup).is_some_and(|r| r.starts_with('/')));
+    let high_below = rec.any_below(cgroup, |c| c.high.is_some());
     if max_over <= high && max_events > 0 && !high_below {
         let r = (0..s.len()).find(|&r| s.get(r, events) > 0).unwrap_or(0);
         return fail(

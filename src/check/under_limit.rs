@@ -38,7 +38,7 @@ impl CheckSpec for UnderLimit {
 }
 
 pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
-    let Some(&(_, limit)) = rec.limits.iter().find(|(g, _)| g == cgroup) else {
+    let Some(limit) = rec.limit_of(cgroup) else {
         return missing(name, format!("{cgroup} has no limit"));
     };
     let c = match columns(rec, cgroup, &[USAGE.into()]) {

@@ -163,6 +163,8 @@ impl Run<'_> {
                     seconds: 0.0,
                     cgroup: step.cgroup().unwrap_or_default().to_string(),
                     cpu_seconds: 0.0,
+                    killed: 0,
+                    survived: 0,
                 });
                 return Err(e);
             }
@@ -185,6 +187,8 @@ impl Run<'_> {
             seconds: res.seconds,
             cgroup: step.cgroup().unwrap_or_default().to_string(),
             cpu_seconds: res.cpu_seconds,
+            killed: res.killed,
+            survived: res.survived,
         });
         after_step(self.sampler, guard, kind, probe_mark)
     }

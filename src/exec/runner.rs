@@ -347,16 +347,7 @@ fn execute(
             machine: ctx.machine,
             moves,
             charge_moving,
-            limits: sc
-                .cgroups
-                .iter()
-                .filter_map(|c| Some((c.name.clone(), c.limit?)))
-                .collect(),
-            highs: sc
-                .cgroups
-                .iter()
-                .filter_map(|c| Some((c.name.clone(), c.high?)))
-                .collect(),
+            cgroups: sc.cgroups.clone(),
             stopped: stopped_step,
         },
     );
@@ -388,6 +379,18 @@ fn create_groups(
         if let Some(h) = spec.high {
             cg.set_high(h).map_err(anyhow::Error::from)?;
         }
+        if !spec.swap {
+            forbid_swap(&cg, spec)?;
+        }
+        if spec.oom_group {
+            let f = cg.file("memory.oom.group");
+            std::fs::write(&f, "1").map_err(|e| {
+                Stop::Failed(Error::Environment(format!(
+                    "write 1 to {}: {e} (memory.oom.group needs Linux 4.19)",
+                    f.display()
+                )))
+            })?;
+        }
         if let Some(m) = spec.move_charge {
             let f = cg.path.join("memory.move_charge_at_immigrate");
             match std::fs::write(&f, m.to_string()) {
@@ -409,6 +412,32 @@ fn create_groups(
         groups.push((spec.name.clone(), cg));
     }
     Ok((groups, charge_moving))
+}
+
+/// Keeps a group's memory out of swap (`swap = false`): v2 memory.swap.max 0, v1
+/// memory.memsw.limit_in_bytes equal to the memory limit. Without those files (no swap
+/// accounting) that is fine only when the machine has no swap at all.
+fn forbid_swap(cg: &Cgroup, spec: &crate::model::CgroupSpec) -> Result<(), Stop> {
+    let (file, value) = match cg.version {
+        Version::V2 => ("memory.swap.max", "0".to_string()),
+        Version::V1 => (
+            "memory.memsw.limit_in_bytes",
+            spec.limit
+                .expect("validated: swap = false has a limit")
+                .to_string(),
+        ),
+    };
+    let f = cg.file(file);
+    if !f.exists() && !crate::sys::proc::swap_enabled() {
+        return Ok(());
+    }
+    std::fs::write(&f, &value).map_err(|e| {
+        Stop::Failed(Error::Environment(format!(
+            "write {value} to {}: {e} (group {} must not swap, and this machine has swap)",
+            f.display(),
+            spec.name
+        )))
+    })
 }
 
 /// The scenario's result from its record: notes on moves, per-phase results, the checks and the

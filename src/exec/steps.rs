@@ -210,6 +210,11 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             size,
             clients,
         } => usemem(env, cgroup, *size, *clients),
+        Step::Exhaust {
+            cgroup,
+            anon,
+            bystanders,
+        } => exhaust(env, cgroup, *anon, *bystanders),
     }
 }
 
@@ -489,6 +494,71 @@ pub(super) fn usemem(
         "{:.1} MB/s",
         r.bytes as f64 / r.seconds.max(1e-9) / 1e6
     ));
+    Ok(r)
+}
+
+/// exhaust: the bystanders start, then one task touches more anon than the group can hold. The
+/// step ends once that task is dead (or done: then the group held it all) and each bystander
+/// has died or lived on for a second after it. It counts the group's tasks that died of SIGKILL
+/// (the OOM killer's: nothing else here sends it) and the bystanders that lived; those the runner
+/// then stops itself.
+pub(super) fn exhaust(
+    env: &StepEnv,
+    cgroup: &str,
+    anon: u64,
+    bystanders: u32,
+) -> Result<JobResult, Stop> {
+    use std::os::unix::process::ExitStatusExt;
+    let (cg, limits) = (env.group(cgroup), env.limits());
+    let small = Job::Hold {
+        anon: 1 << 20,
+        file: None,
+        file_size: 0,
+        dirty: false,
+        redirty: false,
+        write: 0,
+    };
+    let mut by = Vec::new();
+    for _ in 0..bystanders {
+        by.push(
+            Holder::start(&small, cg, &limits)
+                .map_err(|e| env.stop(e))?
+                .0,
+        );
+    }
+    let t = Instant::now();
+    let mut task = workload::spawn(&Job::Usemem { size: anon }, cg)?;
+    let done = task.wait_or_killed(&limits).map_err(|e| env.stop(e))?;
+    let mut r = JobResult {
+        seconds: t.elapsed().as_secs_f64(),
+        bytes: done.as_ref().map_or(0, |d| d.bytes),
+        killed: u32::from(done.is_none()),
+        ..Default::default()
+    };
+    let until = Instant::now() + Duration::from_secs(1);
+    while !by.is_empty() && Instant::now() < until {
+        let mut i = 0;
+        while i < by.len() {
+            match by[i].worker.child.try_wait() {
+                Ok(Some(st)) if st.signal() == Some(libc::SIGKILL) => {
+                    r.killed += 1;
+                    by.swap_remove(i);
+                }
+                Ok(Some(st)) => {
+                    return Err(env.stop(WaitError::Failed(Error::of_worker_status(
+                        st,
+                        format!("bystander in {cgroup} exited with {st}"),
+                    ))));
+                }
+                _ => i += 1,
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    r.survived = by.len() as u32;
+    for h in by {
+        h.release(&limits).map_err(|e| env.stop(e))?;
+    }
     Ok(r)
 }
 

@@ -17,6 +17,13 @@ pub const PEAK: &str = "peak";
 pub const LIMIT_HITS: &str = "limit_hits";
 /// Times reclaim found the group above its memory.high (v2 memory.events `high`; v1 has none).
 pub const HIGH_EVENTS: &str = "high_events";
+/// Tasks the OOM killer killed in the group (v1 memory.oom_control `oom_kill`, v2 memory.events
+/// `oom_kill`).
+pub const OOM_KILLS: &str = "oom_kills";
+/// Times the group's OOM killer was invoked (v2 memory.events `oom`; v1 has none).
+pub const OOM_EVENTS: &str = "oom_events";
+/// Times an OOM killed the whole group (v2 memory.events `oom_group_kill`, Linux 5.17+).
+pub const OOM_GROUP_KILLS: &str = "oom_group_kills";
 
 /// The counters a page in the page cache is dirty or under writeback in: the accounting checks'
 /// subject.
@@ -132,6 +139,36 @@ pub const COUNTERS: &[Counter] = &[
         Some(Loc {
             file: "memory.events",
             key: Some("max"),
+        }),
+        Unit::Events,
+    ),
+    own(
+        OOM_KILLS,
+        Some(Loc {
+            file: "memory.oom_control",
+            key: Some("oom_kill"),
+        }),
+        Some(Loc {
+            file: "memory.events",
+            key: Some("oom_kill"),
+        }),
+        Unit::Events,
+    ),
+    own(
+        OOM_EVENTS,
+        None,
+        Some(Loc {
+            file: "memory.events",
+            key: Some("oom"),
+        }),
+        Unit::Events,
+    ),
+    own(
+        OOM_GROUP_KILLS,
+        None,
+        Some(Loc {
+            file: "memory.events",
+            key: Some("oom_group_kill"),
         }),
         Unit::Events,
     ),

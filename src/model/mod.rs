@@ -12,7 +12,8 @@ pub mod series;
 pub use column::{Column, META_PREFIXES, PASS_COLUMN, is_meta_column};
 pub use event::Event;
 pub use record::{
-    Machine, Measurement, MoveRecord, PhaseMeasure, PhaseRecord, Record, StepRecord, step_rate,
+    CgroupSpec, Machine, Measurement, MoveRecord, PhaseMeasure, PhaseRecord, Record, StepRecord,
+    step_rate,
 };
 pub use result::{PhaseResult, RunReport, ScenarioResult, Status, Totals};
 pub use series::Series;

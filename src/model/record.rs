@@ -9,8 +9,25 @@ use crate::model::Series;
 use crate::stats::median;
 use crate::sys::cgroup::stat::Stat;
 
+/// A cgroup the scenario creates, named by its path below the scenario's directory ("a" or "a/b").
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct CgroupSpec {
+    pub name: String,
+    pub limit: Option<u64>,
+    /// v2 memory.high.
+    pub high: Option<u64>,
+    /// May the group's memory be swapped out (`swap = false`: v2 memory.swap.max 0, v1
+    /// memory.memsw.limit_in_bytes = its limit).
+    pub swap: bool,
+    /// v2 memory.oom.group: an OOM kill in the group kills all its tasks.
+    pub oom_group: bool,
+    /// v1 memory.move_charge_at_immigrate (1 anon, 2 mapped file, 3 both) of this group, the
+    /// destination of a move.
+    pub move_charge: Option<u32>,
+}
+
 /// One executed step.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct StepRecord {
     pub phase: usize,
     /// Which repetition of the phase (0-based).
@@ -29,6 +46,9 @@ pub struct StepRecord {
     pub cgroup: String,
     /// CPU seconds (user + system) the workload used, where it reports them.
     pub cpu_seconds: f64,
+    /// exhaust: the group's tasks that died of SIGKILL, and its bystanders that lived on.
+    pub killed: u32,
+    pub survived: u32,
 }
 
 /// One executed phase.
@@ -92,15 +112,36 @@ pub struct Record {
     /// Why this kernel cannot move charges with a task (v1 move_charge_at_immigrate refused),
     /// when a scenario asked for it.
     pub charge_moving: Option<String>,
-    /// The memory limit set on each limited group (bytes; memory.limit_in_bytes / memory.max),
-    /// as the scenario asked for it.
-    pub limits: Vec<(String, u64)>,
-    /// The memory.high set on each group that has one (bytes, cgroup v2).
-    pub highs: Vec<(String, u64)>,
+    /// The scenario's groups as it set them up (limits, memory.high, swap, oom.group).
+    pub cgroups: Vec<CgroupSpec>,
     /// The step a stall or timeout cut off, recorded up to that moment. Kept out of `steps`, so
     /// checks and measurements that look at finished steps never judge a cut-off one; the
     /// accounting checks' windows include it (what the samples show during it is real).
     pub stopped: Option<StepRecord>,
+}
+
+impl Record {
+    /// The settings of group `name`, if the scenario declared it.
+    pub fn group(&self, name: &str) -> Option<&CgroupSpec> {
+        self.cgroups.iter().find(|c| c.name == name)
+    }
+    /// The memory limit set on group `name` (memory.limit_in_bytes / memory.max).
+    pub fn limit_of(&self, name: &str) -> Option<u64> {
+        self.group(name)?.limit
+    }
+    /// The memory.high set on group `name`.
+    pub fn high_of(&self, name: &str) -> Option<u64> {
+        self.group(name)?.high
+    }
+    /// Whether a group below `name` has `what` set.
+    pub fn any_below(&self, name: &str, what: impl Fn(&CgroupSpec) -> bool) -> bool {
+        self.cgroups.iter().any(|c| {
+            c.name
+                .strip_prefix(name)
+                .is_some_and(|r| r.starts_with('/'))
+                && what(c)
+        })
+    }
 }
 
 fn sum_of(v: &[(String, i64)], counters: &[String]) -> i64 {

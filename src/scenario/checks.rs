@@ -101,6 +101,11 @@ impl CheckInput<'_, '_> {
         (self.cgroup_ref)(&self.get(key)?, self.span())
     }
 
+    /// The cgroup versions the scenario runs under.
+    pub fn versions(&self) -> &[Version] {
+        self.versions
+    }
+
     /// A declared group named by `key`, which must be set.
     pub fn named_cgroup(&self, key: &str) -> Result<String, ScenarioError> {
         let g = self.need::<String>(key)?;

@@ -5,6 +5,7 @@
 //! `raw.rs` is the file as written (serde), `resolve.rs` turns it into the `Scenario` below,
 //! `steps.rs` resolves one step, `checks.rs` reads one check's table for its kind (`crate::check`).
 
+pub use crate::model::CgroupSpec;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -82,6 +83,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "memory-high.toml",
         include_str!("../../scenarios/memory-high.toml"),
     ),
+    (
+        "oom-kill.toml",
+        include_str!("../../scenarios/oom-kill.toml"),
+    ),
+    (
+        "oom-group.toml",
+        include_str!("../../scenarios/oom-group.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
@@ -152,18 +161,6 @@ pub enum ScratchDisk {
     #[default]
     Default,
     Slow,
-}
-
-/// A cgroup the scenario creates, named by its path below the scenario's directory ("a" or "a/b").
-#[derive(Debug, Clone, Serialize)]
-pub struct CgroupSpec {
-    pub name: String,
-    pub limit: Option<u64>,
-    /// v2 memory.high.
-    pub high: Option<u64>,
-    /// v1 memory.move_charge_at_immigrate (1 anon, 2 mapped file, 3 both) of this group, the
-    /// destination of a move.
-    pub move_charge: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -254,6 +251,14 @@ pub enum Step {
         cgroup: String,
         size: u64,
         clients: u32,
+    },
+    /// A task touches `anon` bytes of anonymous memory in a group that cannot hold them: the
+    /// group's OOM killer must kill it. `bystanders` small tasks (1 MiB of anon each) wait in
+    /// the group meanwhile: with memory.oom.group they must die too, without it they live.
+    Exhaust {
+        cgroup: String,
+        anon: u64,
+        bystanders: u32,
     },
 }
 
@@ -361,6 +366,18 @@ impl Step {
                 clients_text(*clients),
                 crate::units::human_bytes(*size as i64)
             ),
+            Step::Exhaust {
+                cgroup,
+                anon,
+                bystanders,
+            } => format!(
+                "a task in {cgroup} touches {} of anon, more than the group can hold{}",
+                crate::units::human_bytes(*anon as i64),
+                match bystanders {
+                    0 => String::new(),
+                    n => format!(", beside {n} small tasks"),
+                }
+            ),
         }
     }
 
@@ -377,7 +394,8 @@ impl Step {
             | Step::Hold { cgroup, .. }
             | Step::Read { cgroup, .. }
             | Step::Fault { cgroup, .. }
-            | Step::Usemem { cgroup, .. } => Some(cgroup),
+            | Step::Usemem { cgroup, .. }
+            | Step::Exhaust { cgroup, .. } => Some(cgroup),
             Step::Move { to, .. } => Some(to),
             _ => None,
         }
@@ -404,6 +422,7 @@ impl Step {
             Step::Read { .. } => "read",
             Step::Fault { .. } => "fault",
             Step::Usemem { .. } => "usemem",
+            Step::Exhaust { .. } => "exhaust",
         }
     }
 }
@@ -483,6 +502,8 @@ impl Scenario {
                     Step::Create { size, .. } => *size = (*size / divisor).max(1 << 20),
                     Step::Fault { duration, .. } => *duration /= divisor as u32,
                     Step::Usemem { size, .. } => *size = (*size / divisor).max(1 << 20),
+                    // The limits shrink as much, but not below 16 MiB: stay 2x above that.
+                    Step::Exhaust { anon, .. } => *anon = (*anon / divisor).max(32 << 20),
                     _ => {}
                 }
             }

@@ -48,6 +48,8 @@ pub(super) struct RawCgroup {
     pub(super) name: Spanned<String>,
     pub(super) limit: Option<Spanned<String>>,
     pub(super) high: Option<Spanned<String>>,
+    pub(super) swap: Option<Spanned<bool>>,
+    pub(super) oom_group: Option<Spanned<bool>>,
     pub(super) move_charge: Option<Spanned<u32>>,
 }
 
@@ -95,6 +97,7 @@ pub(super) struct RawStep {
     pub(super) write: Option<Spanned<String>>,
     pub(super) count: Option<Spanned<u32>>,
     pub(super) clients: Option<Spanned<u32>>,
+    pub(super) bystanders: Option<Spanned<u32>>,
 }
 
 #[derive(Deserialize)]

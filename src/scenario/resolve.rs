@@ -306,6 +306,26 @@ fn cgroups(
             Some(h) => Some(cx.positive_size(h, "high")?),
             None => None,
         };
+        let swap = match &c.get_ref().swap {
+            Some(s) if !*s.get_ref() && limit.is_none() => {
+                return Err(cx.err(
+                    s.span(),
+                    "swap = false needs a limit (v1 limits memory+swap to it)",
+                ));
+            }
+            Some(s) => *s.get_ref(),
+            None => true,
+        };
+        let oom_group = match &c.get_ref().oom_group {
+            Some(o) if cgroup_versions.contains(&Version::V1) => {
+                return Err(cx.err(
+                    o.span(),
+                    "oom_group is a cgroup v2 setting (memory.oom.group): add requires.cgroup = [\"v2\"]",
+                ));
+            }
+            Some(o) => *o.get_ref(),
+            None => false,
+        };
         let move_charge = match &c.get_ref().move_charge {
             Some(m) if *m.get_ref() > 3 => {
                 return Err(cx.err(m.span(), "move_charge must be 0..3 (1 anon, 2 mapped file)"));
@@ -323,6 +343,8 @@ fn cgroups(
             name: nm.clone(),
             limit,
             high,
+            swap,
+            oom_group,
             move_charge,
         });
     }

@@ -121,6 +121,23 @@ pub const STEPS: &[StepKind] = &[
         keys: &["cgroup", "size", "clients"],
         resolve: usemem,
     },
+    StepKind {
+        action: "exhaust",
+        keys: &["cgroup", "anon", "bystanders"],
+        resolve: |i| {
+            Ok(Step::Exhaust {
+                cgroup: i.cgroup()?,
+                anon: i.cx.positive_size(&i.need(&i.r.anon, "anon")?, "anon")?,
+                bystanders: match &i.r.bystanders {
+                    Some(b) if *b.get_ref() > 16 => {
+                        return Err(i.cx.err(b.span(), "bystanders must be 0..16"));
+                    }
+                    Some(b) => *b.get_ref(),
+                    None => 0,
+                },
+            })
+        },
+    },
 ];
 
 /// What a step kind's resolver reads: the raw step and the scenario-wide resolvers.

@@ -230,6 +230,43 @@ fn memory_high_is_v2_only_and_scales_like_a_limit() {
 }
 
 #[test]
+fn oom_scenarios_are_parsed_strictly() {
+    let kill = include_str!("../../scenarios/oom-kill.toml");
+    let group = include_str!("../../scenarios/oom-group.toml");
+    let s = parse("f.toml", group).unwrap();
+    assert!(s.cgroups[0].oom_group && !s.cgroups[0].swap);
+    let cases = [
+        (
+            kill.replace("limit = \"128M\"\n", ""),
+            "swap = false needs a limit",
+        ),
+        (
+            kill.replace("swap = false", "swap = false\noom_group = true"),
+            "oom_group is a cgroup v2 setting",
+        ),
+        (
+            kill.replace("bystanders = 2", "bystanders = 17"),
+            "bystanders must be 0..16",
+        ),
+        (
+            kill.replace(
+                "cgroup = \"test\"\n\n[[check]]\nkind = \"under-limit\"",
+                "cgroup = \"test\"\nevents = true\n\n[[check]]\nkind = \"under-limit\"",
+            ),
+            "cgroup v1 counts no OOM events",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = err(&text).to_string();
+        assert!(e.contains(want) && e.contains("f.toml:"), "{want}: {e}");
+    }
+    // --quick keeps the task at twice the smallest limit.
+    let mut s = parse("f.toml", kill).unwrap();
+    s.scale_down(8);
+    assert!(matches!(s.phases[0].steps[0], Step::Exhaust { anon, .. } if anon == 64 << 20));
+}
+
+#[test]
 fn warmup_marks_a_phase_and_is_parsed_strictly() {
     let s = parse("f.toml", GOOD).unwrap();
     assert!(!s.phases[0].warmup);

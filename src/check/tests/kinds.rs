@@ -1,6 +1,7 @@
 //! no-ratchet, hierarchy, observed, change and follows.
 
 use super::*;
+use crate::model::CgroupSpec;
 
 fn cycles(settled: &[i64]) -> Record {
     let mut series = Series::new(vec!["test.dirty".into(), "test.writeback".into()]);
@@ -21,6 +22,7 @@ fn cycles(settled: &[i64]) -> Record {
             seconds: 1.0,
             cgroup: "test".into(),
             cpu_seconds: 0.0,
+            ..Default::default()
         });
         steps.push(StepRecord {
             phase: 0,
@@ -33,6 +35,7 @@ fn cycles(settled: &[i64]) -> Record {
             seconds: 0.1,
             cgroup: "test".into(),
             cpu_seconds: 0.0,
+            ..Default::default()
         });
     }
     Record {
@@ -54,8 +57,7 @@ fn cycles(settled: &[i64]) -> Record {
         },
         moves: vec![],
         charge_moving: None,
-        limits: Vec::new(),
-        highs: Vec::new(),
+        cgroups: Vec::new(),
         stopped: None,
     }
 }
@@ -175,6 +177,7 @@ fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
             seconds: 0.1,
             cgroup: "test".into(),
             cpu_seconds: 0.0,
+            ..Default::default()
         }],
         machine: Machine {
             cpus: 2,
@@ -183,8 +186,7 @@ fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
         },
         moves: vec![],
         charge_moving,
-        limits: Vec::new(),
-        highs: Vec::new(),
+        cgroups: Vec::new(),
         stopped: None,
     }
 }
@@ -396,7 +398,11 @@ fn limited(peak: i64) -> Record {
         let t = i as f64 * 0.1;
         r.series.push(t, &[if i == 10 { peak } else { 60 * MIB }]);
     }
-    r.limits = vec![("a".into(), 64 << 20)];
+    r.cgroups = vec![CgroupSpec {
+        name: "a".into(),
+        limit: Some(64 << 20),
+        ..Default::default()
+    }];
     r
 }
 
@@ -440,7 +446,11 @@ fn watermarked(top: i64, peak_of: impl Fn(i64) -> i64, hits: i64) -> Record {
         r.series
             .push(t, &[u, peak_of(u), if i >= 10 { hits } else { 0 }]);
     }
-    r.limits = vec![("a".into(), 64 << 20)];
+    r.cgroups = vec![CgroupSpec {
+        name: "a".into(),
+        limit: Some(64 << 20),
+        ..Default::default()
+    }];
     r
 }
 
@@ -482,7 +492,7 @@ fn the_watermark_and_the_limit_hits_agree_with_the_usage() {
     );
     // An unlimited group never counts failures at a limit of its own.
     let mut free = watermarked(20 * MIB, |u| u, 1);
-    free.limits.clear();
+    free.cgroups.clear();
     assert_eq!(check(&free, false).outcome, Outcome::Fail);
 }
 
@@ -500,7 +510,11 @@ fn high_record(top: i64, events: i64) -> Record {
         let u = if i >= 10 { top } else { 6 * MIB * i };
         r.series.push(t, &[u, u, if i >= 10 { events } else { 0 }]);
     }
-    r.highs = vec![("a".into(), 64 << 20)];
+    r.cgroups = vec![CgroupSpec {
+        name: "a".into(),
+        high: Some(64 << 20),
+        ..Default::default()
+    }];
     r
 }
 
@@ -543,10 +557,94 @@ fn memory_high_holds_the_watermark_and_counts_its_events() {
     );
     // A group below with a high of its own counts its events here too (hierarchical).
     let mut nested = high_record(60 * MIB, 2);
-    nested.highs.push(("a/b".into(), 16 << 20));
+    nested.cgroups.push(CgroupSpec {
+        name: "a/b".into(),
+        high: Some(16 << 20),
+        ..Default::default()
+    });
     assert_eq!(check(&nested, false).outcome, Outcome::Pass);
     let none = under_high("h".into(), &high_record(60 * MIB, 0), "b", false);
     assert_eq!(none.outcome, Outcome::NotExercised);
+}
+
+/// Group a (with memory.oom.group when `group`) through three exhaust steps at t=0.5, 1.5 and
+/// 2.5 s (0.2 s each), each of which saw `killed` of its tasks die and `survived` bystanders
+/// live; its OOM-kill count rises by `counted[i]` during step i, and by `outside` at t=2.0.
+fn oom_record(group: bool, killed: u32, survived: u32, counted: [i64; 3], outside: i64) -> Record {
+    let mut r = move_record(0, None);
+    r.series = Series::new(vec![
+        "a.oom_kills".into(),
+        "a.oom_events".into(),
+        "a.oom_group_kills".into(),
+    ]);
+    for i in 0..30 {
+        let t = i as f64 * 0.1;
+        let done = |s: f64| t >= s + 0.2;
+        let kills: i64 = (0..3)
+            .filter(|&k| done(0.5 + k as f64))
+            .map(|k| counted[k])
+            .sum();
+        let ooms = (0..3)
+            .filter(|&k| done(0.5 + k as f64) && counted[k] > 0)
+            .count() as i64;
+        let extra = if t >= 2.0 { outside } else { 0 };
+        r.series
+            .push(t, &[kills + extra, ooms, if group { ooms } else { 0 }]);
+    }
+    r.steps = (0..3)
+        .map(|k| StepRecord {
+            kind: "exhaust",
+            describe: "exhaust".into(),
+            start: 0.5 + k as f64,
+            end: 0.7 + k as f64,
+            cgroup: "a".into(),
+            killed,
+            survived,
+            ..Default::default()
+        })
+        .collect();
+    r.cgroups = vec![CgroupSpec {
+        name: "a".into(),
+        limit: Some(64 << 20),
+        oom_group: group,
+        ..Default::default()
+    }];
+    r
+}
+
+/// The OOM-kill count follows the kills the runner saw, step by step and over the run; without
+/// memory.oom.group one task dies, with it all, and the victim may count twice.
+#[test]
+fn oom_kills_follow_the_tasks_killed() {
+    let check = |r: &Record, events| oom_kills("o".into(), r, "a", events);
+    let ok = check(&oom_record(false, 1, 2, [1, 1, 1], 0), true);
+    assert_eq!(ok.outcome, Outcome::Pass, "{}", ok.detail);
+    // A kill not counted (the oom-kill-event mutant).
+    let r = check(&oom_record(false, 1, 2, [1, 0, 1], 0), false);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("rose by 0"), "{}", r.detail);
+    assert!((r.at.unwrap() - 1.7).abs() < 1e-9);
+    // Bystanders killed without memory.oom.group.
+    let r = check(&oom_record(false, 3, 0, [3, 3, 3], 0), false);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("must stop at the task"), "{}", r.detail);
+    // With it: all die; the victim may count twice, not three times.
+    let ok = check(&oom_record(true, 3, 0, [3, 4, 4], 0), true);
+    assert_eq!(ok.outcome, Outcome::Pass, "{}", ok.detail);
+    assert!(ok.detail.contains("twice in 2"), "{}", ok.detail);
+    let r = check(&oom_record(true, 3, 0, [3, 5, 4], 0), false);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    // The group kill left bystanders alive (the oom-group-ignored mutant).
+    let r = check(&oom_record(true, 1, 2, [1, 1, 1], 0), false);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("must kill them all"), "{}", r.detail);
+    // A kill counted outside every exhaust step.
+    let r = check(&oom_record(false, 1, 2, [1, 1, 1], 1), false);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("over the run"), "{}", r.detail);
+    // Nothing killed: the OOM killer was not tested.
+    let r = check(&oom_record(false, 0, 2, [0, 0, 0], 0), false);
+    assert_eq!(r.outcome, Outcome::NotExercised, "{}", r.detail);
 }
 
 /// Group a's file counter against its files' page cache (read before and after it): `counted`

@@ -38,6 +38,7 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
             seconds: bytes as f64 / (mbps[p] * 1e6),
             cgroup: "test".into(),
             cpu_seconds: 0.0,
+            ..Default::default()
         });
         steps.push(StepRecord {
             phase: p,
@@ -50,6 +51,7 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
             seconds: 1.0,
             cgroup: "test".into(),
             cpu_seconds: 0.0,
+            ..Default::default()
         });
     }
     Record {
@@ -63,8 +65,7 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
         },
         moves: vec![],
         charge_moving: None,
-        limits: Vec::new(),
-        highs: Vec::new(),
+        cgroups: Vec::new(),
         stopped: None,
     }
 }
@@ -252,6 +253,7 @@ fn with_reps(mut r: Record, base: [f64; 2], after: [f64; 2]) -> Record {
                 seconds: bytes as f64 / (mbps * 1e6),
                 cgroup: "test".into(),
                 cpu_seconds: 0.0,
+                ..Default::default()
             });
         }
     }
@@ -336,6 +338,7 @@ fn ratio_record(warm: &[(f64, f64)], pairs: &[(f64, f64)]) -> Record {
                     seconds: 1.0,
                     cgroup: cg.into(),
                     cpu_seconds: 1.0,
+                    ..Default::default()
                 });
             }
         }
@@ -464,6 +467,7 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
                 seconds: 5.0,
                 cgroup: "test".into(),
                 cpu_seconds: 0.0,
+                ..Default::default()
             },
             // A probe window: the global side rose by 500 MiB by t=5.
             StepRecord {
@@ -477,6 +481,7 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
                 seconds: 0.5,
                 cgroup: "test".into(),
                 cpu_seconds: 0.0,
+                ..Default::default()
             },
         ],
         machine: Machine {
@@ -486,8 +491,7 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
         },
         moves: vec![],
         charge_moving: None,
-        limits: Vec::new(),
-        highs: Vec::new(),
+        cgroups: Vec::new(),
         stopped: None,
     }
 }

@@ -181,6 +181,7 @@ pub(super) fn read_cold(path: &std::path::Path) -> Result<JobResult> {
         seconds: t.elapsed().as_secs_f64(),
         fsync_seconds: 0.0,
         cpu_seconds: cpu_seconds() - cpu0,
+        ..Default::default()
     })
 }
 
@@ -256,6 +257,7 @@ pub(super) fn usemem(size: u64) -> Result<JobResult> {
         seconds,
         fsync_seconds: 0.0,
         cpu_seconds: cpu_seconds() - cpu0,
+        ..Default::default()
     })
 }
 
@@ -282,6 +284,7 @@ pub(super) fn fault_loop(size: u64, duration_ms: u64) -> Result<JobResult> {
         seconds: t.elapsed().as_secs_f64(),
         fsync_seconds: 0.0,
         cpu_seconds: cpu_seconds() - cpu0,
+        ..Default::default()
     })
 }
 
@@ -347,6 +350,7 @@ pub(super) fn redirty_until(
         seconds: t.elapsed().as_secs_f64(),
         fsync_seconds: 0.0,
         cpu_seconds: 0.0,
+        ..Default::default()
     })
 }
 
@@ -391,6 +395,7 @@ pub(super) fn rewrite_until(
         seconds: t.elapsed().as_secs_f64(),
         fsync_seconds: 0.0,
         cpu_seconds: 0.0,
+        ..Default::default()
     })
 }
 
@@ -464,6 +469,7 @@ pub(super) fn hold(
         seconds: t.elapsed().as_secs_f64(),
         fsync_seconds: 0.0,
         cpu_seconds: 0.0,
+        ..Default::default()
     })
 }
 
@@ -509,6 +515,7 @@ pub(super) fn write_file(
         seconds,
         fsync_seconds,
         cpu_seconds: 0.0,
+        ..Default::default()
     })
 }
 
@@ -538,6 +545,7 @@ pub(super) fn mmap_write(path: &std::path::Path, size: u64, hold_ms: u64) -> Res
         seconds,
         fsync_seconds,
         cpu_seconds: 0.0,
+        ..Default::default()
     })
 }
 

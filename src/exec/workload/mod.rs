@@ -81,6 +81,12 @@ pub struct JobResult {
     /// CPU seconds (user + system) the worker used, for jobs that measure it.
     #[serde(default)]
     pub cpu_seconds: f64,
+    /// An exhaust step's count of the group's tasks that died of SIGKILL (the OOM killer's),
+    /// and of its bystanders that lived on (the runner's own count, not a worker's).
+    #[serde(default)]
+    pub killed: u32,
+    #[serde(default)]
+    pub survived: u32,
 }
 
 /// A running worker process.
@@ -193,6 +199,19 @@ impl Worker {
     pub fn wait(&mut self, limits: &Limits) -> Result<JobResult, WaitError> {
         poll_until(limits, || match self.child.try_wait() {
             Ok(Some(status)) => Some(self.outcome(status)),
+            Ok(None) => None,
+            Err(e) => Some(Err(WaitError::Failed(Error::Environment(format!(
+                "wait for worker: {e}"
+            ))))),
+        })
+    }
+
+    /// Like `wait`, for a worker the OOM killer may kill: `None` when it died of SIGKILL.
+    pub fn wait_or_killed(&mut self, limits: &Limits) -> Result<Option<JobResult>, WaitError> {
+        use std::os::unix::process::ExitStatusExt;
+        poll_until(limits, || match self.child.try_wait() {
+            Ok(Some(status)) if status.signal() == Some(libc::SIGKILL) => Some(Ok(None)),
+            Ok(Some(status)) => Some(self.outcome(status).map(Some)),
             Ok(None) => None,
             Err(e) => Some(Err(WaitError::Failed(Error::Environment(format!(
                 "wait for worker: {e}"

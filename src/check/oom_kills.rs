@@ -1,0 +1,278 @@
+//! oom-kills: the group's OOM-kill count (v1 memory.oom_control `oom_kill`, v2 memory.events
+//! `oom_kill`) rises by exactly the number of its tasks the runner saw die of SIGKILL in each
+//! `exhaust` step, and by nothing else over the run. The task that needed more than the group
+//! can hold must be the one killed, alone, unless the group has memory.oom.group: then every
+//! task of the group dies with it (mm/oom_kill.c: oom_kill_process, mem_cgroup_get_oom_group),
+//! and the count may hold the victim twice: oom_kill_process kills it, then kills every member,
+//! the victim again unless it has let go of its mm by then, and each kill counts (6.1, 6.12).
+//! With `events = true` (v2), memory.events `oom` counts each OOM and `oom_group_kill` each
+//! whole-group kill.
+
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
+use crate::model::counter::{OOM_EVENTS, OOM_GROUP_KILLS, OOM_KILLS};
+use crate::model::{Record, StepRecord};
+use crate::scenario::{CheckInput, ScenarioError};
+use crate::sys::cgroup::Version;
+
+/// `oom-kills`: `cgroup`'s OOM kills match what its exhaust steps saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OomKills {
+    pub cgroup: String,
+    /// Check memory.events `oom` too (cgroup v2 only).
+    pub events: bool,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "events"])?;
+    let events = match i.get::<bool>("events")? {
+        Some(e) if *e.get_ref() && i.versions().contains(&Version::V1) => {
+            return Err(i.err(
+                e.span(),
+                "events: cgroup v1 counts no OOM events: add requires.cgroup = [\"v2\"]",
+            ));
+        }
+        Some(e) => e.into_inner(),
+        None => false,
+    };
+    Ok(Check::new(OomKills {
+        cgroup: i.cgroup("cgroup")?,
+        events,
+    }))
+}
+
+impl CheckSpec for OomKills {
+    fn name(&self) -> String {
+        format!("oom-kills({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        let mut counters = vec![OOM_KILLS.to_string()];
+        if self.events {
+            counters.extend([OOM_EVENTS, OOM_GROUP_KILLS].map(String::from));
+        }
+        Needs {
+            counters,
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        oom_kills(self.name(), rec, &self.cgroup, self.events)
+    }
+}
+
+/// What one exhaust step did to the counters.
+struct Seen<'a> {
+    step: &'a StepRecord,
+    kills: i64,
+    /// memory.events `oom` and `oom_group_kill`.
+    events: Option<(i64, i64)>,
+    /// Rows of the last sample before the step and the first after it.
+    rows: (usize, usize),
+}
+
+/// A failed judgement: actual, expected, why.
+type Verdict = (String, String, String);
+
+pub fn oom_kills(name: String, rec: &Record, cgroup: &str, events: bool) -> CheckResult {
+    let mut want = vec![OOM_KILLS.to_string()];
+    if events {
+        want.extend([OOM_EVENTS, OOM_GROUP_KILLS].map(String::from));
+    }
+    let cols = match columns(rec, cgroup, &want) {
+        Ok(c) => c.iter().map(|x| x.1).collect::<Vec<_>>(),
+        Err(e) => return missing(name, e),
+    };
+    let s = &rec.series;
+    let group_kill = rec.group(cgroup).is_some_and(|g| g.oom_group);
+    let seen = match seen_steps(rec, cgroup, &cols) {
+        Ok(v) if v.is_empty() => return missing(name, format!("no exhaust step ran in {cgroup}")),
+        Ok(v) => v,
+        Err(e) => return missing(name, e),
+    };
+    let fail = |row: usize, (actual, expected, why): Verdict| {
+        let mut res = CheckResult::new(name.clone(), Outcome::Fail, actual, expected, why);
+        res.at = Some(s.t[row]);
+        res
+    };
+    for v in &seen {
+        if let Some(f) = judge_step(rec, cgroup, group_kill, v) {
+            return fail(v.rows.1, f);
+        }
+    }
+    let killed: i64 = seen.iter().map(|v| v.step.killed as i64).sum();
+    let counted: i64 = seen.iter().map(|v| v.kills).sum();
+    let whole = s.get(s.len() - 1, cols[0]) - s.get(0, cols[0]);
+    if whole != counted {
+        return fail(
+            s.len() - 1,
+            (
+                format!("{cgroup}.oom_kills rose by {whole} over the run"),
+                format!("+{counted} (what the exhaust steps counted)"),
+                format!(
+                    "{cgroup}'s OOM-kill count rose by {whole} over the run, but by {counted} across its exhaust steps, the only ones in which its tasks were killed"
+                ),
+            ),
+        );
+    }
+    if killed == 0 {
+        return missing(
+            name,
+            format!(
+                "no task of {cgroup} was killed: the group held all its exhaust steps asked for, so its OOM killer was not tested"
+            ),
+        );
+    }
+    passed(name, &seen, cgroup, group_kill, events)
+}
+
+/// The counters' rise across each exhaust step of `cgroup`, or why it cannot be measured.
+fn seen_steps<'a>(rec: &'a Record, cgroup: &str, cols: &[usize]) -> Result<Vec<Seen<'a>>, String> {
+    let s = &rec.series;
+    let mut seen = Vec::new();
+    for step in rec
+        .steps
+        .iter()
+        .filter(|x| x.kind == "exhaust" && x.cgroup == cgroup)
+    {
+        let before = (0..s.len()).rev().find(|&r| s.t[r] <= step.start);
+        let after = (0..s.len()).find(|&r| s.t[r] >= step.end);
+        let (Some(b), Some(a)) = (before, after) else {
+            return Err(format!("no sample before and after '{}'", step.describe));
+        };
+        let rise = |c: usize| s.get(a, c) - s.get(b, c);
+        seen.push(Seen {
+            step,
+            kills: rise(cols[0]),
+            events: (cols.len() == 3).then(|| (rise(cols[1]), rise(cols[2]))),
+            rows: (b, a),
+        });
+    }
+    Ok(seen)
+}
+
+/// One exhaust step: the kill count against the tasks that died, who died, the events.
+fn judge_step(rec: &Record, cgroup: &str, group_kill: bool, v: &Seen) -> Option<Verdict> {
+    let s = &rec.series;
+    let (killed, survived) = (v.step.killed as i64, v.step.survived);
+    let when = format!(
+        "in '{}' (phase {}, t={:.3}s..{:.3}s)",
+        v.step.describe,
+        rec.phase_at(v.step.start),
+        v.step.start,
+        v.step.end
+    );
+    // Under memory.oom.group the victim may be counted a second time (see the top).
+    let twice = i64::from(group_kill && killed > 0);
+    if v.kills < killed || v.kills > killed + twice {
+        return Some((
+            format!("{cgroup}.oom_kills rose by {}", v.kills),
+            format!(
+                "+{killed}{} (the tasks that died of SIGKILL)",
+                if twice > 0 {
+                    " or +1 more (the victim twice)"
+                } else {
+                    ""
+                }
+            ),
+            format!(
+                "{when} {killed} of {cgroup}'s tasks were killed, yet its OOM-kill count rose by {}: {} .. {}",
+                v.kills,
+                s.describe_row(v.rows.0),
+                s.describe_row(v.rows.1)
+            ),
+        ));
+    }
+    let all = killed as u32 + survived;
+    let alone_or_all = if group_kill {
+        survived == 0
+    } else {
+        killed == 1
+    };
+    if killed > 0 && !alone_or_all {
+        return Some((
+            format!("{killed} killed, {survived} bystanders lived"),
+            if group_kill {
+                format!("all {all} tasks killed (memory.oom.group)")
+            } else {
+                "the task that needed the memory killed, alone".to_string()
+            },
+            format!(
+                "{when} the OOM killer killed {killed} of {cgroup}'s {all} tasks{}",
+                if group_kill {
+                    ": memory.oom.group is set, so it must kill them all"
+                } else {
+                    ": without memory.oom.group it must stop at the task that needed the memory"
+                }
+            ),
+        ));
+    }
+    let (e, g) = v.events?;
+    let group = i64::from(group_kill && killed > 0);
+    ((e > 0) != (killed > 0) || g != group).then(|| {
+        (
+            format!("{cgroup}.oom_events rose by {e}, oom_group_kills by {g}"),
+            format!(
+                "oom {}, oom_group_kill +{group}",
+                if killed > 0 { "> 0" } else { "+0" }
+            ),
+            format!(
+                "{when} {killed} of {cgroup}'s tasks were killed{}, and memory.events oom rose by {e}, oom_group_kill by {g}: {}",
+                if group_kill { " (memory.oom.group set)" } else { "" },
+                s.describe_row(v.rows.1)
+            ),
+        )
+    })
+}
+
+fn passed(
+    name: String,
+    seen: &[Seen],
+    cgroup: &str,
+    group_kill: bool,
+    events: bool,
+) -> CheckResult {
+    let killed: i64 = seen.iter().map(|v| v.step.killed as i64).sum();
+    let counted: i64 = seen.iter().map(|v| v.kills).sum();
+    let doubled = counted - killed;
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "{killed} tasks killed in {} exhaust steps, oom_kills +{counted}",
+            seen.len()
+        ),
+        format!(
+            "oom_kills = the tasks killed{}{}",
+            if group_kill {
+                "; all the group's tasks per OOM (memory.oom.group)"
+            } else {
+                "; one per OOM"
+            },
+            if events { "; oom events with each" } else { "" }
+        ),
+        format!(
+            "each OOM in {cgroup} killed {}; its OOM-kill count followed {}{}",
+            if group_kill {
+                "every task of the group"
+            } else {
+                "the task that needed the memory, and no bystander"
+            },
+            if doubled > 0 {
+                format!("(the victim counted twice in {doubled})")
+            } else {
+                "exactly".to_string()
+            },
+            if events {
+                "; memory.events oom and oom_group_kill rose with each"
+            } else {
+                ""
+            }
+        ),
+    );
+    if group_kill {
+        res.tolerance = Some(format!(
+            "the victim may count twice per OOM under memory.oom.group (oom_kill_process kills it, then every member, the victim again unless it has let go of its mm): {doubled} of {} OOMs did",
+            seen.iter().filter(|v| v.step.killed > 0).count()
+        ));
+    }
+    res
+}
