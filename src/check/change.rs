@@ -122,24 +122,7 @@ pub fn change(
                     rec.phases[st.phase].name,
                     human_bytes(rec.series.get(r0, c)),
                     human_bytes(rec.series.get(r1, c)),
-                    if by != 0 && d.signum() == -by.signum() {
-                        "it went the other way".to_string()
-                    } else if (by - d) * by.signum() > 0 {
-                        format!(
-                            "{} less than expected{}",
-                            human_bytes((by - d).abs()),
-                            if step == "move" {
-                                " (charge left behind?)"
-                            } else {
-                                ""
-                            }
-                        )
-                    } else {
-                        format!(
-                            "{} more than expected (charged twice?)",
-                            human_bytes((d - by).abs())
-                        )
-                    }
+                    missed(by, d, step)
                 ),
             );
             res.tolerance = Some(tol_text);
@@ -177,6 +160,28 @@ pub fn change(
         );
     }
     res
+}
+
+/// How a change of `d` missed the expected `by`, in words.
+fn missed(by: i64, d: i64, step: &str) -> String {
+    if by != 0 && d.signum() == -by.signum() {
+        "it went the other way".to_string()
+    } else if (by - d) * by.signum() > 0 {
+        format!(
+            "{} less than expected{}",
+            human_bytes((by - d).abs()),
+            if step == "move" {
+                " (charge left behind?)"
+            } else {
+                ""
+            }
+        )
+    } else {
+        format!(
+            "{} more than expected (charged twice?)",
+            human_bytes((d - by).abs())
+        )
+    }
 }
 
 /// `change`: across each step of kind `step`, the group's counter changed by `by` bytes

@@ -157,6 +157,21 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
             }
         }
     }
+    passed(name, rec, parent, counters, children.len(), worst, lag)
+}
+
+/// The pass result: the largest gap seen, and the longest a parent lagged (`lag`: how long, when,
+/// which counter).
+fn passed(
+    name: String,
+    rec: &Record,
+    parent: &str,
+    counters: &[String],
+    kids: usize,
+    worst: i64,
+    lag: Option<(f64, f64, String)>,
+) -> CheckResult {
+    let batch = rec.machine.stat_batch_bytes() as i64;
     let stale = lag.map_or(String::new(), |(ago, t, c)| {
         format!(
             "; the parent's {c} lagged its parts by up to {:.0} ms (at t={t:.3}s: it showed what they summed to earlier, a late stats flush of the ancestor, within the {ANCESTOR_LAG:.0} s allowed)",
@@ -171,7 +186,7 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
             human_bytes(worst),
             rec.series.len()
         ),
-        format!("parent = own + {} children", children.len()),
+        format!("parent = own + {} children", kids),
         format!(
             "{parent}'s {} equal the sum of their parts{stale}",
             counters.join(", ")
@@ -179,7 +194,7 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
     );
     res.tolerance = Some(format!(
         "{} groups x the memcg per-CPU stat batch ({}) plus read skew; a stale parent for up to {ANCESTOR_LAG:.0} s",
-        children.len() + 1,
+        kids + 1,
         human_bytes(batch)
     ));
     res

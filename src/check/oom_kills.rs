@@ -82,6 +82,13 @@ pub fn oom_kills(name: String, rec: &Record, cgroup: &str, events: bool) -> Chec
         Err(e) => return missing(name, e),
     };
     let s = &rec.series;
+    // v2 counts a child's kills in its parents' memory.events too: judge leaves only.
+    if rec.any_below(cgroup, |_| true) {
+        return missing(
+            name,
+            format!("{cgroup} has child groups: oom-kills judges leaf groups"),
+        );
+    }
     let group_kill = rec.group(cgroup).is_some_and(|g| g.oom_group);
     let seen = match seen_steps(rec, cgroup, &cols) {
         Ok(v) if v.is_empty() => return missing(name, format!("no exhaust step ran in {cgroup}")),
@@ -182,11 +189,12 @@ fn judge_step(rec: &Record, cgroup: &str, group_kill: bool, v: &Seen) -> Option<
         ));
     }
     let all = killed as u32 + survived;
-    let alone_or_all = if group_kill {
-        survived == 0
-    } else {
-        killed == 1
-    };
+    let alone_or_all = v.step.task_killed
+        && if group_kill {
+            survived == 0
+        } else {
+            killed == 1
+        };
     if killed > 0 && !alone_or_all {
         return Some((
             format!("{killed} killed, {survived} bystanders lived"),
@@ -196,7 +204,12 @@ fn judge_step(rec: &Record, cgroup: &str, group_kill: bool, v: &Seen) -> Option<
                 "the task that needed the memory killed, alone".to_string()
             },
             format!(
-                "{when} the OOM killer killed {killed} of {cgroup}'s {all} tasks{}",
+                "{when} the OOM killer killed {killed} of {cgroup}'s {all} tasks{}{}",
+                if v.step.task_killed {
+                    ""
+                } else {
+                    ", not the task that needed the memory"
+                },
                 if group_kill {
                     ": memory.oom.group is set, so it must kill them all"
                 } else {

@@ -164,6 +164,7 @@ impl Run<'_> {
                     cgroup: step.cgroup().unwrap_or_default().to_string(),
                     cpu_seconds: 0.0,
                     killed: 0,
+                    task_killed: false,
                     survived: 0,
                 });
                 return Err(e);
@@ -188,6 +189,7 @@ impl Run<'_> {
             cgroup: step.cgroup().unwrap_or_default().to_string(),
             cpu_seconds: res.cpu_seconds,
             killed: res.killed,
+            task_killed: res.task_killed,
             survived: res.survived,
         });
         after_step(self.sampler, guard, kind, probe_mark)

@@ -509,6 +509,13 @@ pub(super) fn exhaust(
     bystanders: u32,
 ) -> Result<JobResult, Stop> {
     use std::os::unix::process::ExitStatusExt;
+    // Workers inherit it; the OOM killer never picks a task at -1000 (OOM_SCORE_ADJ_MIN).
+    let adj = std::fs::read_to_string("/proc/self/oom_score_adj").unwrap_or_default();
+    if adj.trim() == "-1000" {
+        return Err(Stop::Failed(Error::Environment(
+            "memcgtest runs with oom_score_adj -1000, which its workers inherit: the OOM killer would never kill them; run it without".into(),
+        )));
+    }
     let (cg, limits) = (env.group(cgroup), env.limits());
     let small = Job::Hold {
         anon: 1 << 20,
@@ -533,6 +540,7 @@ pub(super) fn exhaust(
         seconds: t.elapsed().as_secs_f64(),
         bytes: done.as_ref().map_or(0, |d| d.bytes),
         killed: u32::from(done.is_none()),
+        task_killed: done.is_none(),
         ..Default::default()
     };
     let until = Instant::now() + Duration::from_secs(1);

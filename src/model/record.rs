@@ -46,8 +46,10 @@ pub struct StepRecord {
     pub cgroup: String,
     /// CPU seconds (user + system) the workload used, where it reports them.
     pub cpu_seconds: f64,
-    /// exhaust: the group's tasks that died of SIGKILL, and its bystanders that lived on.
+    /// exhaust: the group's tasks that died of SIGKILL, whether the task that needed the memory
+    /// was one, and the bystanders that lived on.
     pub killed: u32,
+    pub task_killed: bool,
     pub survived: u32,
 }
 

@@ -301,36 +301,7 @@ impl Step {
                     crate::units::human_bytes(*size as i64)
                 )
             }
-            Step::Hold {
-                task,
-                cgroup,
-                anon,
-                file,
-                size,
-                dirty,
-                redirty,
-                write,
-            } => {
-                let hb = |b: u64| crate::units::human_bytes(b as i64);
-                let mut d = format!("task {task} in {cgroup} holds {} anon", hb(*anon));
-                if let Some(f) = file {
-                    if *size > 0 {
-                        d += &format!(
-                            ", {} of {f} mapped{}",
-                            hb(*size),
-                            match (*dirty, *redirty) {
-                                (_, true) => " and dirtied over and over",
-                                (true, false) => " and dirtied",
-                                _ => "",
-                            }
-                        );
-                    }
-                    if *write > 0 {
-                        d += &format!(", rewriting {} of {f}.written", hb(*write));
-                    }
-                }
-                d
-            }
+            Step::Hold { .. } => self.describe_hold(),
             Step::Move { task, to } => format!("move task {task} to {to}"),
             Step::Grow { task, anon } => format!(
                 "task {task} allocates {} more",
@@ -379,6 +350,42 @@ impl Step {
                 }
             ),
         }
+    }
+
+    /// A hold step's description.
+    fn describe_hold(&self) -> String {
+        let Step::Hold {
+            task,
+            cgroup,
+            anon,
+            file,
+            size,
+            dirty,
+            redirty,
+            write,
+        } = self
+        else {
+            unreachable!("only for hold steps")
+        };
+        let hb = |b: u64| crate::units::human_bytes(b as i64);
+        let mut d = format!("task {task} in {cgroup} holds {} anon", hb(*anon));
+        if let Some(f) = file {
+            if *size > 0 {
+                d += &format!(
+                    ", {} of {f} mapped{}",
+                    hb(*size),
+                    match (*dirty, *redirty) {
+                        (_, true) => " and dirtied over and over",
+                        (true, false) => " and dirtied",
+                        _ => "",
+                    }
+                );
+            }
+            if *write > 0 {
+                d += &format!(", rewriting {} of {f}.written", hb(*write));
+            }
+        }
+        d
     }
 
     /// The group the step's workload runs in, if it names one.

@@ -243,6 +243,56 @@ fn features(cx: &Ctx, raw: &RawScenario) -> Result<Vec<Feature>, ScenarioError> 
     Ok(features)
 }
 
+/// A `[[cgroup]]` name: [A-Za-z0-9_-] parts joined by '/', none a meta column prefix or the
+/// helper group, declared once, after its parent.
+fn check_group_name(
+    cx: &Ctx,
+    n: &Spanned<String>,
+    cgroups: &[CgroupSpec],
+) -> Result<(), ScenarioError> {
+    let nm = n.get_ref();
+    let valid_part = |p: &str| {
+        !p.is_empty()
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    };
+    if !nm.split('/').all(valid_part) {
+        return Err(cx.err(
+            n.span(),
+            "cgroup name must be [A-Za-z0-9_-] parts joined by '/'",
+        ));
+    }
+    if let Some(p) = crate::model::META_PREFIXES
+        .iter()
+        .find(|p| nm.split('/').next() == Some(**p))
+    {
+        return Err(cx.err(
+            n.span(),
+            format!("cgroup {nm:?}: {p:?} names sampled columns that are not a group's; pick another name"),
+        ));
+    }
+    if nm.split('/').next() == Some(HELPER_GROUP) {
+        return Err(cx.err(
+            n.span(),
+            format!(
+                "cgroup {nm:?}: {HELPER_GROUP:?} is the runner's helper group; pick another name"
+            ),
+        ));
+    }
+    if cgroups.iter().any(|x| &x.name == nm) {
+        return Err(cx.err(n.span(), format!("cgroup {nm:?} declared twice")));
+    }
+    if let Some((parent, _)) = nm.rsplit_once('/')
+        && !cgroups.iter().any(|x| x.name == parent)
+    {
+        return Err(cx.err(
+            n.span(),
+            format!("parent cgroup {parent:?} must be declared before {nm:?}"),
+        ));
+    }
+    Ok(())
+}
+
 /// The `[[cgroup]]` tables: names, parents declared first, limits, v1 charge moving.
 fn cgroups(
     cx: &Ctx,
@@ -253,43 +303,7 @@ fn cgroups(
     for c in &raw.cgroup {
         let n = &c.get_ref().name;
         let nm = n.get_ref();
-        let valid_part = |p: &str| {
-            !p.is_empty()
-                && p.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        };
-        if !nm.split('/').all(valid_part) {
-            return Err(cx.err(
-                n.span(),
-                "cgroup name must be [A-Za-z0-9_-] parts joined by '/'",
-            ));
-        }
-        if let Some(p) = crate::model::META_PREFIXES
-            .iter()
-            .find(|p| nm.split('/').next() == Some(**p))
-        {
-            return Err(cx.err(
-                n.span(),
-                format!("cgroup {nm:?}: {p:?} names sampled columns that are not a group's; pick another name"),
-            ));
-        }
-        if nm.split('/').next() == Some(HELPER_GROUP) {
-            return Err(cx.err(
-                n.span(),
-                format!("cgroup {nm:?}: {HELPER_GROUP:?} is the runner's helper group; pick another name"),
-            ));
-        }
-        if cgroups.iter().any(|x| &x.name == nm) {
-            return Err(cx.err(n.span(), format!("cgroup {nm:?} declared twice")));
-        }
-        if let Some((parent, _)) = nm.rsplit_once('/')
-            && !cgroups.iter().any(|x| x.name == parent)
-        {
-            return Err(cx.err(
-                n.span(),
-                format!("parent cgroup {parent:?} must be declared before {nm:?}"),
-            ));
-        }
+        check_group_name(cx, n, &cgroups)?;
         let limit = c
             .get_ref()
             .limit

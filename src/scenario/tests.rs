@@ -260,10 +260,17 @@ fn oom_scenarios_are_parsed_strictly() {
         let e = err(&text).to_string();
         assert!(e.contains(want) && e.contains("f.toml:"), "{want}: {e}");
     }
-    // --quick keeps the task at twice the smallest limit.
+    // --quick shrinks the task with the sizes, to no less than twice the smallest limit.
     let mut s = parse("f.toml", kill).unwrap();
     s.scale_down(8);
     assert!(matches!(s.phases[0].steps[0], Step::Exhaust { anon, .. } if anon == 64 << 20));
+    let mut s = parse(
+        "f.toml",
+        &kill.replace("anon = \"512M\"", "anon = \"128M\""),
+    )
+    .unwrap();
+    s.scale_down(8);
+    assert!(matches!(s.phases[0].steps[0], Step::Exhaust { anon, .. } if anon == 32 << 20));
 }
 
 #[test]

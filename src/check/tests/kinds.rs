@@ -588,8 +588,9 @@ fn oom_record(group: bool, killed: u32, survived: u32, counted: [i64; 3], outsid
             .filter(|&k| done(0.5 + k as f64) && counted[k] > 0)
             .count() as i64;
         let extra = if t >= 2.0 { outside } else { 0 };
-        r.series
-            .push(t, &[kills + extra, ooms, if group { ooms } else { 0 }]);
+        // A whole-group kill happened when more than one task died.
+        let group_kills = if group && killed > 1 { ooms } else { 0 };
+        r.series.push(t, &[kills + extra, ooms, group_kills]);
     }
     r.steps = (0..3)
         .map(|k| StepRecord {
@@ -599,6 +600,7 @@ fn oom_record(group: bool, killed: u32, survived: u32, counted: [i64; 3], outsid
             end: 0.7 + k as f64,
             cgroup: "a".into(),
             killed,
+            task_killed: killed > 0,
             survived,
             ..Default::default()
         })
@@ -634,10 +636,41 @@ fn oom_kills_follow_the_tasks_killed() {
     assert!(ok.detail.contains("twice in 2"), "{}", ok.detail);
     let r = check(&oom_record(true, 3, 0, [3, 5, 4], 0), false);
     assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
-    // The group kill left bystanders alive (the oom-group-ignored mutant).
-    let r = check(&oom_record(true, 1, 2, [1, 1, 1], 0), false);
+    // The group kill left bystanders alive (the oom-group-ignored mutant): memory.events says
+    // no group kill happened, and the bystanders lived.
+    let r = check(&oom_record(true, 1, 2, [1, 1, 1], 0), true);
     assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
     assert!(r.detail.contains("must kill them all"), "{}", r.detail);
+    let mut r = oom_record(true, 3, 0, [3, 3, 3], 0);
+    r.series = Series::new(vec![
+        "a.oom_kills".into(),
+        "a.oom_events".into(),
+        "a.oom_group_kills".into(),
+    ]);
+    for i in 0..30 {
+        let n = (0..3).filter(|&k| i as f64 * 0.1 >= 0.7 + k as f64).count() as i64;
+        r.series.push(i as f64 * 0.1, &[3 * n, n, 0]);
+    }
+    let r = check(&r, true);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("oom_group_kill by 0"), "{}", r.detail);
+    // A bystander killed instead of the task that needed the memory.
+    let mut r = oom_record(false, 1, 1, [1, 1, 1], 0);
+    r.steps[1].task_killed = false;
+    let r = check(&r, false);
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(
+        r.detail.contains("not the task that needed"),
+        "{}",
+        r.detail
+    );
+    // A parent: v2 counts its children's kills too; leaves only.
+    let mut r = oom_record(false, 1, 2, [1, 1, 1], 0);
+    r.cgroups.push(CgroupSpec {
+        name: "a/b".into(),
+        ..Default::default()
+    });
+    assert_eq!(check(&r, false).outcome, Outcome::NotExercised);
     // A kill counted outside every exhaust step.
     let r = check(&oom_record(false, 1, 2, [1, 1, 1], 1), false);
     assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);

@@ -42,14 +42,25 @@ fn own_memory_lock(job: &Job) -> libc::c_int {
     }
 }
 
-/// Locks the worker's own pages as [`own_memory_lock`] says. A refusal is the machine's (no
-/// CAP_IPC_LOCK and a small RLIMIT_MEMLOCK), so the error carries no errno.
+/// Locks the worker's own pages as [`own_memory_lock`] says, once RLIMIT_MEMLOCK is raised to
+/// unlimited, so no later allocation can fail for the lock (MCL_FUTURE). Where the limit cannot
+/// be raised (no CAP_SYS_RESOURCE: a rootless container) the worker runs unlocked, as before.
+/// A refusal with no limit is the machine's, so the error carries no errno.
 fn lock_own_memory(job: &Job) -> Result<()> {
     let flags = own_memory_lock(job);
-    if flags != 0 && unsafe { libc::mlockall(flags) } != 0 {
+    let unlimited = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: a valid rlimit.
+    if flags == 0 || unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &unlimited) } != 0 {
+        return Ok(());
+    }
+    // SAFETY: mlockall has no memory-safety preconditions.
+    if unsafe { libc::mlockall(flags) } != 0 {
         bail!(
             "mlockall: {} (file workers lock their own memory so that limit reclaim cannot swap \
-             it out; this needs CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK)",
+             it out)",
             std::io::Error::last_os_error()
         );
     }

@@ -82,9 +82,12 @@ pub struct JobResult {
     #[serde(default)]
     pub cpu_seconds: f64,
     /// An exhaust step's count of the group's tasks that died of SIGKILL (the OOM killer's),
-    /// and of its bystanders that lived on (the runner's own count, not a worker's).
+    /// whether the task that needed the memory was one, and the bystanders that lived on (the
+    /// runner's own count, not a worker's).
     #[serde(default)]
     pub killed: u32,
+    #[serde(default)]
+    pub task_killed: bool,
     #[serde(default)]
     pub survived: u32,
 }
