@@ -215,6 +215,12 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             anon,
             bystanders,
         } => exhaust(env, cgroup, *anon, *bystanders),
+        Step::Await {
+            cgroup,
+            counter,
+            size,
+            within,
+        } => await_counter(env, cgroup, counter, *size, *within),
     }
 }
 
@@ -359,6 +365,47 @@ pub(super) fn carried(
             (c.clone(), left.min(arrived).max(0))
         })
         .collect()
+}
+
+/// await: reads the group's memory.stat every 5 ms until `counter` is at least `size`, for at
+/// most `within`. Not reaching it ends the step all the same: the checks that need the state
+/// (`moved` with `held`) then say the scenario did not test it. The step's `bytes` is the value
+/// last read.
+pub(super) fn await_counter(
+    env: &StepEnv,
+    cgroup: &str,
+    counter: &str,
+    size: u64,
+    within: Duration,
+) -> Result<JobResult, Stop> {
+    let cg = env.group(cgroup);
+    let key = stat::stat_key(counter, cg.version)
+        .map_err(|e| anyhow!(e))?
+        .ok_or_else(|| anyhow!("{counter}: not a memory.stat counter"))?;
+    let t = Instant::now();
+    let until = t + within;
+    let mut last = 0;
+    // Waiting is idle by design: no watchdog, like a sleep.
+    let limits = Limits {
+        watchdog: None,
+        ..env.limits()
+    };
+    let r = workload::poll_until(&limits, || {
+        match cg.stat() {
+            Ok(st) => last = st.get(&key).unwrap_or(0),
+            Err(e) => return Some(Err(WaitError::Failed(Error::Kernel(e.to_string())))),
+        }
+        (last >= size as i64 || Instant::now() >= until).then_some(Ok(()))
+    });
+    match r {
+        Ok(()) => Ok(JobResult {
+            bytes: last.max(0) as u64,
+            seconds: t.elapsed().as_secs_f64(),
+            ..Default::default()
+        }),
+        Err(WaitError::Timeout) => Err(Stop::Timeout(format!("phase {}, await", env.phase))),
+        Err(e) => Err(env.stop(e)),
+    }
 }
 
 /// Writes `size` to the group's memory.reclaim. The kernel answers EAGAIN when it reclaimed

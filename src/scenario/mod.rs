@@ -260,6 +260,14 @@ pub enum Step {
         anon: u64,
         bystanders: u32,
     },
+    /// Waits until the group's memory.stat `counter` is at least `size`, for at most `within`
+    /// (then the scenario goes on: checks that need the state say it was not reached).
+    Await {
+        cgroup: String,
+        counter: String,
+        size: u64,
+        within: Duration,
+    },
 }
 
 /// "per-CPU" for 0 clients, else the number.
@@ -337,6 +345,15 @@ impl Step {
                 clients_text(*clients),
                 crate::units::human_bytes(*size as i64)
             ),
+            Step::Await {
+                cgroup,
+                counter,
+                size,
+                within,
+            } => format!(
+                "wait up to {within:?} for {cgroup}.{counter} >= {}",
+                crate::units::human_bytes(*size as i64)
+            ),
             Step::Exhaust {
                 cgroup,
                 anon,
@@ -402,7 +419,8 @@ impl Step {
             | Step::Read { cgroup, .. }
             | Step::Fault { cgroup, .. }
             | Step::Usemem { cgroup, .. }
-            | Step::Exhaust { cgroup, .. } => Some(cgroup),
+            | Step::Exhaust { cgroup, .. }
+            | Step::Await { cgroup, .. } => Some(cgroup),
             Step::Move { to, .. } => Some(to),
             _ => None,
         }
@@ -430,6 +448,7 @@ impl Step {
             Step::Fault { .. } => "fault",
             Step::Usemem { .. } => "usemem",
             Step::Exhaust { .. } => "exhaust",
+            Step::Await { .. } => "await",
         }
     }
 }
@@ -511,6 +530,7 @@ impl Scenario {
                     Step::Usemem { size, .. } => *size = (*size / divisor).max(1 << 20),
                     // The limits shrink as much, but not below 16 MiB: stay 2x above that.
                     Step::Exhaust { anon, .. } => *anon = (*anon / divisor).max(32 << 20),
+                    Step::Await { size, .. } => *size = (*size / divisor).max(1 << 20),
                     _ => {}
                 }
             }

@@ -98,6 +98,7 @@ pub(super) struct RawStep {
     pub(super) count: Option<Spanned<u32>>,
     pub(super) clients: Option<Spanned<u32>>,
     pub(super) bystanders: Option<Spanned<u32>>,
+    pub(super) counter: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -122,6 +122,11 @@ pub const STEPS: &[StepKind] = &[
         resolve: usemem,
     },
     StepKind {
+        action: "await",
+        keys: &["cgroup", "counter", "size", "duration"],
+        resolve: await_counter,
+    },
+    StepKind {
         action: "exhaust",
         keys: &["cgroup", "anon", "bystanders"],
         resolve: |i| {
@@ -442,6 +447,31 @@ fn fault(i: &Input) -> Result<Step, ScenarioError> {
         duration: i
             .cx
             .duration_within(&i.need(&i.r.duration, "duration")?, MIN_INTERVAL)?,
+    })
+}
+
+/// `await`: a memory.stat counter of the group (`counter`), at least `size`, within `duration`.
+fn await_counter(i: &Input) -> Result<Step, ScenarioError> {
+    let c = i.need(&i.r.counter, "counter")?;
+    let stat_counter = matches!(
+        crate::model::counter::counter(c.get_ref()),
+        Some(crate::model::counter::Counter {
+            source: crate::model::counter::Source::Stat { .. },
+            ..
+        })
+    );
+    if !stat_counter {
+        return Err(i.cx.err(
+            c.span(),
+            "counter must be a memory.stat counter (dirty, writeback, file, anon, ...)",
+        ));
+    }
+    let within = i.need(&i.r.duration, "duration")?;
+    Ok(Step::Await {
+        cgroup: i.cgroup()?,
+        counter: c.into_inner(),
+        size: i.positive_size()?,
+        within: i.cx.duration(&within)?,
     })
 }
 

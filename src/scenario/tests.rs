@@ -274,6 +274,23 @@ fn oom_scenarios_are_parsed_strictly() {
 }
 
 #[test]
+fn await_takes_a_memory_stat_counter() {
+    let text = include_str!("../../scenarios/move-during-writeback.toml");
+    let mut s = parse("f.toml", text).unwrap();
+    assert!(
+        matches!(&s.phases[0].steps[2], Step::Await { counter, size, .. }
+        if counter == "writeback" && *size == 24 << 20)
+    );
+    s.scale_down(8);
+    assert!(matches!(&s.phases[0].steps[2], Step::Await { size, .. } if *size == 3 << 20));
+    let e = err(&text.replace("counter = \"writeback\"", "counter = \"usage\"")).to_string();
+    assert!(
+        e.contains("must be a memory.stat counter") && e.contains("f.toml:"),
+        "{e}"
+    );
+}
+
+#[test]
 fn warmup_marks_a_phase_and_is_parsed_strictly() {
     let s = parse("f.toml", GOOD).unwrap();
     assert!(!s.phases[0].warmup);
