@@ -8,7 +8,10 @@
 //! With `events = true` (v2), memory.events `oom` counts each OOM and `oom_group_kill` each
 //! whole-group kill.
 
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
+use super::{
+    Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, row_at_or_after,
+    row_at_or_before,
+};
 use crate::model::counter::{OOM_EVENTS, OOM_GROUP_KILLS, OOM_KILLS};
 use crate::model::{Record, StepRecord};
 use crate::scenario::{CheckInput, ScenarioError};
@@ -140,10 +143,9 @@ fn seen_steps<'a>(rec: &'a Record, cgroup: &str, cols: &[usize]) -> Result<Vec<S
         .iter()
         .filter(|x| x.kind == "exhaust" && x.cgroup == cgroup)
     {
-        let before = (0..s.len()).rev().find(|&r| s.t[r] <= step.start);
-        let after = (0..s.len()).find(|&r| s.t[r] >= step.end);
-        let (Some(b), Some(a)) = (before, after) else {
-            return Err(format!("no sample before and after '{}'", step.describe));
+        let b = row_at_or_before(rec, step.start);
+        let Some(a) = row_at_or_after(rec, step.end) else {
+            return Err(format!("no sample after '{}'", step.describe));
         };
         let rise = |c: usize| s.get(a, c) - s.get(b, c);
         seen.push(Seen {

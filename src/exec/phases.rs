@@ -159,13 +159,8 @@ impl Run<'_> {
                     describe: format!("{} (stopped)", step.describe()),
                     start: s_start,
                     end: s_end,
-                    bytes: 0,
-                    seconds: 0.0,
                     cgroup: step.cgroup().unwrap_or_default().to_string(),
-                    cpu_seconds: 0.0,
-                    killed: 0,
-                    task_killed: false,
-                    survived: 0,
+                    ..Default::default()
                 });
                 return Err(e);
             }

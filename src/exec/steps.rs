@@ -367,6 +367,13 @@ pub(super) fn carried(
         .collect()
 }
 
+/// The memory.stat key of `counter` in `cg`'s cgroup version.
+fn memory_stat_key(cg: &Cgroup, counter: &str) -> Result<String, Stop> {
+    Ok(stat::stat_key(counter, cg.version)
+        .map_err(|e| anyhow!(e))?
+        .ok_or_else(|| anyhow!("{counter}: not a memory.stat counter"))?)
+}
+
 /// await: reads the group's memory.stat every 5 ms until `counter` is at least `size`, for at
 /// most `within`. Not reaching it ends the step all the same: the checks that need the state
 /// (`moved` with `held`) then say the scenario did not test it. The step's `bytes` is the value
@@ -379,9 +386,7 @@ pub(super) fn await_counter(
     within: Duration,
 ) -> Result<JobResult, Stop> {
     let cg = env.group(cgroup);
-    let key = stat::stat_key(counter, cg.version)
-        .map_err(|e| anyhow!(e))?
-        .ok_or_else(|| anyhow!("{counter}: not a memory.stat counter"))?;
+    let key = memory_stat_key(cg, counter)?;
     let t = Instant::now();
     let until = t + within;
     let mut last = 0;
@@ -414,9 +419,7 @@ pub(super) fn reclaim(env: &StepEnv, cgroup: &str, size: u64) -> Result<JobResul
     let cg = env.group(cgroup);
     // Only page cache is surely reclaimable (anon needs swap): with less than 1.5 times what is
     // asked, a short reclaim would not be the kernel's fault.
-    let key = stat::stat_key(FILE, cg.version)
-        .map_err(|e| anyhow!(e))?
-        .ok_or_else(|| anyhow!("{FILE}: not a memory.stat counter"))?;
+    let key = memory_stat_key(cg, FILE)?;
     let stat = cg
         .stat()
         .map_err(|e| Stop::Failed(Error::Kernel(e.to_string())))?;
@@ -590,25 +593,36 @@ pub(super) fn exhaust(
         task_killed: done.is_none(),
         ..Default::default()
     };
-    let until = Instant::now() + Duration::from_secs(1);
-    while !by.is_empty() && Instant::now() < until {
-        let mut i = 0;
-        while i < by.len() {
-            match by[i].worker.child.try_wait() {
-                Ok(Some(st)) if st.signal() == Some(libc::SIGKILL) => {
-                    r.killed += 1;
-                    by.swap_remove(i);
-                }
-                Ok(Some(st)) => {
-                    return Err(env.stop(WaitError::Failed(Error::of_worker_status(
-                        st,
-                        format!("bystander in {cgroup} exited with {st}"),
-                    ))));
-                }
-                _ => i += 1,
+    // A second for the bystanders to die or show they live; waiting is idle by design.
+    let bystander_limits = Limits {
+        deadline: limits.deadline.min(Instant::now() + Duration::from_secs(1)),
+        watchdog: None,
+        ..limits
+    };
+    let waited = workload::poll_until(&bystander_limits, || {
+        let mut failed = None;
+        by.retain_mut(|h| match h.worker.child.try_wait() {
+            Ok(Some(st)) if st.signal() == Some(libc::SIGKILL) => {
+                r.killed += 1;
+                false
             }
+            Ok(Some(st)) => {
+                failed = Some(Error::of_worker_status(
+                    st,
+                    format!("bystander in {cgroup} exited with {st}"),
+                ));
+                false
+            }
+            _ => true,
+        });
+        match failed {
+            Some(e) => Some(Err(WaitError::Failed(e))),
+            None => by.is_empty().then_some(Ok(())),
         }
-        std::thread::sleep(Duration::from_millis(5));
+    });
+    match waited {
+        Ok(()) | Err(WaitError::Timeout) => {}
+        Err(e) => return Err(env.stop(e)),
     }
     r.survived = by.len() as u32;
     for h in by {

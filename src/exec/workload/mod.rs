@@ -200,21 +200,24 @@ pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
 impl Worker {
     /// Waits until the worker exits, the deadline passes, or `interrupted()` turns true.
     pub fn wait(&mut self, limits: &Limits) -> Result<JobResult, WaitError> {
-        poll_until(limits, || match self.child.try_wait() {
-            Ok(Some(status)) => Some(self.outcome(status)),
-            Ok(None) => None,
-            Err(e) => Some(Err(WaitError::Failed(Error::Environment(format!(
-                "wait for worker: {e}"
-            ))))),
-        })
+        let status = self.exit_status(limits)?;
+        self.outcome(status)
     }
 
     /// Like `wait`, for a worker the OOM killer may kill: `None` when it died of SIGKILL.
     pub fn wait_or_killed(&mut self, limits: &Limits) -> Result<Option<JobResult>, WaitError> {
         use std::os::unix::process::ExitStatusExt;
+        let status = self.exit_status(limits)?;
+        if status.signal() == Some(libc::SIGKILL) {
+            return Ok(None);
+        }
+        self.outcome(status).map(Some)
+    }
+
+    /// How the worker exited, once it has.
+    fn exit_status(&mut self, limits: &Limits) -> Result<std::process::ExitStatus, WaitError> {
         poll_until(limits, || match self.child.try_wait() {
-            Ok(Some(status)) if status.signal() == Some(libc::SIGKILL) => Some(Ok(None)),
-            Ok(Some(status)) => Some(self.outcome(status).map(Some)),
+            Ok(Some(status)) => Some(Ok(status)),
             Ok(None) => None,
             Err(e) => Some(Err(WaitError::Failed(Error::Environment(format!(
                 "wait for worker: {e}"
