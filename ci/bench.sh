@@ -6,7 +6,8 @@
 #      `memcgtest compare` prints the change of the write MB/s medians and whether it is
 #      significant.
 #   2. The cost of one sampler pass (memory.stat of the group, /proc/vmstat twice): the median
-#      and 99th percentile of the sampler.pass_us column over those runs.
+#      and 99th percentile of the sampler.pass_us column over those runs; and the same over four
+#      groups (ci/bench/sampler-4-groups.toml, RUNS runs).
 #   3. The suite's wall time, quick and full profiles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,15 @@ echo "== 2. one sampler pass (group memory.stat + /proc/vmstat twice), microseco
 for f in "$out"/on/report-*/dirty-accounting.csv; do tail -n +2 "$f" | awk -F, '{print $NF}'; done | sort -n > "$out/pass_us"
 n=$(wc -l < "$out/pass_us")
 echo "passes: $n  median: $(sed -n "$(( (n + 1) / 2 ))p" "$out/pass_us")  p99: $(sed -n "$(( n * 99 / 100 ))p" "$out/pass_us")  max: $(tail -1 "$out/pass_us")"
+
+echo
+echo "== 2b. one sampler pass over four groups (ci/bench/sampler-4-groups.toml: memory.stat and usage of each, cachestat of their files, /proc/vmstat twice), microseconds"
+for i in $(seq 1 "$runs"); do
+  "$bin" --scenario-dir ci/bench run sampler-4-groups --format json --report "$out/four-$i" > /dev/null || true
+done
+for f in "$out"/four-*/sampler-4-groups.csv; do tail -n +2 "$f" | awk -F, '{print $NF}'; done | sort -n > "$out/pass4_us"
+n=$(wc -l < "$out/pass4_us")
+echo "passes: $n  median: $(sed -n "$(( (n + 1) / 2 ))p" "$out/pass4_us")  p99: $(sed -n "$(( n * 99 / 100 ))p" "$out/pass4_us")  max: $(tail -1 "$out/pass4_us")"
 
 echo
 echo "== 3. suite wall time"

@@ -50,7 +50,7 @@ bash -n /tmp/memcgtest-completion.bash || fail "completions bash: not valid bash
 bash -c 'source /tmp/memcgtest-completion.bash && complete -p memcgtest' >/dev/null || fail "bash completion does not register"
 "$bin" man > /tmp/memcgtest.1
 grep -q '^\.TH memcgtest 1' /tmp/memcgtest.1 || fail "man: no .TH header"
-for cmd in env list check run vm compare cleanup completions man; do
+for cmd in env list check run vm ab compare cleanup completions man; do
   grep -q "$cmd" /tmp/memcgtest.1 || fail "man page does not name $cmd"
 done
 echo "completions for 5 shells, man page $(wc -l < /tmp/memcgtest.1) lines"

@@ -2,7 +2,8 @@
 # Detection matrix: the stock 6.12 kernel and every mutant in kernel-patches/, each booted by
 # `memcgtest vm`. The stock kernel runs the whole quick suite MEMCGTEST_STOCK_RUNS times (default
 # 1) under cgroup v2 and v1; each mutant runs only the scenarios its "Caught-by:" header names
-# (quick; cgroup v2 unless its "Cgroup:" header says v1), so CI stays short. ci/stock-runs.sh
+# (quick; cgroup v2 unless its "Cgroup:" header says v1), so CI stays short; a mutant with a
+# "Caught-by-ab:" header instead runs `memcgtest ab` stock vs it (3 rounds, quick). ci/stock-runs.sh
 # repeats the stock runs alone (MEMCGTEST_MUTANTS=0) for the README's 3/3 figures.
 # Prints a kernel x scenario table ('-' = not run) and one verdict line.
 # Fails unless the stock kernel passes every scenario in each of its runs (a scenario that needs
@@ -66,9 +67,27 @@ for i in $(seq 1 "$runs"); do
 done
 vm_args=()
 declare -A catches
+ab_mutants=()
 for p in kernel-patches/*.patch; do
   [ "$mutants" = 1 ] || break
   name=$(basename "$p" .patch)
+  # A mutant only a comparison with the stock kernel can see (a cost, not a wrong count):
+  # `memcgtest ab` stock vs it on the scenarios its "Caught-by-ab:" header names must exit 1 with
+  # a regression.
+  ab_names=$(sed -n 's/^Caught-by-ab: *//p' "$p" | tr -d ' ')
+  if [ -n "$ab_names" ]; then
+    kernel=$(ci/build-kernel.sh "$p")
+    echo "matrix: $name: ab stock vs it, ${ab_names//,/ }" >&2
+    t0=$SECONDS
+    set +e
+    "$bin" --cgroup v2 ab --base "$stock" --new "$kernel" --report "$out/$name" \
+      -- run --quick ${ab_names//,/ } > "$out/$name.ab" 2> "$out/$name.err"
+    echo $? > "$out/$name.rc"
+    set -e
+    echo "matrix: $name took $((SECONDS - t0)) s" >&2
+    ab_mutants+=("$name")
+    continue
+  fi
   catches[$name]=$(sed -n 's/^Caught-by: *//p' "$p" | tr -d ' ')
   [ -n "${catches[$name]}" ] || { echo "matrix: $p has no Caught-by: header"; exit 1; }
   cg=$(sed -n 's/^Cgroup: *\(v[12]\).*/\1/p' "$p")
@@ -99,6 +118,12 @@ for l in "${labels[@]}"; do
   printf ' %s\n' "$(cat "$out/$l.rc")"
 done
 echo "(* = the scenario the mutant's Caught-by: header names; n/a = needs the other cgroup version; reports in $out)"
+for m in "${ab_mutants[@]}"; do
+  n=$(grep -c "REGRESSION\$" "$out/$m.ab" || true)
+  echo "$m (ab, stock vs it): exit $(cat "$out/$m.rc"), $n regressions"
+  grep "REGRESSION\$" "$out/$m.ab" | awk '{print "  " $0}'
+  [ "$(cat "$out/$m.rc")" = 1 ] && [ "$n" -gt 0 ] || { ok=0; problems+=("$m: ab found no regression (see $out/$m.ab)"); }
+done
 for s in $scenarios; do
   passed=0
   for i in $(seq 1 "$runs"); do

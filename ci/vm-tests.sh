@@ -88,6 +88,19 @@ cat "$out/notkernel.err"
 [ "$rc" = 125 ] || fail "not a kernel: exit $rc, expected 125"
 grep -q "not a bootable x86 kernel image" "$out/notkernel.err" || fail "not a kernel: unclear message"
 
+log "ab: a guest --format is a usage error (2) before any boot; a base that is not a kernel is 125"
+set +e
+"$bin" ab --base "$stock" --new "$stock" -- run --format json > /dev/null 2> "$out/ab-usage.err"
+rc=$?
+"$bin" ab --base "$bin" --new "$stock" -- run fault-overhead --quick > "$out/ab-notkernel.out" 2> "$out/ab-notkernel.err"
+rc2=$?
+set -e
+cat "$out/ab-usage.err" "$out/ab-notkernel.err"
+[ "$rc" = 2 ] || fail "ab with a guest --format: exit $rc, expected 2"
+grep -q "without --format" "$out/ab-usage.err" || fail "ab with a guest --format: unclear message"
+[ "$rc2" = 125 ] || fail "ab with a base that is not a kernel: exit $rc2, expected 125"
+grep -q "not a bootable x86 kernel image" "$out/ab-notkernel.err" || fail "ab with a base that is not a kernel: unclear message"
+
 left=$(find /var/tmp -maxdepth 1 -name 'memcgtest-[0-9]*' 2>/dev/null || true)
 [ -z "$left" ] || fail "leftover work directories: $left"
 echo "vm-tests: all passed"

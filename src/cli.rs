@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use memcgtest::sys::cgroup::detect::Choice;
 use memcgtest::{compare, env, report, units, vm};
@@ -105,6 +105,10 @@ pub enum Command {
         /// Minimum change of the median, in percent, that can count as a regression.
         #[arg(long, default_value_t = 5.0, value_parser = compare::parse_threshold)]
         threshold: f64,
+        /// Each result file is one sample per measurement, its median (for directories of
+        /// repeated runs: the sample-size rule then counts runs, as `ab` does).
+        #[arg(long)]
+        per_run: bool,
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
     },
@@ -127,51 +131,95 @@ pub enum Command {
         /// A lib/modules/<release> tree for kernels with virtio-pci/virtio-blk as modules.
         #[arg(long, value_name = "DIR")]
         modules: Option<PathBuf>,
-        /// auto tries KVM and falls back to TCG when the guest does not start under it.
-        #[arg(long, value_enum, default_value = "auto")]
-        accel: vm::AccelChoice,
-        /// Guest CPUs (default: this machine's, at most 4).
-        #[arg(long)]
-        cpus: Option<u32>,
-        /// Guest memory.
-        #[arg(long, default_value = "2G", value_parser = units::parse_size)]
-        memory: u64,
-        /// Size of the sparse ext4 scratch disk.
-        #[arg(long, default_value = "4G", value_parser = units::parse_size)]
-        disk: u64,
-        /// Write rate of the guest's slow disk (for scenarios with `scratch = "slow"`: pages
-        /// under writeback stay so for seconds), bytes per second.
-        #[arg(long, default_value = "8M", value_parser = units::parse_nonzero_size)]
-        slow_disk_bps: u64,
-        /// Swap file on the scratch disk, enabled in the guest (0 for none).
-        #[arg(long, default_value = "256M", value_parser = units::parse_size)]
-        swap: u64,
-        /// Kill the VM after this long (default 60m under TCG, 20m under KVM): failure "timeout".
-        #[arg(long, value_parser = units::parse_cli_duration)]
-        timeout: Option<std::time::Duration>,
         /// Save the kernel console to FILE.
         #[arg(long, value_name = "FILE")]
         console_log: Option<PathBuf>,
         /// Copy the guest's report directory (KTAP, JSON, CSV, SVG) to DIR.
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
-        /// Do not fail a scenario for a kernel WARNING/BUG printed while it ran.
-        #[arg(long)]
-        allow_splats: bool,
-        /// Copy the kernel console to stderr as it arrives.
-        #[arg(long)]
-        show_console: bool,
-        /// The qemu binary.
-        #[arg(long, default_value = "qemu-system-x86_64")]
-        qemu: String,
         /// Self-tests of the VM runner: panic, hang.
         #[arg(long, hide = true)]
         selftest: Option<String>,
+        #[command(flatten)]
+        vm: VmArgs,
         /// The command the guest runs (run, env or list, with their options).
+        #[arg(last = true)]
+        guest: Vec<String>,
+    },
+    /// Compare a base and a new kernel: boot them alternately in qemu (A B, B A, ...), run the
+    /// same scenarios in each, pool each side's samples and judge every measurement as `compare`
+    /// does (exit 1 on a regression or a failure of the new kernel):
+    /// memcgtest ab --base BZIMAGE --new BZIMAGE [OPTIONS] -- run [NAMES] [RUN OPTIONS].
+    Ab {
+        /// The reference kernel image.
+        #[arg(long, value_name = "BZIMAGE")]
+        base: PathBuf,
+        /// The kernel under test.
+        #[arg(long, value_name = "BZIMAGE")]
+        new: PathBuf,
+        /// lib/modules/<release> tree of the base kernel (see vm --modules).
+        #[arg(long, value_name = "DIR")]
+        base_modules: Option<PathBuf>,
+        /// lib/modules/<release> tree of the new kernel.
+        #[arg(long, value_name = "DIR")]
+        new_modules: Option<PathBuf>,
+        /// Rounds: each boots both kernels once. Each boot is one sample per measurement, and a
+        /// verdict needs 3 a side.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(3..=100))]
+        rounds: u32,
+        /// Minimum change of the median, in percent, that can count as a regression.
+        #[arg(long, default_value_t = 5.0, value_parser = compare::parse_threshold)]
+        threshold: f64,
+        #[arg(long, value_enum, default_value = "human")]
+        format: Format,
+        /// Write every boot's report directory (DIR/base-1, DIR/new-1, ...), its result
+        /// (DIR/base/1.json, ...: `memcgtest compare DIR/base DIR/new` pools them) and the
+        /// comparison (DIR/ab.json) into DIR.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+        #[command(flatten)]
+        vm: VmArgs,
+        /// The command each guest runs: run [NAMES] [RUN OPTIONS].
         #[arg(last = true)]
         guest: Vec<String>,
     },
     /// Internal: run one workload job (JSON) inside the cgroup it was placed in.
     #[command(name = "__worker", hide = true)]
     Worker { job: String },
+}
+
+/// The options of the virtual machine, shared by `vm` and `ab`.
+#[derive(Args)]
+pub struct VmArgs {
+    /// auto tries KVM and falls back to TCG when the guest does not start under it.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub accel: vm::AccelChoice,
+    /// Guest CPUs (default: this machine's, at most 4).
+    #[arg(long)]
+    pub cpus: Option<u32>,
+    /// Guest memory.
+    #[arg(long, default_value = "2G", value_parser = units::parse_size)]
+    pub memory: u64,
+    /// Size of the sparse ext4 scratch disk.
+    #[arg(long, default_value = "4G", value_parser = units::parse_size)]
+    pub disk: u64,
+    /// Write rate of the guest's slow disk (for scenarios with `scratch = "slow"`: pages
+    /// under writeback stay so for seconds), bytes per second.
+    #[arg(long, default_value = "8M", value_parser = units::parse_nonzero_size)]
+    pub slow_disk_bps: u64,
+    /// Swap file on the scratch disk, enabled in the guest (0 for none).
+    #[arg(long, default_value = "256M", value_parser = units::parse_size)]
+    pub swap: u64,
+    /// Kill the VM after this long (default 60m under TCG, 20m under KVM): failure "timeout".
+    #[arg(long, value_parser = units::parse_cli_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Do not fail a scenario for a kernel WARNING/BUG printed while it ran.
+    #[arg(long)]
+    pub allow_splats: bool,
+    /// Copy the kernel console to stderr as it arrives.
+    #[arg(long)]
+    pub show_console: bool,
+    /// The qemu binary.
+    #[arg(long, default_value = "qemu-system-x86_64")]
+    pub qemu: String,
 }

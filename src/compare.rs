@@ -155,6 +155,31 @@ fn load_file(path: &std::path::Path) -> Result<serde_json::Value> {
     Ok(v)
 }
 
+/// The result files with each measurement's samples replaced by their median: one sample per
+/// run. Runs are the independent unit when they are separate boots or separate hours: samples
+/// within one run share its machine's load and its kernel's state, so an outlier run would make
+/// every one of its samples an outlier. Pooled this way, the sample-size rule counts runs.
+pub fn per_run(files: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    let mut out = files.to_vec();
+    for f in &mut out {
+        for s in f["scenarios"].as_array_mut().into_iter().flatten() {
+            for m in s["measurements"].as_array_mut().into_iter().flatten() {
+                let samples: Vec<f64> = m["samples"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|x| x.as_f64())
+                    .collect();
+                m["samples"] = match median(&samples) {
+                    Some(x) => serde_json::json!([x]),
+                    None => serde_json::json!([]),
+                };
+            }
+        }
+    }
+    out
+}
+
 /// Compares every measurement present in both results.
 pub fn compare(
     base: &[serde_json::Value],
@@ -181,6 +206,82 @@ pub fn compare(
         });
     }
     rows
+}
+
+/// The wall time of the whole run or of one scenario in both result sets: the suite's own cost
+/// across memcgtest versions (or kernels). Lower is better; shown, never judged.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cost {
+    /// "" for the whole run, else the scenario.
+    pub scenario: String,
+    pub base: Vec<f64>,
+    pub new: Vec<f64>,
+}
+
+/// (scenario or "" for the run, seconds) of every result file; files written before wall
+/// times were recorded have none for the run.
+fn seconds(files: &[serde_json::Value]) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    for f in files {
+        if let Some(s) = f["seconds"].as_f64().filter(|s| *s > 0.0) {
+            out.push((String::new(), s));
+        }
+        for s in f["scenarios"].as_array().into_iter().flatten() {
+            if let (Some(n), Some(t)) = (s["name"].as_str(), s["seconds"].as_f64()) {
+                out.push((n.to_string(), t));
+            }
+        }
+    }
+    out
+}
+
+/// The wall times present in both result sets, the run first.
+pub fn costs(base: &[serde_json::Value], new: &[serde_json::Value]) -> Vec<Cost> {
+    let (b, n) = (seconds(base), seconds(new));
+    let mut out: Vec<Cost> = Vec::new();
+    for (name, _) in &b {
+        if out.iter().any(|c| c.scenario == *name) || !n.iter().any(|(m, _)| m == name) {
+            continue;
+        }
+        let of = |v: &[(String, f64)]| v.iter().filter(|(m, _)| m == name).map(|x| x.1).collect();
+        out.push(Cost {
+            scenario: name.clone(),
+            base: of(&b),
+            new: of(&n),
+        });
+    }
+    out.sort_by_key(|c| !c.scenario.is_empty());
+    out
+}
+
+/// The cost table: median seconds per side and the change.
+pub fn render_costs(costs: &[Cost]) -> String {
+    if costs.is_empty() {
+        return String::new();
+    }
+    let mut s = "\nthe suite's own cost (wall time, seconds; lower is better; shown, not judged)\n"
+        .to_string();
+    for c in costs {
+        let (b, n) = (
+            median(&c.base).unwrap_or(0.0),
+            median(&c.new).unwrap_or(0.0),
+        );
+        let change = if b > 0.0 { (n - b) / b * 100.0 } else { 0.0 };
+        s += &format!(
+            "{:<24} {:>9.1} s ({}) {:>9.1} s ({}) {:>+7.1}%\n",
+            if c.scenario.is_empty() {
+                "(whole run)"
+            } else {
+                &c.scenario
+            },
+            b,
+            c.base.len(),
+            n,
+            c.new.len(),
+            change
+        );
+    }
+    s
 }
 
 /// The human table.
@@ -390,5 +491,68 @@ mod tests {
         assert_eq!((rows[0].base.len(), rows[0].new.len()), (3, 3));
         assert_eq!(rows[0].verdict, Verdict::Regression);
         assert!(!render(&rows, 5.0).contains("too few"));
+    }
+
+    #[test]
+    fn wall_times_are_shown_per_run_and_scenario() {
+        let file = |run: f64, a: f64| {
+            serde_json::json!({"tool": "memcgtest", "seconds": run, "scenarios": [
+                {"name": "a", "seconds": a}, {"name": "only-here", "seconds": 1.0}]})
+        };
+        let old =
+            serde_json::json!({"tool": "memcgtest", "scenarios": [{"name": "a", "seconds": 9.0}]});
+        let c = costs(&[file(100.0, 10.0), file(110.0, 12.0)], &[file(90.0, 8.0)]);
+        assert_eq!(c.len(), 3);
+        assert_eq!((c[0].scenario.as_str(), c[0].base.len()), ("", 2));
+        assert_eq!(c[1].base, [10.0, 12.0]);
+        let text = render_costs(&c);
+        assert!(text.contains("(whole run)"), "{text}");
+        assert!(
+            text.contains("105.0 s (2)") && text.contains("-14.3%"),
+            "{text}"
+        );
+        // A file without the run's wall time (written before it was recorded) has the scenarios'.
+        let c = costs(&[old], &[file(90.0, 8.0)]);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].scenario, "a");
+        assert!(render_costs(&[]).is_empty());
+    }
+
+    #[test]
+    fn per_run_takes_each_files_median() {
+        let file = |xs: &[f64]| {
+            serde_json::json!({"tool": "memcgtest", "scenarios": [
+                {"name": "s", "measurements": [{"name": "m", "unit": "MB/s", "samples": xs}]}]})
+        };
+        // One disturbed run: pooled, its samples overlap the new ones; per run it is one sample.
+        let base = [
+            file(&[100.0, 99.0, 101.0]),
+            file(&[50.0, 52.0, 98.0]),
+            file(&[102.0, 100.0, 100.0]),
+        ];
+        let new = [
+            file(&[80.0, 81.0, 79.0]),
+            file(&[80.0, 82.0, 78.0]),
+            file(&[81.0, 80.0, 79.0]),
+        ];
+        assert_eq!(
+            compare(&base, &new, 5.0)[0].verdict,
+            Verdict::NoSignificantChange
+        );
+        let rows = compare(&per_run(&base), &per_run(&new), 5.0);
+        assert_eq!(rows[0].base, [100.0, 52.0, 100.0]);
+        // Still no verdict: the disturbed run's median (52) lies below the new runs'.
+        assert_eq!(rows[0].verdict, Verdict::NoSignificantChange);
+        let base = [
+            file(&[100.0, 99.0, 101.0]),
+            file(&[60.0, 97.0, 98.0]),
+            file(&[102.0, 100.0, 100.0]),
+        ];
+        let rows = compare(&per_run(&base), &per_run(&new), 5.0);
+        assert_eq!(rows[0].verdict, Verdict::Regression, "{rows:?}");
+        assert_eq!(
+            per_run(&[file(&[])])[0]["scenarios"][0]["measurements"][0]["samples"],
+            serde_json::json!([])
+        );
     }
 }

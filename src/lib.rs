@@ -2,6 +2,7 @@
 //!
 //! The library: everything but the command line, which is `main.rs`.
 
+pub mod ab;
 pub mod check;
 pub mod compare;
 pub mod env;

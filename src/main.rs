@@ -10,7 +10,7 @@ use memcgtest::error::{Error, exit};
 use memcgtest::exec::{runner, workload};
 use memcgtest::sys::cgroup::detect::{self, Choice};
 use memcgtest::sys::{cgroup, cleanup, lock, sysctl};
-use memcgtest::{compare, env, model, progress, report, scenario, vm};
+use memcgtest::{ab, compare, env, model, progress, report, scenario, vm};
 
 mod cli;
 
@@ -92,6 +92,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
         }
         Command::Cleanup => cleanup_leftovers(&cli),
         Command::Vm { .. } => run_vm(&cli),
+        Command::Ab { .. } => run_ab(&cli),
         Command::Run {
             names,
             format,
@@ -123,8 +124,9 @@ fn run(cli: Cli) -> Result<u8, Error> {
             base,
             new,
             threshold,
+            per_run,
             format,
-        } => compare_results(base, new, *threshold, *format),
+        } => compare_results(base, new, *threshold, *per_run, *format),
     }
 }
 
@@ -229,24 +231,47 @@ fn cleanup_leftovers(cli: &Cli) -> Result<u8, Error> {
     }
 }
 
+/// The VM options of `vm` and `ab`; kernel, modules and report are set per boot.
+fn vm_options(cli: &Cli, a: &cli::VmArgs, guest: &[String]) -> vm::Options {
+    vm::Options {
+        kernel: PathBuf::new(),
+        modules: None,
+        cgroup: match cli.cgroup {
+            Choice::V1 => "v1".into(),
+            _ => "v2".into(),
+        },
+        accel: a.accel,
+        cpus: a.cpus.unwrap_or_else(|| {
+            memcgtest::sys::proc::machine(Path::new(memcgtest::sys::proc::PROC))
+                .cpus
+                .min(4) as u32
+        }),
+        memory_mib: a.memory >> 20,
+        disk_mib: a.disk >> 20,
+        slow_disk_bps: a.slow_disk_bps,
+        timeout: a.timeout,
+        console_log: None,
+        report: None,
+        allow_splats: a.allow_splats,
+        show_console: a.show_console,
+        selftest: None,
+        swap: a.swap,
+        work_parent: cli.scratch.clone(),
+        scenario_dir: cli.scenario_dir.clone(),
+        guest_args: guest.to_vec(),
+        qemu: a.qemu.clone(),
+    }
+}
+
 /// `memcgtest vm`.
 fn run_vm(cli: &Cli) -> Result<u8, Error> {
     let Command::Vm {
         kernel,
         modules,
-        accel,
-        cpus,
-        memory,
-        disk,
-        slow_disk_bps,
-        swap,
-        timeout,
         console_log,
         report,
-        allow_splats,
-        show_console,
-        qemu,
         selftest,
+        vm: a,
         guest,
     } = &cli.command
     else {
@@ -257,41 +282,77 @@ fn run_vm(cli: &Cli) -> Result<u8, Error> {
     let opts = vm::Options {
         kernel: kernel.clone(),
         modules: modules.clone(),
-        cgroup: match cli.cgroup {
-            Choice::V1 => "v1".into(),
-            _ => "v2".into(),
-        },
-        accel: *accel,
-        cpus: cpus.unwrap_or_else(|| {
-            memcgtest::sys::proc::machine(Path::new(memcgtest::sys::proc::PROC))
-                .cpus
-                .min(4) as u32
-        }),
-        memory_mib: *memory >> 20,
-        disk_mib: *disk >> 20,
-        slow_disk_bps: *slow_disk_bps,
-        timeout: *timeout,
         console_log: console_log.clone(),
         report: report.clone(),
-        allow_splats: *allow_splats,
-        show_console: *show_console,
         selftest: selftest.clone(),
-        swap: *swap,
-        work_parent: cli.scratch.clone(),
-        scenario_dir: cli.scenario_dir.clone(),
-        guest_args: guest.clone(),
-        qemu: qemu.clone(),
+        ..vm_options(cli, a, guest)
     };
     Ok(vm::run(&opts)?)
 }
 
+/// `memcgtest ab`.
+fn run_ab(cli: &Cli) -> Result<u8, Error> {
+    let Command::Ab {
+        base,
+        new,
+        base_modules,
+        new_modules,
+        rounds,
+        threshold,
+        format,
+        report,
+        vm: a,
+        guest,
+    } = &cli.command
+    else {
+        unreachable!()
+    };
+    if guest.first().is_some_and(|c| c != "run")
+        || guest
+            .iter()
+            .any(|g| g == "--format" || g.starts_with("--format="))
+    {
+        return Err(Error::Usage(
+            "ab: the guest command is run [NAMES] [RUN OPTIONS], without --format (ab's own --format chooses stdout)".into(),
+        ));
+    }
+    let _live = own_liveness().ok();
+    let kernels = ab::Kernels {
+        base: (base.clone(), base_modules.clone()),
+        new: (new.clone(), new_modules.clone()),
+    };
+    let rep = ab::run(
+        &vm_options(cli, a, guest),
+        &kernels,
+        *rounds,
+        *threshold,
+        report.as_deref(),
+    )?;
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&rep).map_err(internal)?),
+        _ => print!("{}", ab::render(&rep)),
+    }
+    eprintln!("memcgtest ab: {} (exit {})", rep.verdict, rep.exit);
+    Ok(rep.exit)
+}
+
 /// `memcgtest compare`.
-fn compare_results(base: &Path, new: &Path, threshold: f64, format: Format) -> Result<u8, Error> {
+fn compare_results(
+    base: &Path,
+    new: &Path,
+    threshold: f64,
+    per_run: bool,
+    format: Format,
+) -> Result<u8, Error> {
     let (b, n) = match (compare::load(base), compare::load(new)) {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => return Err(Error::Usage(format!("{e:#}"))),
     };
-    let rows = compare::compare(&b, &n, threshold);
+    let rows = if per_run {
+        compare::compare(&compare::per_run(&b), &compare::per_run(&n), threshold)
+    } else {
+        compare::compare(&b, &n, threshold)
+    };
     if rows.is_empty() {
         return Err(Error::Usage(format!(
             "{} and {} have no measurement in common",
@@ -299,11 +360,17 @@ fn compare_results(base: &Path, new: &Path, threshold: f64, format: Format) -> R
             new.display()
         )));
     }
+    let costs = compare::costs(&b, &n);
     match format {
         Format::Json => {
-            println!("{}", serde_json::to_string_pretty(&rows).map_err(internal)?)
+            let v = serde_json::json!({ "measurements": rows, "cost": costs });
+            println!("{}", serde_json::to_string_pretty(&v).map_err(internal)?)
         }
-        _ => print!("{}", compare::render(&rows, threshold)),
+        _ => print!(
+            "{}{}",
+            compare::render(&rows, threshold),
+            compare::render_costs(&costs)
+        ),
     }
     Ok(
         if rows
@@ -384,8 +451,11 @@ fn run_scenarios(
         report: Box::new(header),
     });
     let results = run_each(&ctx, &selected, quick, in_vm);
-    ctx.progress.event(&model::Event::Finish);
-    let rep = model::RunReport::new(environment, quick, started, ids, results);
+    let mut rep = model::RunReport::new(environment, quick, started, ids, results);
+    rep.seconds = (chrono::Utc::now() - started).as_seconds_f64();
+    ctx.progress.event(&model::Event::Finish {
+        seconds: rep.seconds,
+    });
     if !events {
         print!("{}", report::render(&rep, format));
     }

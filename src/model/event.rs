@@ -47,8 +47,8 @@ pub enum Event {
     Note { message: String },
     /// The running scenario ended with this result.
     ScenarioEnd { result: Box<ScenarioResult> },
-    /// The run is complete: every scenario that ran has ended.
-    Finish,
+    /// The run is complete: every scenario that ran has ended, in `seconds` of wall time.
+    Finish { seconds: f64 },
 }
 
 /// The wire form: the version field first, then the event.
@@ -127,7 +127,7 @@ mod tests {
             Event::ScenarioEnd {
                 result: Box::new(result),
             },
-            Event::Finish,
+            Event::Finish { seconds: 12.5 },
         ]
     }
 

@@ -118,6 +118,10 @@ pub struct RunReport {
     pub kcidb: kcidb::Ids,
     pub scenarios: Vec<ScenarioResult>,
     pub totals: Totals,
+    /// The run's wall time, seconds (each scenario has its own): `compare` shows the suite's
+    /// own cost. 0 in result files written before it was recorded.
+    #[serde(default)]
+    pub seconds: f64,
 }
 
 impl RunReport {
@@ -142,6 +146,7 @@ impl RunReport {
                 skipped: 0,
                 errors: 0,
             },
+            seconds: 0.0,
         };
         rep.count();
         rep

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use procfs::FromRead;
+use procfs::{FromRead, SystemInfoInterface};
 
 use crate::model::Machine;
 use crate::sys::cgroup::read_path;
@@ -220,6 +220,8 @@ pub enum Who {
     Process,
     /// The calling thread (RUSAGE_THREAD).
     Thread,
+    /// The calling process's children that ended and were waited for (RUSAGE_CHILDREN).
+    Children,
 }
 
 /// CPU time used so far: (user, system) seconds.
@@ -227,12 +229,29 @@ pub fn cpu_seconds(who: Who) -> (f64, f64) {
     let who = match who {
         Who::Process => libc::RUSAGE_SELF,
         Who::Thread => libc::RUSAGE_THREAD,
+        Who::Children => libc::RUSAGE_CHILDREN,
     };
     // SAFETY: getrusage fills the struct it is given.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(who, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// CPU time the whole machine has spent busy since boot (/proc/stat: user, nice, system, irq,
+/// softirq and steal, summed over CPUs), seconds.
+pub fn busy_cpu_seconds(proc: &Path) -> Result<f64> {
+    let path = proc.join("stat");
+    let k = <procfs::KernelStats as procfs::FromReadSI>::from_file(&path, &procfs::LocalSystemInfo)
+        .with_context(|| format!("read {}", path.display()))?;
+    let t = &k.total;
+    let ticks = t.user
+        + t.nice
+        + t.system
+        + t.irq.unwrap_or(0)
+        + t.softirq.unwrap_or(0)
+        + t.steal.unwrap_or(0);
+    Ok(ticks as f64 / procfs::LocalSystemInfo.ticks_per_second() as f64)
 }
 
 #[cfg(test)]
@@ -376,5 +395,22 @@ mod tests {
         assert!(u >= 0.0 && s >= 0.0);
         let (u, s) = cpu_seconds(Who::Thread);
         assert!(u >= 0.0 && s >= 0.0);
+    }
+
+    #[test]
+    fn busy_cpu_time_sums_every_busy_state() {
+        let d = tempfile::tempdir().unwrap();
+        let tps = procfs::LocalSystemInfo.ticks_per_second() as f64;
+        std::fs::write(
+            d.path().join("stat"),
+            "cpu  100 2 30 5000 40 5 6 7 0 0\ncpu0 100 2 30 5000 40 5 6 7 0 0\nintr 1\nctxt 9\nbtime 1\nprocesses 3\nprocs_running 1\nprocs_blocked 0\n",
+        )
+        .unwrap();
+        // user 100 + nice 2 + system 30 + irq 5 + softirq 6 + steal 7; idle and iowait are not.
+        let s = busy_cpu_seconds(d.path()).unwrap();
+        assert!((s - 150.0 / tps).abs() < 1e-9, "{s}");
+        let e = busy_cpu_seconds(&d.path().join("none")).unwrap_err();
+        assert!(format!("{e:#}").contains("none/stat"), "{e:#}");
+        assert!(busy_cpu_seconds(Path::new(PROC)).unwrap() > 0.0);
     }
 }

@@ -27,7 +27,10 @@ pub struct Stream {
     start: Option<(Format, RunReport)>,
     results: Vec<ScenarioResult>,
     running: Option<Running>,
-    finished: bool,
+    /// The run's wall time, once `finish` arrived.
+    finished: Option<f64>,
+    /// When `start` arrived: the wall time of a run that never finished.
+    since: Option<Instant>,
     /// Lines that were no events, each with its number and why.
     pub errors: Vec<String>,
 }
@@ -51,7 +54,10 @@ impl Stream {
 
     fn apply(&mut self, e: Event, progress: &Progress) {
         match e {
-            Event::Start { format, report } => self.start = Some((format, *report)),
+            Event::Start { format, report } => {
+                self.start = Some((format, *report));
+                self.since = Some(Instant::now());
+            }
             Event::ScenarioBegin {
                 index,
                 count,
@@ -79,16 +85,16 @@ impl Stream {
                 self.running = None;
                 self.results.push(*result);
             }
-            Event::Finish => {
+            Event::Finish { seconds } => {
                 progress.finish();
-                self.finished = true;
+                self.finished = Some(seconds);
             }
         }
     }
 
     /// Whether the run completed (`finish` arrived).
     pub fn finished(&self) -> bool {
-        self.finished
+        self.finished.is_some()
     }
 
     /// The run as the events tell it, and the format stdout is to carry: the header with every
@@ -98,7 +104,12 @@ impl Stream {
         let (format, header) = self.start.as_ref()?;
         let mut rep = header.clone();
         rep.scenarios = self.results.clone();
-        if !self.finished
+        rep.seconds = self.finished.unwrap_or_else(|| {
+            self.since
+                .map(|t| t.elapsed().as_secs_f64())
+                .unwrap_or_default()
+        });
+        if self.finished.is_none()
             && let Some(r) = &self.running
         {
             let seconds = r.since.elapsed().as_secs_f64();
@@ -160,7 +171,7 @@ pub(crate) mod tests {
             }
             .to_line();
         }
-        s + &Event::Finish.to_line()
+        s + &Event::Finish { seconds: 3.0 }.to_line()
     }
 
     pub(crate) fn fed(bytes: &[u8]) -> Stream {

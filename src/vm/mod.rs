@@ -425,11 +425,34 @@ fn boot(
     Ok(Some(b))
 }
 
-/// Runs the whole thing; returns the verdict (the guest's code, or 1 for a bad kernel). A host
-/// that cannot run the VM is an `Error::Environment` (125), a bad guest command `Error::Usage`.
+/// What a VM run produced: the exit code and, for a `run`, the typed report (verdicts applied)
+/// with the format the guest was asked for; for `env` and `list`, the guest's text.
+pub struct Outcome {
+    pub code: u8,
+    /// The accelerator the guest ran under (after a fallback, TCG).
+    pub accel: AccelChoice,
+    pub report: Option<(crate::model::RunReport, crate::report::Format)>,
+    pub text: String,
+}
+
+/// Runs the whole thing and prints its result on stdout; returns the verdict (the guest's code,
+/// or 1 for a bad kernel). A host that cannot run the VM is an `Error::Environment` (125), a bad
+/// guest command `Error::Usage`.
 pub fn run(opts: &Options) -> Result<u8> {
+    let out = execute(opts)?;
+    match &out.report {
+        Some((rep, format)) => print!("{}", crate::report::render(rep, *format)),
+        None => print!("{}", out.text),
+    }
+    let _ = std::io::stdout().flush();
+    Ok(out.code)
+}
+
+/// Boots the kernel, runs the guest command and writes `--report`; stdout is the caller's. The
+/// verdict and diagnosis go to stderr.
+pub fn execute(opts: &Options) -> Result<Outcome> {
     let infra =
-        |msg: String| -> Result<u8> { Err(Error::Environment(format!("vm: {msg}")).into()) };
+        |msg: String| -> Result<Outcome> { Err(Error::Environment(format!("vm: {msg}")).into()) };
     if let Err(e) = qemu::check_kernel_image(&opts.kernel) {
         return infra(e);
     }
@@ -479,11 +502,19 @@ pub fn run(opts: &Options) -> Result<u8> {
     if !failed.is_empty() && (code == exit::OK || code == exit::UNTESTABLE) {
         code = exit::FAIL;
     }
+    let mut out = Outcome {
+        code,
+        accel: match accel {
+            Accel::Kvm => AccelChoice::Kvm,
+            Accel::Tcg => AccelChoice::Tcg,
+        },
+        report: None,
+        text: String::new(),
+    };
     if args[0] == "run" {
-        code = show_run(opts, &b, &reason, &failed, &work, code);
+        (out.code, out.report) = finish_run(opts, &b, &reason, &failed, &work, code);
     } else {
-        print!("{}", b.results);
-        let _ = std::io::stdout().flush();
+        out.text = b.results.clone();
     }
     if !reason.is_empty() {
         eprintln!("memcgtest vm: {reason}");
@@ -491,14 +522,14 @@ pub fn run(opts: &Options) -> Result<u8> {
     for (n, why) in &failed {
         eprintln!("memcgtest vm: {n}: {why}");
     }
-    if code != exit::OK && reason.is_empty() && b.status == Some(exit::UNTESTABLE) {
+    if out.code != exit::OK && reason.is_empty() && b.status == Some(exit::UNTESTABLE) {
         eprintln!(
             "memcgtest vm: the guest could not test. Last console lines:\n{}",
             console::tail(&b.console, 12)
         );
     }
     eprintln!(
-        "memcgtest vm: {} under {}{}: {:.1}s, first result after {}; exit {code}",
+        "memcgtest vm: {} under {}{}: {:.1}s, first result after {}; exit {}",
         opts.kernel.display(),
         accel.as_str(),
         if note.is_empty() { "" } else { " (fallback)" },
@@ -506,9 +537,10 @@ pub fn run(opts: &Options) -> Result<u8> {
         b.first_output
             .map(|s| format!("{s:.1}s"))
             .unwrap_or("-".into()),
+        out.code,
     );
     drop(work);
-    Ok(code)
+    Ok(out)
 }
 
 /// Boots under the chosen accelerator; when KVM was only tried (auto) and the guest did not start
@@ -649,26 +681,24 @@ fn with_stream_errors(code: u8, errors: &[String]) -> u8 {
     }
 }
 
-/// The results of a `run` (see `typed_report`), printed in the guest's `--format` and written to
-/// `--report`. Returns the exit code: `code`, or 125 for a run that would pass but whose events
-/// channel carried lines that were no events.
-fn show_run(
+/// The results of a `run` (see `typed_report`), written to `--report`. Returns the exit code
+/// (`code`, or 125 for a run that would pass but whose events channel carried lines that were no
+/// events) and the report with the format stdout is to carry.
+fn finish_run(
     opts: &Options,
     b: &Boot,
     reason: &str,
     failed: &[(String, String)],
     work: &Work,
     code: u8,
-) -> u8 {
+) -> (u8, Option<(crate::model::RunReport, crate::report::Format)>) {
     for e in &b.events.errors {
         eprintln!("memcgtest vm: events channel: {e}");
     }
     let code = with_stream_errors(code, &b.events.errors);
     let Some((rep, format)) = typed_report(b, reason, failed) else {
-        return code;
+        return (code, None);
     };
-    print!("{}", crate::report::render(&rep, format));
-    let _ = std::io::stdout().flush();
     if let Some(dest) = &opts.report {
         let from_guest = b.events.finished() && b.status.is_some();
         let disk = work.dir.join(SCRATCH_IMAGE);
@@ -676,7 +706,7 @@ fn show_run(
             eprintln!("memcgtest vm: report: {e:#}");
         }
     }
-    code
+    (code, Some((rep, format)))
 }
 
 #[cfg(test)]

@@ -148,7 +148,12 @@ fn compare_json(base: &Path, new: &Path) -> (Option<i32>, Vec<serde_json::Value>
         .unwrap();
     let rows: serde_json::Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
-    (o.status.code(), rows.as_array().unwrap().clone())
+    // The suite's own cost comes with every comparison: the whole run's wall time first.
+    assert_eq!(rows["cost"][0]["scenario"], "", "{}", text(&o));
+    (
+        o.status.code(),
+        rows["measurements"].as_array().unwrap().clone(),
+    )
 }
 
 /// fault-overhead passes its paired ratio checks (alternating inside/outside in one run: the only

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The A/B null test and detection size, outside CI (the README records the figures):
+#   1. `memcgtest ab` with the stock 6.12 kernel on both sides, N times (default 5): any
+#      regression reported is a false alarm.
+#   2. `memcgtest ab` stock vs the charging-cost mutant built with each per-page cost in COSTS
+#      (default "500 200 100" ns per page per level): which sizes it detects.
+# Each ab runs fault-overhead (quick) in 3 rounds. Run as root from the repository root after
+# `cargo build --release`:
+#   ci/ab-null.sh [N] [COSTS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$PWD/target/release/memcgtest
+n=${1:-5}
+costs=${2:-500 200 100}
+out=${MEMCGTEST_CI_OUT:-/tmp/memcgtest-ci}/ab-null
+rm -rf "$out"
+mkdir -p "$out"
+stock=$(ci/build-kernel.sh)
+
+# ab BASE NEW LABEL: runs one A/B, prints its exit code and regression count.
+ab() {
+  set +e
+  "$bin" --cgroup v2 ab --base "$1" --new "$2" --report "$out/$3" -- run --quick fault-overhead \
+    > "$out/$3.ab" 2> "$out/$3.err"
+  local rc=$?
+  set -e
+  echo "$rc $(grep -c 'REGRESSION$' "$out/$3.ab" || true)"
+}
+
+alarms=0
+for i in $(seq 1 "$n"); do
+  read -r rc regs < <(ab "$stock" "$stock" "null-$i")
+  echo "ab-null: stock vs stock #$i: exit $rc, $regs regressions, reruns for a busy host: $(grep -c 'booting it again' "$out/null-$i.err" || true)"
+  [ "$rc" = 0 ] || alarms=$((alarms + 1))
+done
+echo "ab-null: false alarms: $alarms of $n"
+
+for c in $costs; do
+  p=$out/charging-cost-${c}ns.patch
+  sed -e "s/ndelay(500 \* nr_pages)/ndelay($c * nr_pages)/" -e "s/pays 500 ns per page/pays $c ns per page/" \
+    kernel-patches/charging-cost.patch > "$p"
+  kernel=$(ci/build-kernel.sh "$p")
+  read -r rc regs < <(ab "$stock" "$kernel" "cost-$c")
+  echo "ab-null: stock vs charging-cost at $c ns/page/level: exit $rc, $regs of $(grep -c '^fault-overhead' "$out/cost-$c.ab" || true) measurements regressed"
+  grep 'REGRESSION$' "$out/cost-$c.ab" | awk '{print "  " $0}'
+done
