@@ -9,6 +9,7 @@
 #      and 99th percentile of the sampler.pass_us column over those runs; and the same over four
 #      groups (ci/bench/sampler-4-groups.toml, RUNS runs).
 #   3. The suite's wall time, quick and full profiles.
+#   4. The quick suite's wall time in a TCG guest under v2 and v1, boot included (the quick gate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$PWD/target/release/memcgtest
@@ -53,3 +54,20 @@ for profile in quick full; do
   set -e
   echo "$profile: $(echo "$(date +%s.%N) - $start" | bc) s (exit $rc)"
 done
+
+echo
+echo "== 4. the quick suite in a TCG guest, per cgroup version, including boot (the project's 6.12 kernel)"
+if command -v qemu-system-x86_64 >/dev/null; then
+  kernel=$(ci/build-kernel.sh)
+  for cg in v2 v1; do
+    start=$(date +%s.%N)
+    set +e
+    "$bin" --cgroup "$cg" vm --accel tcg --kernel "$kernel" -- run --quick --format json > "$out/vm-$cg.json" 2> "$out/vm-$cg.err"
+    rc=$?
+    set -e
+    echo "$cg: $(echo "$(date +%s.%N) - $start" | bc) s (exit $rc)"
+  done
+else
+  echo "skipped: no qemu-system-x86_64 (apt-get install qemu-system-x86)"
+fi
+
