@@ -19,7 +19,8 @@ rm -rf "$out"
 mkdir -p "$out/off" "$out/on"
 
 echo "== 1. sampler cost: dirty-accounting writes, sampling every 10 ms vs none ($runs runs each)"
-# Without samples the accounting checks cannot pass (exit 1); only the measurements matter here.
+# Without samples the accounting checks are not exercised (every scenario skipped: exit 125, "nothing
+# can be tested" on stderr); only the measurements matter here.
 for i in $(seq 1 "$runs"); do
   "$bin" run dirty-accounting --format json --sample-interval 60m > "$out/off/$i.json" || true
   "$bin" run dirty-accounting --format json --sample-interval 10ms --report "$out/on/report-$i" > "$out/on/$i.json" || true
@@ -30,7 +31,7 @@ set -e
 
 echo
 echo "== 2. one sampler pass (group memory.stat + /proc/vmstat twice), microseconds"
-for f in "$out"/on/report-*/dirty-accounting.csv; do tail -n +2 "$f" | awk -F, '{print $NF}'; done | sort -n > "$out/pass_us"
+for f in "$out"/on/report-*/dirty-accounting.csv; do tail -n +2 "$f" | awk -F, '{print $NF}'; done 2>/dev/null | sort -n > "$out/pass_us" || true
 n=$(wc -l < "$out/pass_us")
 echo "passes: $n  median: $(sed -n "$(( (n + 1) / 2 ))p" "$out/pass_us")  p99: $(sed -n "$(( n * 99 / 100 ))p" "$out/pass_us")  max: $(tail -1 "$out/pass_us")"
 
@@ -39,7 +40,7 @@ echo "== 2b. one sampler pass over four groups (ci/bench/sampler-4-groups.toml: 
 for i in $(seq 1 "$runs"); do
   "$bin" --scenario-dir ci/bench run sampler-4-groups --format json --report "$out/four-$i" > /dev/null || true
 done
-for f in "$out"/four-*/sampler-4-groups.csv; do tail -n +2 "$f" | awk -F, '{print $NF}'; done | sort -n > "$out/pass4_us"
+for f in "$out"/four-*/sampler-4-groups.csv; do tail -n +2 "$f" | awk -F, '{print $NF}'; done 2>/dev/null | sort -n > "$out/pass4_us" || true
 n=$(wc -l < "$out/pass4_us")
 echo "passes: $n  median: $(sed -n "$(( (n + 1) / 2 ))p" "$out/pass4_us")  p99: $(sed -n "$(( n * 99 / 100 ))p" "$out/pass4_us")  max: $(tail -1 "$out/pass4_us")"
 

@@ -51,7 +51,7 @@ bash -c 'source /tmp/memcgtest-completion.bash && complete -p memcgtest' >/dev/n
 "$bin" man > /tmp/memcgtest.1
 grep -q '^\.TH memcgtest 1' /tmp/memcgtest.1 || fail "man: no .TH header"
 for cmd in env list check run vm ab compare cleanup completions man; do
-  grep -q "$cmd" /tmp/memcgtest.1 || fail "man page does not name $cmd"
+  grep -qw -- "$cmd" /tmp/memcgtest.1 || fail "man page does not name $cmd"
 done
 echo "completions for 5 shells, man page $(wc -l < /tmp/memcgtest.1) lines"
 

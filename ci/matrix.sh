@@ -3,7 +3,7 @@
 # `memcgtest vm`. The stock kernel runs the whole quick suite MEMCGTEST_STOCK_RUNS times (default
 # 1) under cgroup v2 and v1; each mutant runs only the scenarios its "Caught-by:" header names
 # (quick; cgroup v2 unless its "Cgroup:" header says v1), so CI stays short; a mutant with a
-# "Caught-by-ab:" header instead runs `memcgtest ab` stock vs it (3 rounds, quick). ci/stock-runs.sh
+# "Caught-by-ab:" header instead runs `memcgtest ab` stock vs it (4 rounds, quick). ci/stock-runs.sh
 # repeats the stock runs alone (MEMCGTEST_MUTANTS=0) for the README's 3/3 figures.
 # Prints a kernel x scenario table ('-' = not run) and one verdict line.
 # Fails unless the stock kernel passes every scenario in each of its runs (a scenario that needs
@@ -77,10 +77,12 @@ for p in kernel-patches/*.patch; do
   ab_names=$(sed -n 's/^Caught-by-ab: *//p' "$p" | tr -d ' ')
   if [ -n "$ab_names" ]; then
     kernel=$(ci/build-kernel.sh "$p")
+    # The base is the 6.12 the mutant patches, also when the stock runs were Debian's.
+    base=$(ci/build-kernel.sh)
     echo "matrix: $name: ab stock vs it, ${ab_names//,/ }" >&2
     t0=$SECONDS
     set +e
-    "$bin" --cgroup v2 ab --base "$stock" --new "$kernel" --report "$out/$name" \
+    "$bin" --cgroup v2 ab --base "$base" --new "$kernel" --report "$out/$name" \
       -- run --quick ${ab_names//,/ } > "$out/$name.ab" 2> "$out/$name.err"
     echo $? > "$out/$name.rc"
     set -e
@@ -121,7 +123,7 @@ echo "(* = the scenario the mutant's Caught-by: header names; n/a = needs the ot
 for m in "${ab_mutants[@]}"; do
   n=$(grep -c "REGRESSION\$" "$out/$m.ab" || true)
   echo "$m (ab, stock vs it): exit $(cat "$out/$m.rc"), $n regressions"
-  grep "REGRESSION\$" "$out/$m.ab" | awk '{print "  " $0}'
+  awk '/REGRESSION$/ {print "  " $0}' "$out/$m.ab"
   [ "$(cat "$out/$m.rc")" = 1 ] && [ "$n" -gt 0 ] || { ok=0; problems+=("$m: ab found no regression (see $out/$m.ab)"); }
 done
 for s in $scenarios; do

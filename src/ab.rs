@@ -3,6 +3,7 @@
 //! measurement over the rounds, and `compare`'s verdicts on the pools. Correctness failures of
 //! either kernel are reported beside the comparison.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -31,7 +32,8 @@ impl Side {
 }
 
 /// The boots of `rounds` rounds: (round from 1, side). Odd rounds boot base first, even rounds
-/// new first (A B B A A B ...), so a linear drift adds the same to both sides' sums.
+/// new first (A B B A A B B A ...): over an even number of rounds a linear drift adds the same to
+/// both sides' sums (over an odd number, one round's worth more to the new side).
 pub fn order(rounds: u32) -> Vec<(u32, Side)> {
     (1..=rounds)
         .flat_map(|r| {
@@ -53,13 +55,28 @@ pub struct BootResult {
     /// The VM's exit code: 0 every scenario passed, 1 the kernel failed one, 125 not testable.
     pub code: u8,
     pub seconds: f64,
-    /// The CPU time other processes of the host used during the boot, per second of it: what
-    /// the guest competed with (see [`BUSY_CPUS`]).
+    /// The user CPU time other processes of the host used during the boot, per second of it:
+    /// what the guest competed with (see [`BUSY_CPUS`]).
     pub host_busy_cpus: f64,
     /// Whether its figures count: false for a boot run again because the host was busy.
     pub used: bool,
     /// The scenarios that failed or stopped with an error, with why.
     pub failures: Vec<(String, String)>,
+}
+
+impl BootResult {
+    /// A boot that never ran to an end: a host error or a signal (125), with why.
+    fn stopped(round: u32, side: Side, why: String) -> BootResult {
+        BootResult {
+            round,
+            side,
+            code: exit::UNTESTABLE,
+            seconds: 0.0,
+            host_busy_cpus: 0.0,
+            used: true,
+            failures: vec![("(boot)".into(), why)],
+        }
+    }
 }
 
 /// Other processes' CPU use, averaged over a boot, above which its figures are not trusted and
@@ -96,22 +113,44 @@ fn failures(rep: &RunReport) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The verdict of an A/B run and its exit code. 1 when the new kernel regressed a measurement or
-/// failed a scenario (the kernel under test is at fault); 125 when a boot could not test, or the
-/// base kernel failed (a broken reference cannot clear the new kernel) and the new one did not,
-/// or no measurement had enough boots for a verdict; 2 when nothing was compared; else 0.
+/// The scenarios the used boots of `side` failed (a boot that failed without naming one, e.g. a
+/// kernel panic before any result, as "(boot exit 1)").
+fn failed(boots: &[BootResult], side: Side) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for b in boots
+        .iter()
+        .filter(|b| b.used && b.side == side && b.code == exit::FAIL)
+    {
+        out.extend(b.failures.iter().map(|(n, _)| n.clone()));
+        if b.failures.is_empty() {
+            out.insert("(boot exit 1)".to_string());
+        }
+    }
+    out
+}
+
+/// The verdict of an A/B run and its exit code. 2 when a guest refused the command or nothing
+/// was compared. 1 when the new kernel regressed a measurement or failed a scenario the base
+/// kernel passed (the kernel under test is at fault). 125 when a boot could not test, or a
+/// kernel failed a scenario the other failed too or only the base failed one (a broken reference
+/// neither clears nor blames), or no measurement had enough boots for a verdict. Else 0.
 pub fn exit_code(boots: &[BootResult], rows: &[Row]) -> (u8, String) {
+    let used = || boots.iter().filter(|b| b.used);
+    if let Some(b) = used().find(|b| b.code == exit::USAGE) {
+        return (
+            exit::USAGE,
+            format!(
+                "round {} ({} kernel): the guest refused the command (its message is above)",
+                b.round,
+                b.side.as_str()
+            ),
+        );
+    }
     let regressions: Vec<String> = rows
         .iter()
         .filter(|r| r.verdict == Verdict::Regression)
         .map(|r| format!("{}: {} {:+.1}%", r.scenario, r.measurement, r.change_pct))
         .collect();
-    let failed = |side: Side| {
-        boots
-            .iter()
-            .any(|b| b.used && b.side == side && b.code == exit::FAIL)
-    };
-    let untestable = boots.iter().find(|b| b.used && b.code == exit::UNTESTABLE);
     if !regressions.is_empty() {
         return (
             exit::FAIL,
@@ -122,26 +161,43 @@ pub fn exit_code(boots: &[BootResult], rows: &[Row]) -> (u8, String) {
             ),
         );
     }
-    if failed(Side::New) {
+    let (base_failed, new_failed) = (failed(boots, Side::Base), failed(boots, Side::New));
+    let new_only: Vec<&String> = new_failed.difference(&base_failed).collect();
+    if !new_only.is_empty() {
         return (
             exit::FAIL,
-            "the new kernel failed a scenario (see its boots)".into(),
-        );
-    }
-    if let Some(b) = untestable {
-        return (
-            exit::UNTESTABLE,
             format!(
-                "round {} ({} kernel) could not test; nothing is judged",
-                b.round,
-                b.side.as_str()
+                "the new kernel failed {} (the base kernel did not)",
+                join(new_only)
             ),
         );
     }
-    if failed(Side::Base) {
+    if let Some(b) = used().find(|b| b.code == exit::UNTESTABLE) {
         return (
             exit::UNTESTABLE,
-            "the base kernel failed a scenario, the new one did not: a broken reference clears nothing".into(),
+            format!(
+                "round {} ({} kernel) could not test{}; nothing is judged",
+                b.round,
+                b.side.as_str(),
+                b.failures
+                    .first()
+                    .map(|(_, why)| format!(": {why}"))
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    if !base_failed.is_empty() {
+        return (
+            exit::UNTESTABLE,
+            format!(
+                "the base kernel failed {}{}: a broken reference neither clears nor blames the new one",
+                join(base_failed.iter().collect()),
+                if new_failed.is_empty() {
+                    ""
+                } else {
+                    " (the new kernel too)"
+                }
+            ),
         );
     }
     if rows.is_empty() {
@@ -172,6 +228,14 @@ pub fn exit_code(boots: &[BootResult], rows: &[Row]) -> (u8, String) {
     )
 }
 
+fn join(names: Vec<&String>) -> String {
+    names
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What `ab` needs besides the VM options: the two kernels with their module trees.
 pub struct Kernels {
     pub base: (PathBuf, Option<PathBuf>),
@@ -183,7 +247,9 @@ pub struct Kernels {
 /// per-boot medians. With `report`: DIR/SIDE-ROUND is each boot's report directory,
 /// DIR/SIDE-ROUND.console its kernel console, DIR/SIDE/ROUND.json its result (`memcgtest compare
 /// --per-run DIR/base DIR/new` judges them again) and DIR/ab.json the comparison. Stops at the
-/// first boot that could not test.
+/// first boot that could not test or whose guest refused the command; a boot that failed to
+/// start (an error of the host) or a signal ends the series as such a boot, and what was
+/// measured before is still compared and reported.
 pub fn run(
     opts: &vm::Options,
     kernels: &Kernels,
@@ -191,21 +257,12 @@ pub fn run(
     threshold_pct: f64,
     report: Option<&Path>,
 ) -> Result<AbReport> {
-    // Both kernels are looked at before the first boot: a typo in --new is not found minutes in.
-    for k in [&kernels.base.0, &kernels.new.0] {
-        if let Err(e) = vm::qemu::check_kernel_image(k) {
-            return Err(Error::Environment(format!("ab: {e}")).into());
-        }
-    }
-    if let Some(d) = report {
-        std::fs::create_dir_all(d).with_context(|| format!("mkdir {}", d.display()))?;
-    }
+    check_inputs(kernels, report)?;
     let mut boots = Vec::new();
     let mut pools: [Vec<serde_json::Value>; 2] = [Vec::new(), Vec::new()];
     let plan = order(rounds);
-    // Every boot runs under the accelerator the first one ended up with: both sides alike, and
-    // no KVM attempt (and fallback) per boot on a machine where it fails.
     let mut o = opts.clone();
+    let mut first_accel = None;
     for (i, &(round, side)) in plan.iter().enumerate() {
         (o.kernel, o.modules) = match side {
             Side::Base => kernels.base.clone(),
@@ -221,15 +278,26 @@ pub fn run(
             side.as_str(),
             o.kernel.display(),
         );
-        let (result, accel) = boot_until_quiet(&o, round, side, &mut boots)?;
-        o.accel = accel;
+        let result = match boot_until_quiet(&o, round, side, &mut boots) {
+            Ok((result, accel)) => {
+                same_accel(&mut first_accel, accel, &mut o, boots.last_mut());
+                result
+            }
+            Err(e) => {
+                boots.push(BootResult::stopped(round, side, format!("{e:#}")));
+                None
+            }
+        };
         if let Some(v) = result {
             if let Some(d) = report {
                 save(&d.join(side.as_str()).join(format!("{round}.json")), &v)?;
             }
             pools[side as usize].push(v);
         }
-        if boots.last().is_some_and(|b| b.code == exit::UNTESTABLE) {
+        if boots
+            .last()
+            .is_some_and(|b| b.code == exit::UNTESTABLE || b.code == exit::USAGE)
+        {
             break;
         }
     }
@@ -256,6 +324,57 @@ pub fn run(
         save(&d.join("ab.json"), &serde_json::to_value(&rep)?)?;
     }
     Ok(rep)
+}
+
+/// What can be looked at before the first boot, so a typo is not found minutes in: both kernel
+/// images and module trees. The report directory is made, and the results of an earlier A/B in
+/// it removed (they would be pooled by `compare --per-run` with these).
+fn check_inputs(kernels: &Kernels, report: Option<&Path>) -> Result<()> {
+    for (k, m) in [&kernels.base, &kernels.new] {
+        if let Err(e) = vm::qemu::check_kernel_image(k) {
+            return Err(Error::Environment(format!("ab: {e}")).into());
+        }
+        if let Some(m) = m {
+            vm::modules::resolve(m, vm::modules::WANTED)?;
+        }
+    }
+    if let Some(d) = report {
+        std::fs::create_dir_all(d).with_context(|| format!("mkdir {}", d.display()))?;
+        for side in [Side::Base, Side::New] {
+            let old = d.join(side.as_str());
+            if old.exists() {
+                std::fs::remove_dir_all(&old)
+                    .with_context(|| format!("remove {}", old.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Keeps every boot under one accelerator. With `--accel auto`, a first boot that fell back to
+/// TCG makes every later boot TCG at once (no KVM attempt each time); one that ran under KVM
+/// leaves `auto` as it is, so a later KVM failure is still caught and falls back. A boot that ran
+/// under another accelerator than the first is not comparable: 125.
+fn same_accel(
+    first: &mut Option<vm::AccelChoice>,
+    used: vm::AccelChoice,
+    o: &mut vm::Options,
+    boot: Option<&mut BootResult>,
+) {
+    let Some(f) = *first else {
+        *first = Some(used);
+        if used == vm::AccelChoice::Tcg {
+            o.accel = vm::AccelChoice::Tcg;
+        }
+        return;
+    };
+    if let Some(b) = boot.filter(|_| used != f) {
+        b.code = exit::UNTESTABLE;
+        b.failures = vec![(
+            "(boot)".into(),
+            format!("ran under {used:?}, the first boot under {f:?}: not comparable"),
+        )];
+    }
 }
 
 /// Boots until the host was quiet during the boot (at most [`RETRIES`] times again), pushing
@@ -306,20 +425,17 @@ fn one_boot(
     round: u32,
     side: Side,
 ) -> Result<(BootResult, Option<serde_json::Value>, vm::AccelChoice)> {
-    use crate::sys::proc::{PROC, Who, busy_cpu_seconds, cpu_seconds};
-    let ours = || {
-        let (a, b) = cpu_seconds(Who::Process);
-        let (c, d) = cpu_seconds(Who::Children);
-        a + b + c + d
-    };
+    use crate::sys::proc::{PROC, Who, cpu_seconds, user_cpu_seconds};
+    // User time on both sides: see `user_cpu_seconds` for why not system time.
+    let ours = || cpu_seconds(Who::Process).0 + cpu_seconds(Who::Children).0;
     let (busy0, ours0, t0) = (
-        busy_cpu_seconds(Path::new(PROC))?,
+        user_cpu_seconds(Path::new(PROC))?,
         ours(),
         std::time::Instant::now(),
     );
     let out = vm::execute(opts)?;
     let seconds = t0.elapsed().as_secs_f64();
-    let others = busy_cpu_seconds(Path::new(PROC))? - busy0 - (ours() - ours0);
+    let others = user_cpu_seconds(Path::new(PROC))? - busy0 - (ours() - ours0);
     let mut b = BootResult {
         round,
         side,
@@ -449,7 +565,27 @@ mod tests {
         assert_eq!(exit_code(&ok, &some).0, 0);
         assert_eq!(exit_code(&ok, &[]).0, 2);
         let new_fails = [boot(Side::Base, 0), boot(Side::New, 1)];
-        assert_eq!(exit_code(&new_fails, &[]).0, 1);
+        let (c, why) = exit_code(&new_fails, &[]);
+        assert_eq!(c, 1);
+        assert!(why.contains("(boot exit 1)"), "{why}");
+        // A failure the base kernel shares is not the new kernel's.
+        let mut b = boot(Side::Base, 1);
+        b.failures = vec![("oom-kill".into(), "x".into())];
+        let mut n = boot(Side::New, 1);
+        n.failures = vec![("oom-kill".into(), "y".into())];
+        let (c, why) = exit_code(&[b.clone(), n.clone()], &[]);
+        assert_eq!(c, 125, "{why}");
+        assert!(why.contains("oom-kill (the new kernel too)"), "{why}");
+        n.failures.push(("memory-high".into(), "z".into()));
+        let (c, why) = exit_code(&[b, n], &[]);
+        assert_eq!(c, 1);
+        assert!(why.contains("failed memory-high (the base"), "{why}");
+        // A guest that refused the command: 2.
+        assert_eq!(exit_code(&[boot(Side::Base, 2)], &[]).0, 2);
+        let stopped = BootResult::stopped(1, Side::New, "mkfs: disk full".into());
+        let (c, why) = exit_code(&[boot(Side::Base, 0), stopped], &[]);
+        assert_eq!(c, 125);
+        assert!(why.contains("mkfs: disk full"), "{why}");
         let base_fails = [boot(Side::Base, 1), boot(Side::New, 0)];
         assert_eq!(
             exit_code(&base_fails, &[row(Verdict::NoSignificantChange)]).0,

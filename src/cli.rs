@@ -147,7 +147,7 @@ pub enum Command {
         guest: Vec<String>,
     },
     /// Compare a base and a new kernel: boot them alternately in qemu (A B, B A, ...), run the
-    /// same scenarios in each, pool each side's samples and judge every measurement as `compare`
+    /// same scenarios in each, and judge every measurement on the boots' medians as `compare`
     /// does (exit 1 on a regression or a failure of the new kernel):
     /// memcgtest ab --base BZIMAGE --new BZIMAGE [OPTIONS] -- run [NAMES] [RUN OPTIONS].
     Ab {
@@ -163,18 +163,18 @@ pub enum Command {
         /// lib/modules/<release> tree of the new kernel.
         #[arg(long, value_name = "DIR")]
         new_modules: Option<PathBuf>,
-        /// Rounds: each boots both kernels once. Each boot is one sample per measurement, and a
-        /// verdict needs 3 a side.
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(3..=100))]
+        /// Rounds: each boots both kernels once. Each boot is one sample per measurement; a
+        /// verdict needs 3 a side, and an even count balances the boot order.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(3..=100))]
         rounds: u32,
         /// Minimum change of the median, in percent, that can count as a regression.
         #[arg(long, default_value_t = 5.0, value_parser = compare::parse_threshold)]
         threshold: f64,
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
-        /// Write every boot's report directory (DIR/base-1, DIR/new-1, ...), its result
-        /// (DIR/base/1.json, ...: `memcgtest compare DIR/base DIR/new` pools them) and the
-        /// comparison (DIR/ab.json) into DIR.
+        /// Write every boot's report directory (DIR/base-1, DIR/new-1, ...) and console
+        /// (DIR/base-1.console, ...), its result (DIR/base/1.json, ...: `memcgtest compare
+        /// --per-run DIR/base DIR/new` judges them again) and the comparison (DIR/ab.json).
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
         #[command(flatten)]

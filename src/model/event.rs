@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 use super::result::{RunReport, ScenarioResult};
 use crate::report::Format;
 
-/// The version of the stream; the host refuses lines of any other.
-pub const VERSION: u32 = 1;
+/// The version of the stream; the host refuses lines of any other. 2: `finish` carries the run's
+/// wall time.
+pub const VERSION: u32 = 2;
 
 /// One event of a run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -135,7 +136,7 @@ mod tests {
     fn every_event_is_one_line_and_reads_back_the_same() {
         for e in events() {
             let line = e.to_line();
-            assert!(line.starts_with("{\"memcgtest\":1,\"event\":"), "{line}");
+            assert!(line.starts_with("{\"memcgtest\":2,\"event\":"), "{line}");
             assert_eq!(line.matches('\n').count(), 1, "{line}");
             let back = Event::parse(line.trim_end()).unwrap();
             // Same event: the same line again.
@@ -155,9 +156,11 @@ mod tests {
         let no = |l: &str| Event::parse(l).unwrap_err();
         assert!(no("ok 1 dirty-accounting").starts_with("not a JSON event"));
         assert!(no("{\"tool\":\"memcgtest\"}").starts_with("not a memcgtest event"));
-        assert!(no("{\"memcgtest\":2,\"event\":\"finish\"}").contains("version 2"));
-        assert!(no("{\"memcgtest\":1,\"event\":\"reboot\"}").starts_with("a malformed event"));
-        assert!(no("{\"memcgtest\":1,\"event\":\"step\"}").starts_with("a malformed event"));
+        assert!(no("{\"memcgtest\":3,\"event\":\"finish\"}").contains("version 3"));
+        // Version 1's finish had no wall time.
+        assert!(no("{\"memcgtest\":1,\"event\":\"finish\"}").contains("version 1"));
+        assert!(no("{\"memcgtest\":2,\"event\":\"reboot\"}").starts_with("a malformed event"));
+        assert!(no("{\"memcgtest\":2,\"event\":\"step\"}").starts_with("a malformed event"));
         // Cut mid-line (the guest died while writing it).
         let cut = events()[0].to_line();
         assert!(no(&cut[..cut.len() / 2]).starts_with("not a JSON event"));
