@@ -1,7 +1,7 @@
 //! `memcgtest ab`: a base and a new kernel booted alternately (A B, B A, A B, ...: drift of the
-//! machine over the minutes of the run hits both sides alike), each side's samples pooled per
-//! measurement over the rounds, and `compare`'s verdicts on the pools. Correctness failures of
-//! either kernel are reported beside the comparison.
+//! machine over the minutes of the run hits both sides alike), each boot one sample per
+//! measurement (its median), and `compare`'s verdicts on the two sides' sets. Correctness
+//! failures of either kernel are reported beside the comparison.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -140,9 +140,13 @@ pub fn exit_code(boots: &[BootResult], rows: &[Row]) -> (u8, String) {
         return (
             exit::USAGE,
             format!(
-                "round {} ({} kernel): the guest refused the command (its message is above)",
+                "round {} ({} kernel): the command was refused{}",
                 b.round,
-                b.side.as_str()
+                b.side.as_str(),
+                b.failures
+                    .first()
+                    .map(|(_, why)| format!(": {why}"))
+                    .unwrap_or(" (the guest's message is above)".into())
             ),
         );
     }
@@ -284,7 +288,12 @@ pub fn run(
                 result
             }
             Err(e) => {
-                boots.push(BootResult::stopped(round, side, format!("{e:#}")));
+                let mut b = BootResult::stopped(round, side, format!("{e:#}"));
+                // A guest command `vm` refuses is the user's (2); anything else the host's.
+                if let Some(Error::Usage(_)) = e.downcast_ref::<Error>() {
+                    b.code = exit::USAGE;
+                }
+                boots.push(b);
                 None
             }
         };
