@@ -12,6 +12,14 @@
 #   4. The quick suite's wall time in a TCG guest under v2 and v1, boot included (the quick gate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The count, median, p99 and maximum of the sampler.pass_us column (the last) of CSV files.
+pass_stats() {
+  for f in "$@"; do tail -n +2 "$f" | awk -F, '{print $NF}'; done 2>/dev/null | sort -n > "$out/pass.tmp" || true
+  local n
+  n=$(wc -l < "$out/pass.tmp")
+  echo "passes: $n  median: $(sed -n "$(( (n + 1) / 2 ))p" "$out/pass.tmp")  p99: $(sed -n "$(( n * 99 / 100 ))p" "$out/pass.tmp")  max: $(tail -1 "$out/pass.tmp")"
+}
 bin=$PWD/target/release/memcgtest
 out=${MEMCGTEST_BENCH_OUT:-/tmp/memcgtest-bench}
 runs=${RUNS:-5}
@@ -31,18 +39,14 @@ set -e
 
 echo
 echo "== 2. one sampler pass (group memory.stat + /proc/vmstat twice), microseconds"
-for f in "$out"/on/report-*/dirty-accounting.csv; do tail -n +2 "$f" | awk -F, '{print $NF}'; done 2>/dev/null | sort -n > "$out/pass_us" || true
-n=$(wc -l < "$out/pass_us")
-echo "passes: $n  median: $(sed -n "$(( (n + 1) / 2 ))p" "$out/pass_us")  p99: $(sed -n "$(( n * 99 / 100 ))p" "$out/pass_us")  max: $(tail -1 "$out/pass_us")"
+pass_stats "$out"/on/report-*/dirty-accounting.csv
 
 echo
 echo "== 2b. one sampler pass over four groups (ci/bench/sampler-4-groups.toml: memory.stat and usage of each, cachestat of their files, /proc/vmstat twice), microseconds"
 for i in $(seq 1 "$runs"); do
   "$bin" --scenario-dir ci/bench run sampler-4-groups --format json --report "$out/four-$i" > /dev/null || true
 done
-for f in "$out"/four-*/sampler-4-groups.csv; do tail -n +2 "$f" | awk -F, '{print $NF}'; done 2>/dev/null | sort -n > "$out/pass4_us" || true
-n=$(wc -l < "$out/pass4_us")
-echo "passes: $n  median: $(sed -n "$(( (n + 1) / 2 ))p" "$out/pass4_us")  p99: $(sed -n "$(( n * 99 / 100 ))p" "$out/pass4_us")  max: $(tail -1 "$out/pass4_us")"
+pass_stats "$out"/four-*/sampler-4-groups.csv
 
 echo
 echo "== 3. suite wall time"

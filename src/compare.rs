@@ -71,6 +71,16 @@ fn verdict_text(r: &Row) -> String {
     }
 }
 
+/// The numbers of a measurement's `samples` (anything else in it is skipped).
+fn samples(m: &serde_json::Value) -> Vec<f64> {
+    m["samples"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_f64())
+        .collect()
+}
+
 /// (scenario, measurement name, unit, samples) of result files; the samples of the same
 /// measurement in several files are pooled.
 fn measurements(files: &[serde_json::Value]) -> Vec<(String, String, String, Vec<f64>)> {
@@ -81,12 +91,7 @@ fn measurements(files: &[serde_json::Value]) -> Vec<(String, String, String, Vec
     {
         let sc = s["name"].as_str().unwrap_or("?").to_string();
         for m in s["measurements"].as_array().into_iter().flatten() {
-            let samples: Vec<f64> = m["samples"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|x| x.as_f64())
-                .collect();
+            let samples = samples(m);
             if samples.is_empty() {
                 continue;
             }
@@ -164,13 +169,7 @@ pub fn per_run(files: &[serde_json::Value]) -> Vec<serde_json::Value> {
     for f in &mut out {
         for s in f["scenarios"].as_array_mut().into_iter().flatten() {
             for m in s["measurements"].as_array_mut().into_iter().flatten() {
-                let samples: Vec<f64> = m["samples"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|x| x.as_f64())
-                    .collect();
-                m["samples"] = match median(&samples) {
+                m["samples"] = match median(&samples(m)) {
                     Some(x) => serde_json::json!([x]),
                     None => serde_json::json!([]),
                 };
