@@ -65,6 +65,11 @@ pub struct BootResult {
 }
 
 impl BootResult {
+    /// ": " and the first failure's reason, for a verdict line.
+    fn why(&self) -> Option<String> {
+        self.failures.first().map(|(_, why)| format!(": {why}"))
+    }
+
     /// A boot that never ran to an end: a host error or a signal (125), with why.
     fn stopped(round: u32, side: Side, why: String) -> BootResult {
         BootResult {
@@ -143,10 +148,7 @@ pub fn exit_code(boots: &[BootResult], rows: &[Row]) -> (u8, String) {
                 "round {} ({} kernel): the command was refused{}",
                 b.round,
                 b.side.as_str(),
-                b.failures
-                    .first()
-                    .map(|(_, why)| format!(": {why}"))
-                    .unwrap_or(" (the guest's message is above)".into())
+                b.why().unwrap_or(" (the guest's message is above)".into())
             ),
         );
     }
@@ -183,10 +185,7 @@ pub fn exit_code(boots: &[BootResult], rows: &[Row]) -> (u8, String) {
                 "round {} ({} kernel) could not test{}; nothing is judged",
                 b.round,
                 b.side.as_str(),
-                b.failures
-                    .first()
-                    .map(|(_, why)| format!(": {why}"))
-                    .unwrap_or_default()
+                b.why().unwrap_or_default()
             ),
         );
     }
