@@ -257,6 +257,7 @@ pub(super) fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
         task,
         cgroup,
         anon,
+        shmem,
         file,
         size,
         dirty,
@@ -268,6 +269,7 @@ pub(super) fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
     };
     let job = Job::Hold {
         anon: *anon,
+        shmem: *shmem,
         file: file.as_ref().map(|f| env.path(f)),
         file_size: *size,
         dirty: *dirty,
@@ -277,9 +279,9 @@ pub(super) fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
     let (h, secs) =
         Holder::start(&job, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;
     env.holders
-        .insert(task.clone(), (h, cgroup.clone(), anon + size));
+        .insert(task.clone(), (h, cgroup.clone(), anon + shmem + size));
     Ok(JobResult {
-        bytes: anon + size,
+        bytes: anon + shmem + size,
         seconds: secs,
         ..Default::default()
     })
@@ -569,6 +571,7 @@ pub(super) fn exhaust(
     let (cg, limits) = (env.group(cgroup), env.limits());
     let small = Job::Hold {
         anon: 1 << 20,
+        shmem: 0,
         file: None,
         file_size: 0,
         dirty: false,

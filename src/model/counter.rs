@@ -9,6 +9,9 @@ pub const WRITEBACK: &str = "writeback";
 pub const FILE: &str = "file";
 /// Read from a file of its own (v1 memory.usage_in_bytes, v2 memory.current).
 pub const USAGE: &str = "usage";
+/// Swap in use by the group (v1 memory.stat total_swap, with swap accounting; v2
+/// memory.swap.current).
+pub const SWAP: &str = "swap";
 /// Memory + swap usage (v1 memory.memsw.usage_in_bytes, with swap accounting).
 pub const MEMSW: &str = "memsw";
 /// The page counter's high watermark (v1 memory.max_usage_in_bytes, v2 memory.peak).
@@ -119,7 +122,16 @@ pub const COUNTERS: &[Counter] = &[
     stat("anon", "rss", "anon", Some("nr_anon_pages")),
     stat("mapped", "mapped_file", "file_mapped", Some("nr_mapped")),
     stat("shmem", "shmem", "shmem", Some("nr_shmem")),
-    stat("swap", "swap", "swap", None),
+    // v2's memory.stat has no swap: its swap page counter is a file of its own.
+    own(
+        SWAP,
+        Some(Loc {
+            file: "memory.stat",
+            key: Some("total_swap"),
+        }),
+        one("memory.swap.current"),
+        Unit::Bytes,
+    ),
     own(
         USAGE,
         one("memory.usage_in_bytes"),
@@ -232,6 +244,10 @@ mod tests {
         }
         assert_eq!(file(Version::V2, MEMSW), None);
         assert_eq!(file(Version::V1, DIRTY), None);
+        assert_eq!(
+            file(Version::V2, SWAP).map(|l| l.file),
+            Some("memory.swap.current")
+        );
         assert_eq!(global_key("swap"), None);
         assert_eq!(numa_key(DIRTY), Some("file_dirty"));
         assert_eq!(numa_key("swap"), None);

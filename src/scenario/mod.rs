@@ -91,6 +91,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "oom-group.toml",
         include_str!("../../scenarios/oom-group.toml"),
     ),
+    (
+        "shmem-accounting.toml",
+        include_str!("../../scenarios/shmem-accounting.toml"),
+    ),
+    (
+        "shmem-limit.toml",
+        include_str!("../../scenarios/shmem-limit.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
@@ -205,11 +213,13 @@ pub enum Step {
     },
     /// Start task `task` in `cgroup` holding `anon` bytes of touched anonymous memory and, with
     /// `file`, a shared mapping of `size` bytes of it (pages dirtied when `dirty`, else read); with
-    /// `write`, it keeps rewriting that many bytes of `<file>.written` in the background.
+    /// `write`, it keeps rewriting that many bytes of `<file>.written` in the background. With
+    /// `shmem`, it also maps and writes that many bytes of a memfd (shared memory, mapped).
     Hold {
         task: String,
         cgroup: String,
         anon: u64,
+        shmem: u64,
         file: Option<String>,
         size: u64,
         dirty: bool,
@@ -375,6 +385,7 @@ impl Step {
             task,
             cgroup,
             anon,
+            shmem,
             file,
             size,
             dirty,
@@ -385,7 +396,14 @@ impl Step {
             unreachable!("only for hold steps")
         };
         let hb = |b: u64| crate::units::human_bytes(b as i64);
-        let mut d = format!("task {task} in {cgroup} holds {} anon", hb(*anon));
+        let mut held = Vec::new();
+        if *anon > 0 || *shmem == 0 {
+            held.push(format!("{} anon", hb(*anon)));
+        }
+        if *shmem > 0 {
+            held.push(format!("{} of a memfd mapped and written", hb(*shmem)));
+        }
+        let mut d = format!("task {task} in {cgroup} holds {}", held.join(", "));
         if let Some(f) = file {
             if *size > 0 {
                 d += &format!(
@@ -517,9 +535,14 @@ impl Scenario {
                         size, block_size, ..
                     } => *size = (*size / divisor).max(*block_size),
                     Step::Hold {
-                        anon, size, write, ..
+                        anon,
+                        shmem,
+                        size,
+                        write,
+                        ..
                     } => {
                         *anon /= divisor;
+                        *shmem /= divisor;
                         *size /= divisor;
                         *write /= divisor;
                     }

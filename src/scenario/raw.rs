@@ -91,6 +91,8 @@ pub(super) struct RawStep {
     pub(super) task: Option<Spanned<String>>,
     pub(super) to: Option<Spanned<String>>,
     pub(super) anon: Option<Spanned<String>>,
+    /// hold: bytes of shared memory (a memfd, mapped and written).
+    pub(super) shmem: Option<Spanned<String>>,
     pub(super) dirty: Option<Spanned<bool>>,
     /// hold: keep dirtying the mapping until `wait` (pages stay dirty and under writeback).
     pub(super) redirty: Option<Spanned<bool>>,

@@ -77,7 +77,7 @@ pub const STEPS: &[StepKind] = &[
     StepKind {
         action: "hold",
         keys: &[
-            "task", "cgroup", "anon", "file", "size", "dirty", "redirty", "write",
+            "task", "cgroup", "anon", "shmem", "file", "size", "dirty", "redirty", "write",
         ],
         resolve: hold,
     },
@@ -349,16 +349,18 @@ fn hold(i: &Input) -> Result<Step, ScenarioError> {
         ));
     }
     let anon = i.size_or_zero(&r.anon)?;
-    if anon == 0 && size == 0 && write == 0 {
+    let shmem = i.size_or_zero(&r.shmem)?;
+    if anon == 0 && shmem == 0 && size == 0 && write == 0 {
         return Err(i.cx.err(
             i.s.span(),
-            "a hold must hold something: anon, size or write more than 0",
+            "a hold must hold something: anon, shmem, size or write more than 0",
         ));
     }
     Ok(Step::Hold {
         task: i.task()?,
         cgroup: i.cgroup()?,
         anon,
+        shmem,
         file: r.file.as_ref().map(|_| i.file_name(&r.file)).transpose()?,
         size,
         dirty,

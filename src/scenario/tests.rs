@@ -192,6 +192,20 @@ fn task_steps_and_change_checks_parse() {
 }
 
 #[test]
+fn a_hold_may_hold_shmem_alone_and_quick_scales_it() {
+    let mut s = parse(
+        "f.toml",
+        &MOVE.replace(r#"anon = "64M""#, r#"shmem = "64M""#),
+    )
+    .unwrap();
+    assert!(matches!(s.phases[0].steps[0], Step::Hold { anon: 0, shmem, .. } if shmem == 64 << 20));
+    s.scale_down(8);
+    assert!(matches!(s.phases[0].steps[0], Step::Hold { shmem, .. } if shmem == 8 << 20));
+    let e = err(&MOVE.replace(r#"anon = "64M""#, r#"shmem = "0""#));
+    assert!(e.to_string().contains("a hold must hold something"), "{e}");
+}
+
+#[test]
 fn tasks_must_be_held_before_use() {
     let e = err(&MOVE.replace(
         r#"{ action = "hold", task = "t", cgroup = "a", anon = "64M" },"#,

@@ -146,7 +146,7 @@ impl FileSource {
         for (i, v) in scratch.iter().enumerate() {
             match v {
                 Some(v) => row[self.cols[i]] = *v,
-                None => bail!("{}: key {} disappeared", self.path.display(), self.keys[i]),
+                None => bail!("{}: no key {}", self.path.display(), self.keys[i]),
             }
         }
         Ok(())

@@ -122,13 +122,14 @@ pub(super) fn run_job(job: &Job) -> Result<JobResult> {
         } => mmap_write(path, *size, *hold_ms),
         Job::Hold {
             anon,
+            shmem,
             file,
             file_size,
             dirty,
             redirty,
             write,
         } => hold(
-            *anon,
+            (*anon, *shmem),
             file.as_deref(),
             (*file_size, *dirty, *redirty),
             *write,
@@ -250,6 +251,35 @@ pub(super) fn map_shared_file(
         )
     }
     .with_context(|| format!("mmap {}", path.display()))
+}
+
+/// A memfd of `size` bytes, mapped shared with every page written: `size` bytes of shmem, all
+/// mapped, charged to the caller's group. The mapping stays until the task exits.
+pub(super) fn touch_shmem(size: u64) -> Result<std::os::fd::OwnedFd> {
+    use nix::sys::memfd::{MFdFlags, memfd_create};
+    use nix::sys::mman::{MapFlags, ProtFlags, mmap};
+    let fd = memfd_create(c"memcgtest-shmem", MFdFlags::MFD_CLOEXEC).context("memfd_create")?;
+    let f = fs::File::from(fd);
+    f.set_len(size).context("ftruncate the memfd")?;
+    let len = std::num::NonZeroUsize::new(size as usize).context("memfd of 0 bytes")?;
+    // SAFETY: a shared mapping of our own memfd; the loop stays inside its length.
+    let ptr = unsafe {
+        mmap(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_SHARED,
+            &f,
+            0,
+        )
+    }
+    .context("mmap the memfd")?;
+    let base = ptr.as_ptr() as *mut u8;
+    for off in (0..size as usize).step_by(4096) {
+        // SAFETY: off < size, inside the mapping.
+        unsafe { base.add(off).write_volatile(0x5a) };
+    }
+    Ok(f.into())
 }
 
 /// usemem's measure: the throughput of writing fresh anonymous memory (faults, zeroing, charging
@@ -414,7 +444,7 @@ pub(super) fn rewrite_until(
 /// "grow BYTES" (more anonymous memory; answers "ok SECONDS"), "wait" (stop the background
 /// writer after its current block; "ok SECONDS"), "exit". Its JobResult is printed by `worker_main` at exit.
 pub(super) fn hold(
-    anon: u64,
+    (anon, shmem): (u64, u64),
     file: Option<&std::path::Path>,
     (file_size, dirty, redirty): (u64, bool, bool),
     write: u64,
@@ -422,13 +452,15 @@ pub(super) fn hold(
     use std::io::BufRead;
     let t = Instant::now();
     touch_anon(anon)?;
+    // Kept open and mapped until the task exits, which frees it.
+    let _memfd = (shmem > 0).then(|| touch_shmem(shmem)).transpose()?;
     let mut mapping = None;
     if let Some(f) = file
         && file_size > 0
     {
         mapping = Some(map_file(f, file_size, dirty)?);
     }
-    let mut total = anon + file_size;
+    let mut total = anon + shmem + file_size;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     // Background writers until "wait": the mapping dirtied over and over, and/or a buffered
     // rewrite of <file>.written (new pages all the time, which also gives compaction work).

@@ -51,6 +51,9 @@ pub enum Job {
     /// `write` bytes of `<file>.written` over and over (buffered, like dd) until told to stop.
     Hold {
         anon: u64,
+        /// Bytes of a memfd, mapped shared and written (shmem, mapped file).
+        #[serde(default)]
+        shmem: u64,
         file: Option<PathBuf>,
         file_size: u64,
         dirty: bool,
