@@ -83,6 +83,9 @@ pub struct Needs {
     /// The group whose v2 memory.numa_stat is read, summed over the nodes, just before and after
     /// its memory.stat: not run on cgroup v1 (whose numa_stat holds LRU sizes only).
     pub numa: Option<String>,
+    /// The group whose tasks' own memory (/proc/PID/status of each task in its cgroup.procs) is
+    /// read just before and after the group files.
+    pub tasks: Option<String>,
 }
 
 impl Needs {
@@ -209,6 +212,7 @@ pub const KINDS: &[Kind] = &[
     Kind { kind: "holds-files", parse: holds_files::parse },
     Kind { kind: "under-limit", parse: under_limit::parse },
     Kind { kind: "under-high", parse: under_high::parse },
+    Kind { kind: "tasks", parse: tasks::parse },
     Kind { kind: "oom-kills", parse: oom_kills::parse },
     Kind { kind: "numa-stat", parse: numa_stat::parse },
 ];
@@ -306,6 +310,7 @@ mod oom_kills;
 mod ratio;
 mod reference;
 mod settles;
+mod tasks;
 mod throughput;
 mod tracks_global;
 mod under_high;
@@ -327,6 +332,7 @@ pub use oom_kills::{OomKills, oom_kills};
 pub use ratio::{Ratio, ratio};
 pub use reference::STALE_WINDOW;
 pub use settles::{Settles, settles};
+pub use tasks::{Tasks, tasks};
 pub use throughput::{Throughput, throughput};
 pub use tracks_global::{TracksGlobal, tracks_global};
 pub use under_high::{UnderHigh, under_high};

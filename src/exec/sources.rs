@@ -66,36 +66,18 @@ pub(super) fn sampler_sources(
     if !pre_keys.is_empty() {
         sources.push(Source::keyed(&vmstat_path, pre_keys)?);
     }
+    let tasks: Vec<String> = sc.checks.iter().filter_map(|c| c.needs().tasks).collect();
     for (name, cg) in groups {
-        let mut keyed = Vec::new();
-        for c in &counters {
-            let col = columns.len();
-            columns.push(Column::group(name, c).to_string());
-            match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
-                Some(key) => keyed.push((key, col)),
-                None => sources.push(own_file(cg, c, col)?),
-            }
-        }
-        let numa = numa.contains(name);
-        if numa {
-            sources.push(numa_source(
-                name,
-                cg,
-                &sc.sample.counters,
-                true,
-                &mut columns,
-            )?);
-        }
-        sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
-        if numa {
-            sources.push(numa_source(
-                name,
-                cg,
-                &sc.sample.counters,
-                false,
-                &mut columns,
-            )?);
-        }
+        let wants = (tasks.contains(name), numa.contains(name));
+        let sampled = &sc.sample.counters;
+        sources.extend(group_sources(
+            name,
+            cg,
+            groups,
+            (&counters, sampled),
+            wants,
+            &mut columns,
+        )?);
     }
     let mut vm_keys = Vec::new();
     for k in &sc.sample.vmstat {
@@ -116,6 +98,43 @@ pub(super) fn sampler_sources(
     Ok((columns, sources))
 }
 
+/// One group's sources, in read order: its tasks (before), its numa_stat (before), its memory.stat
+/// and own files, its numa_stat (after), its tasks (after). `counters` are read from its files
+/// (with the `.local` ones v1 needs), `sampled` the scenario's own (numa_stat's).
+fn group_sources(
+    name: &str,
+    cg: &Cgroup,
+    groups: &[(String, Cgroup)],
+    (counters, sampled): (&[String], &[String]),
+    (tasks, numa): (bool, bool),
+    columns: &mut Vec<String>,
+) -> Result<Vec<Source>, Stop> {
+    let mut sources = Vec::new();
+    if tasks {
+        sources.push(tasks_source(name, groups, true, columns)?);
+    }
+    let mut keyed = Vec::new();
+    for c in counters {
+        let col = columns.len();
+        columns.push(Column::group(name, c).to_string());
+        match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
+            Some(key) => keyed.push((key, col)),
+            None => sources.push(own_file(cg, c, col)?),
+        }
+    }
+    if numa {
+        sources.push(numa_source(name, cg, sampled, true, columns)?);
+    }
+    sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
+    if numa {
+        sources.push(numa_source(name, cg, sampled, false, columns)?);
+    }
+    if tasks {
+        sources.push(tasks_source(name, groups, false, columns)?);
+    }
+    Ok(sources)
+}
+
 /// A group's memory.numa_stat: each sampled counter it holds, summed over the nodes. Read just
 /// before (`pre`) and after the group's memory.stat, so what memory.stat showed lies between the
 /// two reads while the counter moves one way.
@@ -134,6 +153,29 @@ fn numa_source(
         }
     }
     Ok(Source::node_sums(&cg.file("memory.numa_stat"), keys)?)
+}
+
+/// A group's tasks' own anonymous memory (see `sample::tasks`): read just before (`pre`) and after the
+/// group's files, so what they showed lies between the two reads while the memory moves one way.
+fn tasks_source(
+    name: &str,
+    groups: &[(String, Cgroup)],
+    pre: bool,
+    columns: &mut Vec<String>,
+) -> Result<Source, Stop> {
+    use crate::exec::sample::tasks::{COUNTER, TaskMemory};
+    let first = columns.len();
+    columns.push(Column::tasks(name, COUNTER, pre).to_string());
+    // The group and every group below it: their tasks' memory is in its hierarchical counters.
+    let below = format!("{name}/");
+    let procs: Vec<_> = groups
+        .iter()
+        .filter(|(g, _)| g == name || g.starts_with(&below))
+        .map(|(_, cg)| cg.file(crate::sys::cgroup::file_name(cg.version, "procs")))
+        .collect();
+    let t = TaskMemory::new(procs, first, Path::new(proc::PROC))
+        .map_err(|e| anyhow!("open the cgroup.procs of {name} and below: {e}"))?;
+    Ok(Source::Tasks(t))
 }
 
 /// The references the accounting checks need (see `oracle`): the per-file truth, read before and

@@ -4,9 +4,9 @@
 use std::fmt;
 
 /// Column-name prefixes that are not test groups: /proc/vmstat, the sampler's own timing, and the
-/// references the accounting checks compare with (per-file truth, the run's and the memcg root's
-/// totals).
-pub const META_PREFIXES: [&str; 4] = ["vmstat", "sampler", "oracle", "numa"];
+/// references the checks compare with (per-file truth, the run's and the memcg root's totals,
+/// memory.numa_stat, the tasks' own memory).
+pub const META_PREFIXES: [&str; 5] = ["vmstat", "sampler", "oracle", "numa", "tasks"];
 
 /// Whether a column belongs to no test group (see META_PREFIXES).
 pub fn is_meta_column(column: &str) -> bool {
@@ -42,6 +42,13 @@ pub enum Column {
     /// A group's counter summed over the nodes of its v2 memory.numa_stat, read right after its
     /// memory.stat (`numa.<group>.<counter>`) or right before (`numa.pre.<group>.<counter>`).
     Numa {
+        group: String,
+        counter: String,
+        pre: bool,
+    },
+    /// What a group's tasks count of their own memory (/proc/PID/status), read right after the
+    /// group files (`tasks.<group>.<counter>`) or right before (`tasks.pre.<group>.<counter>`).
+    Tasks {
         group: String,
         counter: String,
         pre: bool,
@@ -94,6 +101,13 @@ impl Column {
             pre,
         }
     }
+    pub fn tasks(group: &str, counter: &str, pre: bool) -> Column {
+        Column::Tasks {
+            group: group.into(),
+            counter: counter.into(),
+            pre,
+        }
+    }
     pub fn machine(which: &str, counter: &str) -> Column {
         Column::Machine {
             which: which.into(),
@@ -110,13 +124,17 @@ impl Column {
                 None => Column::vmstat(rest),
             },
             "sampler" => Column::Sampler(rest.into()),
-            "numa" => {
+            "numa" | "tasks" => {
                 let (pre, rest) = match rest.strip_prefix("pre.") {
                     Some(g) if g.contains('.') => (true, g),
                     _ => (false, rest),
                 };
                 let (group, counter) = rest.rsplit_once('.')?;
-                Column::numa(group, counter, pre)
+                if head == "numa" {
+                    Column::numa(group, counter, pre)
+                } else {
+                    Column::tasks(group, counter, pre)
+                }
             }
             "oracle" => match rest.strip_prefix("files.") {
                 Some(f) => {
@@ -173,6 +191,15 @@ impl fmt::Display for Column {
             } => write!(
                 f,
                 "numa.{}{group}.{counter}",
+                if *pre { "pre." } else { "" }
+            ),
+            Column::Tasks {
+                group,
+                counter,
+                pre,
+            } => write!(
+                f,
+                "tasks.{}{group}.{counter}",
                 if *pre { "pre." } else { "" }
             ),
             Column::Sampler(name) => write!(f, "sampler.{name}"),
@@ -235,6 +262,8 @@ mod tests {
             "numa.p/test.dirty",
             "numa.pre.p/test.dirty",
             "numa.pre.dirty",
+            "tasks.p/a.anon",
+            "tasks.pre.p/a.shmem",
         ] {
             assert_eq!(Column::parse(n).unwrap().to_string(), n);
         }

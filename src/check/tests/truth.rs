@@ -173,3 +173,84 @@ fn dirty_probe_with_per_file_truth() {
     assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
     assert!(c.detail.contains("a deficit of 32.0 MiB"), "{}", c.detail);
 }
+
+const TASKS: [&str; 3] = ["tasks.pre.test.anon", "test.anon", "tasks.test.anon"];
+
+/// Tasks faulting in anon at 100 MiB/s from t=0.5; the group shows `cg(t, tasks' anon)`.
+fn tasks_record(cg: impl Fn(f64, i64) -> i64) -> Record {
+    sampled(0.01, &TASKS, move |t| {
+        let anon = ((t - 0.5).max(0.0) * 100.0 * MIB as f64) as i64;
+        vec![anon, cg(t, anon), anon]
+    })
+}
+
+fn tasks_check(r: &Record) -> CheckResult {
+    tasks("t".into(), r, "test")
+}
+
+#[test]
+fn tasks_passes_when_the_group_counts_what_its_tasks_hold() {
+    let c = tasks_check(&tasks_record(|_, anon| anon));
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // A group count one sample stale is not wrong.
+    let c = tasks_check(&tasks_record(|t, anon| {
+        if (2.0..2.011).contains(&t) {
+            anon - 8 * MIB
+        } else {
+            anon
+        }
+    }));
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+}
+
+#[test]
+fn tasks_catches_a_group_that_misses_half_of_its_tasks_anon() {
+    let c = tasks_check(&tasks_record(|_, anon| anon / 2));
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert_eq!(c.column.as_deref(), Some("test.anon"));
+    assert!(
+        c.detail.contains("short of what its tasks counted"),
+        "{}",
+        c.detail
+    );
+    // And one that counts more than they hold.
+    let c = tasks_check(&tasks_record(|_, anon| anon + 32 * MIB));
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(
+        c.detail.contains("above what its tasks counted"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn tasks_is_not_exercised_when_the_tasks_hold_almost_nothing() {
+    let r = sampled(0.01, &TASKS, |_| vec![MIB, 0, MIB]);
+    let c = tasks_check(&r);
+    assert_eq!(c.outcome, Outcome::NotExercised, "{c:?}");
+}
+
+#[test]
+fn tasks_does_not_judge_samples_while_a_charge_moves_or_a_task_exits() {
+    // v1 moves the charge after the task: during the move the group's anon trails its tasks; an
+    // exiting task shows no RssAnon before its pages are freed.
+    let lagging = |t: f64, anon: i64| {
+        if (2.0..2.5).contains(&t) {
+            anon - 32 * MIB
+        } else {
+            anon
+        }
+    };
+    for kind in ["move", "release"] {
+        let mut r = tasks_record(lagging);
+        r.steps[0].kind = kind;
+        r.steps[0].start = 2.0;
+        r.steps[0].end = 2.5;
+        let c = tasks_check(&r);
+        assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+        assert!(c.tolerance.unwrap().contains("not judged"));
+        // The same lag outside such a step fails.
+        r.steps[0].kind = "write";
+        assert_eq!(tasks_check(&r).outcome, Outcome::Fail);
+    }
+}

@@ -24,12 +24,14 @@ use crate::model::{PASS_COLUMN, Series};
 use crate::sys::cgroup::stat;
 
 pub mod pagecache;
+pub mod tasks;
 
-/// What one sampler pass reads, in order: a counter file, or the page cache's count of the files
-/// the groups wrote.
+/// What one sampler pass reads, in order: a counter file, the page cache's count of the files
+/// the groups wrote, or the groups' tasks' own count of their memory.
 pub enum Source {
     File(FileSource),
     Truth(pagecache::FileTruth),
+    Tasks(tasks::TaskMemory),
 }
 
 impl Source {
@@ -56,6 +58,7 @@ impl Source {
         match self {
             Source::File(f) => f.read_into(buf, row, scratch),
             Source::Truth(t) => t.read_into(row).map_err(|e| anyhow!(e)),
+            Source::Tasks(t) => t.read_into(row).map_err(|e| anyhow!(e)),
         }
     }
 }

@@ -1,0 +1,199 @@
+//! tasks: a group's anon equals what its tasks count of their own anonymous memory. Each task's
+//! mm keeps its own page counter (RssAnon in /proc/PID/status), raised at every fault and
+//! lowered at every unmap, apart from the memcg statistics. A task that entered the group before
+//! exec faults all of its memory there, so the group's anon (v1 rss) is the sum of its tasks'
+//! RssAnon, and of the tasks of the groups below it. The sampler reads the tasks just before and
+//! after the group files (see `exec::sample::tasks`).
+//!
+//! Two kinds of step are not judged: a `move` (v1 moves the charge after the task is in its new
+//! group) and a `release` (an exiting task's mm is detached, so its status shows no RssAnon,
+//! before its pages are freed).
+
+use super::hierarchy::ANCESTOR_LAG;
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, STALE_WINDOW, columns, missing};
+use crate::exec::sample::tasks::COUNTER;
+use crate::model::{Column, Machine, Record};
+use crate::scenario::{CheckInput, ScenarioError};
+use crate::units::human_bytes;
+
+/// `tasks`: `cgroup`'s anon equals its tasks' own count at every sample. With
+/// `needs = "charge-moving"`, not run where the kernel cannot move charges (a task that moved
+/// without its charge leaves it behind, by design).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tasks {
+    pub cgroup: String,
+    pub needs_moving: bool,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup", "needs"])?;
+    Ok(Check::new(Tasks {
+        cgroup: i.cgroup("cgroup")?,
+        needs_moving: i.needs_moving()?,
+    }))
+}
+
+impl CheckSpec for Tasks {
+    fn name(&self) -> String {
+        format!("tasks({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: vec![COUNTER.into()],
+            tasks: Some(self.cgroup.clone()),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        if let Some(r) = super::without_moving(&self.name(), rec, self.needs_moving) {
+            return r;
+        }
+        tasks(self.name(), rec, &self.cgroup)
+    }
+}
+
+/// Samples off by more than the tolerance this many times in a row fail: one may be a fault or
+/// an unmap the statistics did not show yet.
+const RUN: usize = 2;
+
+/// Step kinds during which the group's anon and its tasks' own count part by design.
+const NOT_JUDGED: [&str; 2] = ["move", "release"];
+
+/// How far the two counts may differ: the memcg statistics' unflushed bound plus the mm
+/// counter's own (since 6.2 a percpu_counter with batch max(32, 2 x CPUs) on each CPU; before,
+/// up to 64 events cached per thread, a few threads per task).
+fn tolerance(m: &Machine) -> (i64, String) {
+    let mm_pages = (32.max(2 * m.cpus) * m.cpus).max(4 * 64);
+    let t = m.stat_batch_bytes() + mm_pages * m.page_size;
+    (
+        t as i64,
+        format!(
+            "{} = {} + {mm_pages} pages (the mm counter's per-CPU batch: max(32, 2 x CPUs) x CPUs since 6.2; 64 per thread before)",
+            human_bytes(t as i64),
+            m.stat_batch_explained()
+        ),
+    )
+}
+
+/// The failure at row `r`: the group's `v` outside [floor, ceil] (the tasks' count over the
+/// last `lag` seconds) by more than `tol`.
+fn broke(
+    name: String,
+    rec: &Record,
+    r: usize,
+    col: &str,
+    v: i64,
+    (floor, ceil, tol, lag): (i64, i64, i64, f64),
+    tol_text: String,
+) -> CheckResult {
+    let s = &rec.series;
+    let t = s.t[r];
+    let (what, by) = if v < floor {
+        ("short of", floor - v)
+    } else {
+        ("above", v - ceil)
+    };
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!("{col} {}", human_bytes(v)),
+        format!(
+            "its tasks' anon {}..{} +- {}",
+            human_bytes(floor),
+            human_bytes(ceil),
+            human_bytes(tol)
+        ),
+        format!(
+            "at t={t:.3}s (phase {}) {col} was {} {what} what its tasks counted of their own anonymous memory (RssAnon in /proc/PID/status) at any time in the {:.0} ms before, for {RUN} samples in a row: {}",
+            rec.phase_at(t),
+            human_bytes(by),
+            lag * 1000.0,
+            s.describe_row(r)
+        ),
+    );
+    res.at = Some(t);
+    res.column = Some(col.to_string());
+    res.tolerance = Some(tol_text);
+    res
+}
+
+pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
+    let (col, g) = match columns(rec, cgroup, &[COUNTER.into()]) {
+        Ok(c) => c[0].clone(),
+        Err(e) => return missing(name, e),
+    };
+    let s = &rec.series;
+    let truth = |pre| s.col(&Column::tasks(cgroup, COUNTER, pre).to_string());
+    let (Some(pre), Some(post)) = (truth(true), truth(false)) else {
+        return missing(name, format!("the tasks of {cgroup} were not sampled"));
+    };
+    let (tol, tol_text) = tolerance(&rec.machine);
+    // A parent's statistics may lag its children's up to the periodic flush (see hierarchy).
+    let parent = s
+        .columns
+        .iter()
+        .any(|c| c.starts_with(&format!("{cgroup}/")));
+    let lag = if parent { ANCESTOR_LAG } else { STALE_WINDOW };
+    let skipped = |t: f64| {
+        rec.steps
+            .iter()
+            .chain(&rec.stopped)
+            .any(|st| NOT_JUDGED.contains(&st.kind) && st.start <= t && t <= st.end + lag)
+    };
+    let rows: Vec<usize> = (0..s.len()).filter(|&r| !skipped(s.t[r])).collect();
+    // The tasks' count at the group read lies between the reads around it; a group count the
+    // tasks had at any moment of the last `lag` seconds is stale, not wrong.
+    let lo = |r: usize| s.get(r, pre).min(s.get(r, post));
+    let hi = |r: usize| s.get(r, pre).max(s.get(r, post));
+    let (mut run, mut most, mut worst) = (0, 0, 0);
+    for &r in &rows {
+        let window = (0..=r).rev().take_while(|&q| s.t[r] - s.t[q] <= lag);
+        let floor = window.clone().map(lo).min().unwrap_or(0);
+        let ceil = window.map(hi).max().unwrap_or(0);
+        let v = s.get(r, g);
+        let off = (floor - v).max(v - ceil);
+        most = most.max(hi(r));
+        worst = worst.max(off);
+        run = if off > tol { run + 1 } else { 0 };
+        if run >= RUN {
+            let window = (floor, ceil, tol, lag);
+            return broke(name, rec, r, &col, v, window, tol_text);
+        }
+    }
+    if most <= 2 * tol {
+        return missing(
+            name,
+            format!(
+                "{cgroup}'s tasks held at most {} of anon, within twice the tolerance: the check could not fail",
+                human_bytes(most)
+            ),
+        );
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "largest gap {} over {} samples",
+            human_bytes(worst.max(0)),
+            rows.len()
+        ),
+        format!("{col} = its tasks' RssAnon"),
+        format!(
+            "{col} equalled what its tasks counted of their own anonymous memory (up to {}) at every sample",
+            human_bytes(most)
+        ),
+    );
+    let not_judged = s.len() - rows.len();
+    res.tolerance = Some(format!(
+        "{tol_text}, for {RUN} samples in a row; a count the tasks had within the last {:.0} ms is stale, not wrong{}",
+        lag * 1000.0,
+        if not_judged > 0 {
+            format!(
+                "; {not_judged} samples during moves and exits not judged (the charge follows the task; an exiting task's mm is detached before its pages are freed)"
+            )
+        } else {
+            String::new()
+        }
+    ));
+    res
+}
