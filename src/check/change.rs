@@ -4,7 +4,7 @@ use super::{
     Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before,
     signed,
 };
-use crate::model::{Column, Machine, Record};
+use crate::model::{Column, Machine, Record, StepRecord};
 use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
 
@@ -73,6 +73,18 @@ pub fn change(
     expect: Expect,
     needs_moving: bool,
 ) -> CheckResult {
+    change_in(name, rec, col, (step, None), expect, needs_moving)
+}
+
+/// `change` over the steps of kind `step` in phase `phase` only (all phases with `None`).
+pub fn change_in(
+    name: String,
+    rec: &Record,
+    col: &str,
+    (step, phase): (&str, Option<&str>),
+    expect: Expect,
+    needs_moving: bool,
+) -> CheckResult {
     let by = expect.by;
     if let Some(r) = super::without_moving(&name, rec, needs_moving) {
         return r;
@@ -99,7 +111,8 @@ pub fn change(
         format!("{} +- {}", signed(by), human_bytes(tol))
     };
     let mut beyond = Vec::new();
-    for st in rec.steps.iter().filter(|s| s.kind == step) {
+    let in_phase = |s: &&StepRecord| phase.is_none_or(|p| rec.phases[s.phase].name == p);
+    for st in rec.steps.iter().filter(|s| s.kind == step).filter(in_phase) {
         let r0 = row_at_or_before(rec, st.start);
         let Some(r1) = row_at_or_after(rec, st.end) else {
             return missing(
@@ -164,7 +177,13 @@ pub fn change(
 
 /// How a change of `d` missed the expected `by`, in words.
 fn missed(by: i64, d: i64, step: &str) -> String {
-    if by != 0 && d.signum() == -by.signum() {
+    if by == 0 {
+        format!(
+            "it {} by {} where it should have stayed",
+            if d < 0 { "fell" } else { "rose" },
+            human_bytes(d.abs())
+        )
+    } else if d.signum() == -by.signum() {
         "it went the other way".to_string()
     } else if (by - d) * by.signum() > 0 {
         format!(
@@ -184,13 +203,15 @@ fn missed(by: i64, d: i64, step: &str) -> String {
     }
 }
 
-/// `change`: across each step of kind `step`, the group's counter changed by `by` bytes
-/// (+- tolerance). With `needs_moving`, not exercised where the kernel cannot move charges.
+/// `change`: across each step of kind `step` (of `phase`, when given), the group's counter
+/// changed by `by` bytes (+- tolerance). With `needs_moving`, not exercised where the kernel
+/// cannot move charges.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub cgroup: String,
     pub counter: String,
     pub step: String,
+    pub phase: Option<String>,
     pub expect: Expect,
     pub needs_moving: bool,
 }
@@ -204,6 +225,7 @@ pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
         "tolerance",
         "needs",
         "at_least",
+        "phase",
     ])?;
     let counter = i.one_counter()?;
     let step = i.one_step()?;
@@ -219,6 +241,7 @@ pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
         cgroup: i.cgroup("cgroup")?,
         counter,
         step,
+        phase: i.phase()?,
         expect: Expect {
             by,
             tolerance: i.size("tolerance")?,
@@ -231,7 +254,10 @@ pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
 impl CheckSpec for Change {
     fn name(&self) -> String {
         let col = Column::group(&self.cgroup, &self.counter);
-        format!("change({col} at {})", self.step)
+        match &self.phase {
+            Some(p) => format!("change({col} at {} in {p})", self.step),
+            None => format!("change({col} at {})", self.step),
+        }
     }
     fn needs(&self) -> Needs {
         Needs {
@@ -240,11 +266,11 @@ impl CheckSpec for Change {
         }
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
-        change(
+        change_in(
             self.name(),
             rec,
             &Column::group(&self.cgroup, &self.counter).to_string(),
-            &self.step,
+            (&self.step, self.phase.as_deref()),
             self.expect,
             self.needs_moving,
         )

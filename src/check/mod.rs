@@ -316,7 +316,7 @@ mod tracks_global;
 mod under_high;
 mod under_limit;
 
-pub use change::{Change, Expect, change};
+pub use change::{Change, Expect, change, change_in};
 pub use dirty_probe::{DirtyProbe, dirty_probe};
 pub use exercised::{Exercised, exercised};
 pub use follows::{Follows, follows};

@@ -376,8 +376,14 @@ fn create_groups(
         if spec.limit.is_some() {
             cg.set_limit(spec.limit).map_err(anyhow::Error::from)?;
         }
-        if let Some(h) = spec.high {
-            cg.set_high(h).map_err(anyhow::Error::from)?;
+        for (file, v) in [
+            ("memory.high", spec.high),
+            ("memory.low", spec.low),
+            ("memory.min", spec.min),
+        ] {
+            if let Some(b) = v {
+                cg.set_v2(file, b).map_err(anyhow::Error::from)?;
+            }
         }
         if !spec.swap {
             forbid_swap(&cg, spec)?;

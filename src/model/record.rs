@@ -16,6 +16,10 @@ pub struct CgroupSpec {
     pub limit: Option<u64>,
     /// v2 memory.high.
     pub high: Option<u64>,
+    /// v2 memory.low: best-effort protection of the group's memory from reclaim.
+    pub low: Option<u64>,
+    /// v2 memory.min: hard protection of the group's memory from reclaim.
+    pub min: Option<u64>,
     /// May the group's memory be swapped out (`swap = false`: v2 memory.swap.max 0, v1
     /// memory.memsw.limit_in_bytes = its limit).
     pub swap: bool,

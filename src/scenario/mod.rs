@@ -99,6 +99,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "shmem-limit.toml",
         include_str!("../../scenarios/shmem-limit.toml"),
     ),
+    (
+        "memory-protection.toml",
+        include_str!("../../scenarios/memory-protection.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
@@ -527,6 +531,8 @@ impl Scenario {
         for c in &mut self.cgroups {
             c.limit = c.limit.map(|l| (l / divisor).max(16 << 20));
             c.high = c.high.map(|l| (l / divisor).max(16 << 20));
+            c.low = c.low.map(|l| (l / divisor).max(16 << 20));
+            c.min = c.min.map(|l| (l / divisor).max(16 << 20));
         }
         for p in &mut self.phases {
             for s in &mut p.steps {

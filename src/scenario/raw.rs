@@ -48,6 +48,8 @@ pub(super) struct RawCgroup {
     pub(super) name: Spanned<String>,
     pub(super) limit: Option<Spanned<String>>,
     pub(super) high: Option<Spanned<String>>,
+    pub(super) low: Option<Spanned<String>>,
+    pub(super) min: Option<Spanned<String>>,
     pub(super) swap: Option<Spanned<bool>>,
     pub(super) oom_group: Option<Spanned<bool>>,
     pub(super) move_charge: Option<Spanned<u32>>,

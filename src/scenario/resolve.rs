@@ -310,16 +310,19 @@ fn cgroups(
             .as_ref()
             .map(|l| cx.positive_size(l, "limit"))
             .transpose()?;
-        let high = match &c.get_ref().high {
-            Some(h) if cgroup_versions.contains(&Version::V1) => {
-                return Err(cx.err(
-                    h.span(),
-                    "high is a cgroup v2 setting (memory.high): add requires.cgroup = [\"v2\"]",
-                ));
-            }
-            Some(h) => Some(cx.positive_size(h, "high")?),
-            None => None,
+        let v2_size = |v: &Option<Spanned<String>>, key: &str| match v {
+            Some(h) if cgroup_versions.contains(&Version::V1) => Err(cx.err(
+                h.span(),
+                format!(
+                    "{key} is a cgroup v2 setting (memory.{key}): add requires.cgroup = [\"v2\"]"
+                ),
+            )),
+            Some(h) => cx.positive_size(h, key).map(Some),
+            None => Ok(None),
         };
+        let high = v2_size(&c.get_ref().high, "high")?;
+        let low = v2_size(&c.get_ref().low, "low")?;
+        let min = v2_size(&c.get_ref().min, "min")?;
         let swap = match &c.get_ref().swap {
             Some(s) if !*s.get_ref() && limit.is_none() => {
                 return Err(cx.err(
@@ -357,6 +360,8 @@ fn cgroups(
             name: nm.clone(),
             limit,
             high,
+            low,
+            min,
             swap,
             oom_group,
             move_charge,

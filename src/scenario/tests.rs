@@ -244,6 +244,33 @@ fn memory_high_is_v2_only_and_scales_like_a_limit() {
 }
 
 #[test]
+fn memory_min_and_low_are_v2_only_and_scale_like_a_limit() {
+    let text = include_str!("../../scenarios/memory-protection.toml");
+    let mut s = parse("f.toml", text).unwrap();
+    let g = |s: &Scenario, n: &str| s.cgroups.iter().find(|c| c.name == n).cloned().unwrap();
+    assert_eq!(
+        (g(&s, "p/min").min, g(&s, "p/low").low),
+        (Some(128 << 20), Some(128 << 20))
+    );
+    s.scale_down(8);
+    assert_eq!(
+        (g(&s, "p/min").min, g(&s, "p/low").low),
+        (Some(16 << 20), Some(16 << 20))
+    );
+    let v1 = text.replace(r#"cgroup = ["v2"]"#, r#"cgroup = ["v1", "v2"]"#);
+    let msg = err(&v1).to_string();
+    assert!(
+        msg.contains("min is a cgroup v2 setting (memory.min)"),
+        "{msg}"
+    );
+    let msg = err(&v1.replace("min = \"128M\"\n", "")).to_string();
+    assert!(
+        msg.contains("low is a cgroup v2 setting (memory.low)"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn oom_scenarios_are_parsed_strictly() {
     let kill = include_str!("../../scenarios/oom-kill.toml");
     let group = include_str!("../../scenarios/oom-group.toml");

@@ -600,4 +600,5 @@ fn dirty_probe_passes_on_exact_count_and_skips_when_writeback_ran() {
 }
 
 mod kinds;
+mod moves;
 mod truth;

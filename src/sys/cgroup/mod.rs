@@ -166,10 +166,10 @@ impl Cgroup {
         self.write(file_name(self.version, "limit"), &v)
     }
 
-    /// Sets memory.high (cgroup v2): above it, the group's charging tasks reclaim and are
-    /// throttled.
-    pub fn set_high(&self, bytes: u64) -> Result<(), CgroupError> {
-        self.write("memory.high", &bytes.to_string())
+    /// Sets a v2 memory control file to `bytes`: memory.high (above it, the group's charging
+    /// tasks reclaim and are throttled), memory.low or memory.min (protection from reclaim).
+    pub fn set_v2(&self, file: &str, bytes: u64) -> Result<(), CgroupError> {
+        self.write(file, &bytes.to_string())
     }
 
     /// Parsed memory.stat.

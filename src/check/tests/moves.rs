@@ -1,0 +1,268 @@
+//! The move and change checks: a charge that follows its task, partial moves, what a move
+//! carried; `change` over the steps of one phase.
+
+use super::*;
+
+/// Groups a and b; a task holding 64 MiB moves a -> b over steps at t=1.0..1.1; `moved` is how
+/// much of it b receives (and a loses).
+pub(super) fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
+    let mut series = Series::new(vec!["a.anon".into(), "b.anon".into()]);
+    for i in 0..30 {
+        let t = i as f64 * 0.1;
+        let x = if t > 1.05 { moved } else { 0 };
+        series.push(t, &[64 * MIB - x, x]);
+    }
+    Record {
+        series,
+        phases: vec![PhaseRecord {
+            name: "move".into(),
+            start: 0.0,
+            end: 2.9,
+            antagonists: vec![],
+            warmup: false,
+            vmstat_start: Stat::default(),
+            vmstat_end: Stat::default(),
+        }],
+        steps: vec![StepRecord {
+            phase: 0,
+            rep: 0,
+            kind: "move",
+            describe: "move task t to b".into(),
+            start: 1.0,
+            end: 1.1,
+            bytes: 64 << 20,
+            seconds: 0.1,
+            cgroup: "test".into(),
+            cpu_seconds: 0.0,
+            ..Default::default()
+        }],
+        machine: Machine {
+            cpus: 2,
+            page_size: 4096,
+            node_drift_pages: 48,
+        },
+        moves: vec![],
+        charge_moving,
+        cgroups: Vec::new(),
+        stopped: None,
+    }
+}
+
+#[test]
+fn change_follows_a_moved_charge_and_catches_a_partial_move() {
+    let ok = move_record(64 * MIB, None);
+    let c = change(
+        "c".into(),
+        &ok,
+        "b.anon",
+        "move",
+        Expect::exactly(64 * MIB),
+        true,
+    );
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    let c = change(
+        "c".into(),
+        &ok,
+        "a.anon",
+        "move",
+        Expect::exactly(-64 * MIB),
+        true,
+    );
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // Half the charge left behind.
+    let half = move_record(32 * MIB, None);
+    let c = change(
+        "c".into(),
+        &half,
+        "b.anon",
+        "move",
+        Expect::exactly(64 * MIB),
+        true,
+    );
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(
+        c.detail
+            .contains("less than expected (charge left behind?)"),
+        "{}",
+        c.detail
+    );
+    assert!(c.actual.contains("+32.0 MiB"), "{}", c.actual);
+    // A kernel without charge moving: not exercised, with the reason.
+    let none = move_record(0, Some("EINVAL".into()));
+    let c = change(
+        "c".into(),
+        &none,
+        "b.anon",
+        "move",
+        Expect::exactly(64 * MIB),
+        true,
+    );
+    assert_eq!(c.outcome, Outcome::NotExercised);
+    assert!(c.detail.contains("EINVAL"));
+    // The same record holds "nothing moved" when moving is not needed.
+    let c = change(
+        "c".into(),
+        &none,
+        "b.anon",
+        "move",
+        Expect::exactly(0),
+        false,
+    );
+    assert_eq!(c.outcome, Outcome::Pass);
+}
+
+#[test]
+fn at_least_fails_only_short_of_what_was_asked() {
+    // a.anon falls by 64 MiB across the step; b.anon rises by 64 MiB.
+    let rec = move_record(64 * MIB, None);
+    let at_least = |by| Expect {
+        by,
+        tolerance: None,
+        at_least: true,
+    };
+    let check = |col, e| change("c".into(), &rec, col, "move", e, false);
+    // Asked to free 32 MiB, freed 64: beyond, allowed, said in the detail.
+    let c = check("a.anon", at_least(-32 * MIB));
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    assert!(c.detail.contains("beyond what was asked"), "{}", c.detail);
+    // The same change is wrong when it must be exact.
+    assert_eq!(
+        check("a.anon", Expect::exactly(-32 * MIB)).outcome,
+        Outcome::Fail
+    );
+    // Asked to free 128 MiB, freed 64: short, in either mode; also for a rise.
+    assert_eq!(check("a.anon", at_least(-128 * MIB)).outcome, Outcome::Fail);
+    assert_eq!(check("b.anon", at_least(128 * MIB)).outcome, Outcome::Fail);
+    let c = check("b.anon", at_least(64 * MIB));
+    assert_eq!(c.outcome, Outcome::Pass);
+    assert!(!c.detail.contains("beyond"), "{}", c.detail);
+    // A fall where a rise was expected says so.
+    let c = check("a.anon", Expect::exactly(64 * MIB));
+    assert!(c.detail.contains("went the other way"), "{}", c.detail);
+    // 2 MiB expected with 1.06 MiB of tolerance: half of it would pass, so it is not a test.
+    let c = check("a.anon", at_least(-2 * MIB));
+    assert_eq!(c.outcome, Outcome::NotExercised, "{}", c.detail);
+    let c = check("a.anon", at_least(0));
+    assert_eq!(c.outcome, Outcome::NotExercised, "{}", c.detail);
+}
+
+#[test]
+fn follows_needs_everything_to_move() {
+    // a held 64 MiB; after the move b has all of it.
+    let all = move_record(64 * MIB, None);
+    let c = follows("f".into(), &all, ("a.anon", "b.anon"), "move", true);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // Half stayed behind.
+    let half = move_record(32 * MIB, None);
+    let c = follows("f".into(), &half, ("a.anon", "b.anon"), "move", true);
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(c.detail.contains("stayed behind"), "{}", c.detail);
+    // Nothing held in the source: not exercised.
+    let c = follows("f".into(), &all, ("b.anon", "a.anon"), "move", true);
+    assert_eq!(c.outcome, Outcome::NotExercised);
+    assert!(c.detail.contains("nothing to move"), "{}", c.detail);
+}
+
+fn carried_move(carried: i64, source: i64) -> crate::model::MoveRecord {
+    crate::model::MoveRecord {
+        task: "w".into(),
+        from: "a".into(),
+        to: "b".into(),
+        bytes: 0,
+        wall_seconds: 0.0,
+        sys_seconds: 0.0,
+        carried: vec![("dirty".into(), carried), ("usage".into(), carried)],
+        source: vec![("dirty".into(), source)],
+    }
+}
+
+/// A move that carried none of what its scenario is about (a writer's unmapped page cache
+/// stays behind) makes the scenario skip; one that carried it passes.
+#[test]
+fn a_move_that_carried_nothing_of_its_subject_is_not_exercised() {
+    let mut rec = move_record(0, None);
+    let dirty = vec!["dirty".to_string()];
+    rec.moves = vec![carried_move(0, 30 * MIB)];
+    let carry = |n: u64| Want {
+        min: Some(n),
+        held: None,
+    };
+    let r = moved("m".into(), &rec, "w", &dirty, carry(MIB as u64));
+    assert_eq!(r.outcome, Outcome::NotExercised);
+    assert!(
+        r.detail
+            .contains("carried 0 B of dirty (the source held 30.0 MiB"),
+        "{}",
+        r.detail
+    );
+    rec.moves = vec![carried_move(20 * MIB, 30 * MIB)];
+    assert_eq!(
+        moved("m".into(), &rec, "w", &dirty, carry(MIB as u64)).outcome,
+        Outcome::Pass
+    );
+    rec.moves.clear();
+    assert_eq!(
+        moved("m".into(), &rec, "w", &dirty, carry(1)).outcome,
+        Outcome::NotExercised
+    );
+}
+
+/// `held` asks only what the source had to move: a move that left it all behind (a broken
+/// kernel) is still exercised, one whose source had too little is not.
+#[test]
+fn held_judges_what_the_source_had_not_what_moved() {
+    let mut rec = move_record(0, None);
+    let dirty = vec!["dirty".to_string()];
+    let held = Want {
+        min: None,
+        held: Some(8 * MIB as u64),
+    };
+    rec.moves = vec![carried_move(0, 30 * MIB)];
+    assert_eq!(
+        moved("m".into(), &rec, "w", &dirty, held).outcome,
+        Outcome::Pass
+    );
+    rec.moves = vec![carried_move(2 * MIB, 2 * MIB)];
+    let r = moved("m".into(), &rec, "w", &dirty, held);
+    assert_eq!(r.outcome, Outcome::NotExercised);
+    assert!(
+        r.detail.contains("find 8.0 MiB of dirty in the source"),
+        "{}",
+        r.detail
+    );
+}
+
+#[test]
+fn change_in_one_phase_judges_only_that_phases_steps() {
+    // move_record's one move step is in phase 0 ("p"): a filter on another phase finds no step.
+    let rec = move_record(64 * MIB, None);
+    let name = rec.phases[0].name.clone();
+    let e = Expect::exactly(64 * MIB);
+    let c = change_in("c".into(), &rec, "b.anon", ("move", Some(&name)), e, false);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    let c = change_in(
+        "c".into(),
+        &rec,
+        "b.anon",
+        ("move", Some("other")),
+        e,
+        false,
+    );
+    assert_eq!(c.outcome, Outcome::NotExercised, "{c:?}");
+    // A counter that should have stayed says how it moved.
+    let c = change_in(
+        "c".into(),
+        &rec,
+        "a.anon",
+        ("move", None),
+        Expect::exactly(0),
+        false,
+    );
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(
+        c.detail
+            .contains("it fell by 64.0 MiB where it should have stayed"),
+        "{}",
+        c.detail
+    );
+}
