@@ -213,6 +213,7 @@ pub const KINDS: &[Kind] = &[
     Kind { kind: "under-limit", parse: under_limit::parse },
     Kind { kind: "under-high", parse: under_high::parse },
     Kind { kind: "tasks", parse: tasks::parse },
+    Kind { kind: "usage-covers", parse: usage_covers::parse },
     Kind { kind: "oom-kills", parse: oom_kills::parse },
     Kind { kind: "numa-stat", parse: numa_stat::parse },
 ];
@@ -315,6 +316,7 @@ mod throughput;
 mod tracks_global;
 mod under_high;
 mod under_limit;
+mod usage_covers;
 
 pub use change::{Change, Expect, change, change_in};
 pub use dirty_probe::{DirtyProbe, dirty_probe};
@@ -337,6 +339,7 @@ pub use throughput::{Throughput, throughput};
 pub use tracks_global::{TracksGlobal, tracks_global};
 pub use under_high::{UnderHigh, under_high};
 pub use under_limit::{UnderLimit, under_limit};
+pub use usage_covers::{UsageCovers, usage_covers};
 
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,7 @@ use crate::sys::cgroup::Version;
 pub const DIRTY: &str = "dirty";
 pub const WRITEBACK: &str = "writeback";
 pub const FILE: &str = "file";
+pub const ANON: &str = "anon";
 /// Read from a file of its own (v1 memory.usage_in_bytes, v2 memory.current).
 pub const USAGE: &str = "usage";
 /// Swap in use by the group (v1 memory.stat total_swap, with swap accounting; v2
@@ -119,7 +120,7 @@ pub const COUNTERS: &[Counter] = &[
         Some("nr_writeback"),
     ),
     stat(FILE, "cache", "file", Some("nr_file_pages")),
-    stat("anon", "rss", "anon", Some("nr_anon_pages")),
+    stat(ANON, "rss", "anon", Some("nr_anon_pages")),
     stat("mapped", "mapped_file", "file_mapped", Some("nr_mapped")),
     stat("shmem", "shmem", "shmem", Some("nr_shmem")),
     // v2's memory.stat has no swap: its swap page counter is a file of its own.

@@ -254,3 +254,45 @@ fn tasks_does_not_judge_samples_while_a_charge_moves_or_a_task_exits() {
         assert_eq!(tasks_check(&r).outcome, Outcome::Fail);
     }
 }
+
+const COVERS: [&str; 3] = ["test.usage", "test.anon", "test.file"];
+
+/// A group whose page cache grows at 100 MiB/s from t=0.5 beside 16 MiB of anon, its usage 1 MiB
+/// above both (kernel memory); `file(t, truth)` is what memory.stat shows as file.
+fn covers_record(file: impl Fn(f64, i64) -> i64) -> Record {
+    sampled(0.01, &COVERS, move |t| {
+        let cache = ((t - 0.5).max(0.0) * 100.0 * MIB as f64) as i64;
+        vec![cache + 17 * MIB, 16 * MIB, file(t, cache)]
+    })
+}
+
+#[test]
+fn usage_covers_anon_and_file_and_catches_pages_counted_twice() {
+    let c = usage_covers("u".into(), &covers_record(|_, f| f), "test");
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    let c = usage_covers("u".into(), &covers_record(|_, f| 2 * f), "test");
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert_eq!(c.column.as_deref(), Some("test.anon+file"));
+    assert!(
+        c.detail.contains("never charged to it, or twice"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn usage_covers_allows_statistics_a_moment_behind_a_falling_counter() {
+    // The files are dropped at t=3: the usage falls at once, the statistics one sample later.
+    let mut r = covers_record(|t, f| if t < 3.01 { f.min(250 * MIB) } else { 0 });
+    let (u, f) = (0, 2);
+    for row in 0..r.series.len() {
+        let t = r.series.t[row];
+        if t >= 3.0 {
+            let n = r.series.columns.len();
+            r.series.values[row * n + u] = 17 * MIB;
+            r.series.values[row * n + f] = if t < 3.01 { 250 * MIB } else { 0 };
+        }
+    }
+    let c = usage_covers("u".into(), &r, "test");
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+}

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 /// The counter this source fills for the group.
-pub const COUNTER: &str = "anon";
+pub const COUNTER: &str = crate::model::counter::ANON;
 
 /// One group's tasks' anonymous memory, as one sampler source.
 pub struct TaskMemory {

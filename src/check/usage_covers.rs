@@ -1,0 +1,153 @@
+//! usage-covers: a group's usage (its page counter: v1 memory.usage_in_bytes, v2 memory.current)
+//! is at least its anon + file (memory.stat). Every anonymous and page cache page counted in the
+//! group's statistics was charged to its page counter first and is uncharged only after it left
+//! them, so the counter holds them all (and kernel memory, charges in flight, swap cache on top).
+//! A statistic that counts a page twice, or keeps a page that left, shows here; a missing one
+//! does not (that is `holds-files` and `tasks`).
+
+use super::hierarchy::ANCESTOR_LAG;
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, STALE_WINDOW, columns, missing};
+use crate::model::column::short_sum;
+use crate::model::counter::{ANON, FILE, USAGE};
+use crate::model::{Machine, Record};
+use crate::scenario::{CheckInput, ScenarioError};
+use crate::units::human_bytes;
+
+/// `usage-covers`: `cgroup`'s anon + file never exceeds its usage, at any sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageCovers {
+    pub cgroup: String,
+}
+
+pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+    i.only(&["cgroup"])?;
+    Ok(Check::new(UsageCovers {
+        cgroup: i.cgroup("cgroup")?,
+    }))
+}
+
+impl CheckSpec for UsageCovers {
+    fn name(&self) -> String {
+        format!("usage-covers({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            counters: [USAGE, ANON, FILE].map(String::from).to_vec(),
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        usage_covers(self.name(), rec, &self.cgroup)
+    }
+}
+
+/// Samples above the usage by more than the tolerance this many times in a row fail.
+const RUN: usize = 2;
+
+/// The unflushed statistics plus a charge batch per CPU: the usage is read before memory.stat,
+/// so pages charged in between are in the statistics only (the per-CPU charge stock, 64 pages,
+/// is charged ahead and usually hides them).
+fn tolerance(m: &Machine) -> (i64, String) {
+    let batch = 64 * m.cpus * m.page_size;
+    let t = m.stat_batch_bytes() + batch;
+    (
+        t as i64,
+        format!(
+            "{} = {} + 64 pages x {} CPUs (charged between the usage read and the memory.stat read)",
+            human_bytes(t as i64),
+            m.stat_batch_explained(),
+            m.cpus
+        ),
+    )
+}
+
+pub fn usage_covers(name: String, rec: &Record, cgroup: &str) -> CheckResult {
+    let want = [USAGE, ANON, FILE].map(String::from);
+    let cols = match columns(rec, cgroup, &want) {
+        Ok(c) => c,
+        Err(e) => return missing(name, e),
+    };
+    let [usage, anon, file] = [cols[0].1, cols[1].1, cols[2].1];
+    let sum = short_sum(cgroup, &[ANON, FILE]);
+    let s = &rec.series;
+    let (tol, tol_text) = tolerance(&rec.machine);
+    // Statistics may lag the page counter (a parent's up to the periodic flush): pages freed a
+    // moment ago are still in them. They must fit the largest usage of that window.
+    let parent = s
+        .columns
+        .iter()
+        .any(|c| c.starts_with(&format!("{cgroup}/")));
+    let lag = if parent { ANCESTOR_LAG } else { STALE_WINDOW };
+    let (mut run, mut worst, mut most) = (0, i64::MIN, 0);
+    for r in 0..s.len() {
+        let t = s.t[r];
+        let held = s.get(r, anon) + s.get(r, file);
+        let ceil = (0..=r)
+            .rev()
+            .take_while(|&q| t - s.t[q] <= lag)
+            .map(|q| s.get(q, usage))
+            .max()
+            .unwrap_or(0);
+        let over = held - ceil;
+        most = most.max(held);
+        if held > tol {
+            worst = worst.max(over);
+        }
+        run = if over > tol { run + 1 } else { 0 };
+        if run >= RUN {
+            let mut res = CheckResult::new(
+                name,
+                Outcome::Fail,
+                format!("{sum} {}", human_bytes(held)),
+                format!(
+                    "<= {cgroup}'s usage {} + {}",
+                    human_bytes(ceil),
+                    human_bytes(tol)
+                ),
+                format!(
+                    "at t={t:.3}s (phase {}) {cgroup}'s anon + file ({} + {}) were {} above the most its page counter held in the {:.0} ms before, for {RUN} samples in a row: its statistics count pages that were never charged to it, or twice: {}",
+                    rec.phase_at(t),
+                    human_bytes(s.get(r, anon)),
+                    human_bytes(s.get(r, file)),
+                    human_bytes(over),
+                    lag * 1000.0,
+                    s.describe_row(r)
+                ),
+            );
+            res.at = Some(t);
+            res.bound = Some(ceil);
+            res.column = Some(sum);
+            res.tolerance = Some(tol_text);
+            return res;
+        }
+    }
+    if most <= 2 * tol {
+        return missing(
+            name,
+            format!(
+                "{cgroup}'s anon + file reached at most {}, within twice the tolerance: the check could not fail",
+                human_bytes(most)
+            ),
+        );
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "closest: anon + file {} {} the usage, over {} samples",
+            human_bytes(worst.abs()),
+            if worst > 0 { "above" } else { "below" },
+            s.len()
+        ),
+        format!("{cgroup}'s anon + file <= its usage"),
+        format!(
+            "{cgroup}'s usage held its anon + file (up to {}) at every sample",
+            human_bytes(most)
+        ),
+    );
+    res.tolerance = Some(format!(
+        "{tol_text}, for {RUN} samples in a row; statistics may lag the counter by {:.0} ms",
+        lag * 1000.0
+    ));
+    res
+}
