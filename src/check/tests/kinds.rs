@@ -188,6 +188,34 @@ fn usage_above_the_limit_fails_and_a_limit_never_reached_is_not_tested() {
     assert_eq!(none.outcome, Outcome::NotExercised);
 }
 
+/// One sample above the limit is a charge forced for an OOM victim only while the group's OOM
+/// killer kills; two in a row, or one without an OOM kill near it, fail.
+#[test]
+fn one_sample_above_the_limit_during_an_oom_kill_is_a_forced_charge() {
+    let with_oom = |above: &[usize]| {
+        let mut r = limited(60 * MIB);
+        let mut s = Series::new(vec!["a.usage".into(), "a.oom_kills".into()]);
+        for i in 0..30 {
+            let usage = if above.contains(&i) {
+                80 * MIB
+            } else {
+                60 * MIB
+            };
+            s.push(i as f64 * 0.1, &[usage, if i >= 12 { 1 } else { 0 }]);
+        }
+        r.series = s;
+        r
+    };
+    let c = under_limit("u".into(), &with_oom(&[10]), "a");
+    assert_eq!(c.outcome, Outcome::Pass, "{}", c.detail);
+    assert!(c.detail.contains("during an OOM kill"), "{}", c.detail);
+    let c = under_limit("u".into(), &with_oom(&[10, 11]), "a");
+    assert_eq!(c.outcome, Outcome::Fail, "{}", c.detail);
+    // Far from the kill (t=2.5 s, the kill at 1.2 s): not excused.
+    let c = under_limit("u".into(), &with_oom(&[25]), "a");
+    assert_eq!(c.outcome, Outcome::Fail, "{}", c.detail);
+}
+
 /// Group a limited to 64 MiB: usage rises to `top` at t=1.0 and stays; the watermark follows it
 /// (`peak_of`), and `hits` charges have failed from t=1.0 on.
 fn watermarked(top: i64, peak_of: impl Fn(i64) -> i64, hits: i64) -> Record {
