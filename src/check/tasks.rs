@@ -11,7 +11,7 @@
 
 use super::hierarchy::ANCESTOR_LAG;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, STALE_WINDOW, columns, missing};
-use crate::exec::sample::tasks::COUNTER;
+use crate::model::counter::ANON;
 use crate::model::{Column, Machine, Record};
 use crate::scenario::{CheckInput, ScenarioError};
 use crate::units::human_bytes;
@@ -39,7 +39,7 @@ impl CheckSpec for Tasks {
     }
     fn needs(&self) -> Needs {
         Needs {
-            counters: vec![COUNTER.into()],
+            counters: vec![ANON.into()],
             tasks: Some(self.cgroup.clone()),
             ..Needs::default()
         }
@@ -118,12 +118,12 @@ fn broke(
 }
 
 pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
-    let (col, g) = match columns(rec, cgroup, &[COUNTER.into()]) {
+    let (col, g) = match columns(rec, cgroup, &[ANON.into()]) {
         Ok(c) => c[0].clone(),
         Err(e) => return missing(name, e),
     };
     let s = &rec.series;
-    let truth = |pre| s.col(&Column::tasks(cgroup, COUNTER, pre).to_string());
+    let truth = |pre| s.col(&Column::tasks(cgroup, ANON, pre).to_string());
     let (Some(pre), Some(post)) = (truth(true), truth(false)) else {
         return missing(name, format!("the tasks of {cgroup} were not sampled"));
     };
