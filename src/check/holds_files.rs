@@ -5,8 +5,9 @@
 //! hold more (files it only read, filesystem metadata), so the check is one-sided. A move takes
 //! mapped pages away: scenarios that move judge it before the move only (`phase`).
 
-use super::hierarchy::ANCESTOR_LAG;
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, STALE_WINDOW, columns, missing};
+use super::{
+    Check, CheckResult, CheckSpec, Needs, Outcome, STALE_WINDOW, columns, missing, stale_lag,
+};
 use crate::model::counter::FILE;
 use crate::model::{Column, Record};
 use crate::scenario::{CheckInput, ScenarioError};
@@ -76,11 +77,8 @@ pub fn holds_files(name: String, rec: &Record, cgroup: &str, phase: Option<&str>
     // A group's statistics can be stale for a moment (a concurrent flush), a parent's for up to
     // the periodic flush: a count at least what the files held some time in that window is
     // stale, not short.
-    let parent = s
-        .columns
-        .iter()
-        .any(|c| c.starts_with(&format!("{cgroup}/")));
-    let lag = if parent { ANCESTOR_LAG } else { STALE_WINDOW };
+    let lag = stale_lag(rec, cgroup);
+    let parent = lag > STALE_WINDOW;
     // The truth at the moment of the cgroup read lies between the reads before and after it.
     let lo = |r: usize| s.get(r, pre).min(s.get(r, post));
     let short = |r: usize| {

@@ -235,6 +235,18 @@ fn columns(
         .collect()
 }
 
+/// How long a group's memory.stat may lag what it counts: a concurrent flush for a leaf
+/// (STALE_WINDOW), the periodic flush for a group with sampled children (ANCESTOR_LAG; see
+/// hierarchy).
+fn stale_lag(rec: &Record, cgroup: &str) -> f64 {
+    let below = format!("{cgroup}/");
+    if rec.series.columns.iter().any(|c| c.starts_with(&below)) {
+        hierarchy::ANCESTOR_LAG
+    } else {
+        STALE_WINDOW
+    }
+}
+
 fn missing(name: String, why: String) -> CheckResult {
     CheckResult::new(name, Outcome::NotExercised, "-".into(), "-".into(), why)
 }

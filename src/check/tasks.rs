@@ -9,8 +9,7 @@
 //! group) and a `release` (an exiting task's mm is detached, so its status shows no RssAnon,
 //! before its pages are freed).
 
-use super::hierarchy::ANCESTOR_LAG;
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, STALE_WINDOW, columns, missing};
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, stale_lag};
 use crate::model::counter::ANON;
 use crate::model::{Column, Machine, Record};
 use crate::scenario::{CheckInput, ScenarioError};
@@ -129,11 +128,7 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     };
     let (tol, tol_text) = tolerance(&rec.machine);
     // A parent's statistics may lag its children's up to the periodic flush (see hierarchy).
-    let parent = s
-        .columns
-        .iter()
-        .any(|c| c.starts_with(&format!("{cgroup}/")));
-    let lag = if parent { ANCESTOR_LAG } else { STALE_WINDOW };
+    let lag = stale_lag(rec, cgroup);
     let skipped = |t: f64| {
         rec.steps
             .iter()

@@ -5,8 +5,7 @@
 //! A statistic that counts a page twice, or keeps a page that left, shows here; a missing one
 //! does not (that is `holds-files` and `tasks`).
 
-use super::hierarchy::ANCESTOR_LAG;
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, STALE_WINDOW, columns, missing};
+use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, stale_lag};
 use crate::model::column::short_sum;
 use crate::model::counter::{ANON, FILE, USAGE};
 use crate::model::{Machine, Record};
@@ -73,11 +72,7 @@ pub fn usage_covers(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     let (tol, tol_text) = tolerance(&rec.machine);
     // Statistics may lag the page counter (a parent's up to the periodic flush): pages freed a
     // moment ago are still in them. They must fit the largest usage of that window.
-    let parent = s
-        .columns
-        .iter()
-        .any(|c| c.starts_with(&format!("{cgroup}/")));
-    let lag = if parent { ANCESTOR_LAG } else { STALE_WINDOW };
+    let lag = stale_lag(rec, cgroup);
     let (mut run, mut worst, mut most) = (0, i64::MIN, 0);
     for r in 0..s.len() {
         let t = s.t[r];

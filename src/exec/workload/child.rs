@@ -227,7 +227,6 @@ pub(super) fn map_shared_file(
     path: &std::path::Path,
     size: u64,
 ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
-    use nix::sys::mman::{MapFlags, ProtFlags, mmap};
     let f = fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -236,8 +235,13 @@ pub(super) fn map_shared_file(
         .mode(0o600)
         .open(path)
         .with_context(|| format!("create {}", path.display()))?;
-    f.set_len(size)
-        .with_context(|| format!("truncate {}", path.display()))?;
+    map_shared(&f, size).with_context(|| format!("truncate and map {}", path.display()))
+}
+
+/// Sets the length of our own file `f` to `size` and maps all of it shared, read-write.
+fn map_shared(f: &fs::File, size: u64) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+    use nix::sys::mman::{MapFlags, ProtFlags, mmap};
+    f.set_len(size).context("ftruncate")?;
     let len = std::num::NonZeroUsize::new(size as usize).context("file mapping of 0 bytes")?;
     // SAFETY: a shared mapping of a file we own; callers stay inside its length.
     unsafe {
@@ -246,34 +250,20 @@ pub(super) fn map_shared_file(
             len,
             ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
             MapFlags::MAP_SHARED,
-            &f,
+            f,
             0,
         )
     }
-    .with_context(|| format!("mmap {}", path.display()))
+    .context("mmap")
 }
 
 /// A memfd of `size` bytes, mapped shared with every page written: `size` bytes of shmem, all
 /// mapped, charged to the caller's group. The mapping stays until the task exits.
 pub(super) fn touch_shmem(size: u64) -> Result<std::os::fd::OwnedFd> {
     use nix::sys::memfd::{MFdFlags, memfd_create};
-    use nix::sys::mman::{MapFlags, ProtFlags, mmap};
     let fd = memfd_create(c"memcgtest-shmem", MFdFlags::MFD_CLOEXEC).context("memfd_create")?;
     let f = fs::File::from(fd);
-    f.set_len(size).context("ftruncate the memfd")?;
-    let len = std::num::NonZeroUsize::new(size as usize).context("memfd of 0 bytes")?;
-    // SAFETY: a shared mapping of our own memfd; the loop stays inside its length.
-    let ptr = unsafe {
-        mmap(
-            None,
-            len,
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_SHARED,
-            &f,
-            0,
-        )
-    }
-    .context("mmap the memfd")?;
+    let ptr = map_shared(&f, size).context("map the memfd")?;
     let base = ptr.as_ptr() as *mut u8;
     for off in (0..size as usize).step_by(4096) {
         // SAFETY: off < size, inside the mapping.
