@@ -121,8 +121,15 @@ pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             ),
         )
     };
+    let oom = if columns(rec, cgroup, &[OOM_KILLS.into()]).is_ok() {
+        format!(
+            "; one sample above it within {OOM_WINDOW} s of an OOM kill in the group is a charge forced for the victim, undone as it exits"
+        )
+    } else {
+        String::new()
+    };
     res.tolerance = Some(format!(
-        "{} (charges forced past the limit: an OOM victim exiting, __GFP_NOFAIL); one sample above it within {OOM_WINDOW} s of an OOM kill in the group is a charge forced for the victim, undone as it exits",
+        "{} (charges forced past the limit: an OOM victim exiting, __GFP_NOFAIL){oom}",
         rec.machine.stat_batch_explained()
     ));
     if !excused.is_empty() {
