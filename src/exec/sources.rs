@@ -11,6 +11,7 @@ use super::sample::Source;
 use crate::model::Column;
 use crate::model::ScenarioResult;
 use crate::model::counter::DIRTY_WRITEBACK;
+use crate::model::counter::Loc;
 use crate::scenario::Scenario;
 use crate::sys::cgroup::stat;
 use crate::sys::cgroup::{Cgroup, Version};
@@ -119,7 +120,15 @@ fn group_sources(
         columns.push(Column::group(name, c).to_string());
         match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
             Some(key) => keyed.push((key, col)),
-            None => sources.push(own_file(cg, c, col)?),
+            // A counter of its own kept in memory.stat (v1 swap): read with the others.
+            None => match crate::model::counter::file(cg.version, c) {
+                Some(Loc { file, key: Some(k) })
+                    if file == crate::sys::cgroup::file_name(cg.version, "stat") =>
+                {
+                    keyed.push((k.to_string(), col))
+                }
+                _ => sources.push(own_file(cg, c, col)?),
+            },
         }
     }
     if numa {
