@@ -49,28 +49,8 @@ pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     };
     let tol = rec.machine.stat_batch_bytes() as i64;
     let bound = limit as i64 + tol;
-    let s = &rec.series;
-    let above = |r: usize| r < s.len() && s.get(r, c) > bound;
-    // A charge forced past the limit for an OOM victim is undone as it exits: one sample above
-    // the limit while the group's OOM killer kills is that, and is reported, not failed.
-    let forced = |r: usize| !above(r + 1) && (r == 0 || !above(r - 1)) && oom_near(rec, cgroup, r);
-    let (mut max, mut at) = (i64::MIN, 0);
-    let mut excused = Vec::new();
-    for r in 0..s.len() {
-        let v = s.get(r, c);
-        if above(r) && forced(r) {
-            excused.push(format!(
-                "{} at t={:.3}s",
-                human_bytes(v - limit as i64),
-                s.t[r]
-            ));
-            continue;
-        }
-        if v > max {
-            (max, at) = (v, r);
-        }
-    }
-    if s.is_empty() {
+    let (max, at, excused) = peak(rec, cgroup, c, (limit as i64, bound));
+    if rec.series.is_empty() {
         return missing(name, "no samples".into());
     }
     // A limit the workload never came near was not tested.
@@ -139,6 +119,34 @@ pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         );
     }
     res
+}
+
+/// The group's highest usage and its row, leaving out single samples above `bound` within
+/// OOM_WINDOW of an OOM kill in the group (`limit` plus tolerance; returned as "X at t=Ys" for the detail).
+fn peak(
+    rec: &Record,
+    cgroup: &str,
+    c: usize,
+    (limit, bound): (i64, i64),
+) -> (i64, usize, Vec<String>) {
+    let s = &rec.series;
+    let above = |r: usize| r < s.len() && s.get(r, c) > bound;
+    // A charge forced past the limit for an OOM victim is undone as it exits: one sample above
+    // the limit while the group's OOM killer kills is that, and is reported, not failed.
+    let forced = |r: usize| !above(r + 1) && (r == 0 || !above(r - 1)) && oom_near(rec, cgroup, r);
+    let (mut max, mut at) = (i64::MIN, 0);
+    let mut excused = Vec::new();
+    for r in 0..s.len() {
+        let v = s.get(r, c);
+        if above(r) && forced(r) {
+            excused.push(format!("{} at t={:.3}s", human_bytes(v - limit), s.t[r]));
+            continue;
+        }
+        if v > max {
+            (max, at) = (v, r);
+        }
+    }
+    (max, at, excused)
 }
 
 /// How close to an OOM kill (s) a one-sample excess counts as forced for the victim.
