@@ -1,16 +1,15 @@
 //! memcgtest's command line; the library is `lib.rs`. See README.md.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
 use memcgtest::error::{Error, exit};
-use memcgtest::exec::{runner, workload};
+use memcgtest::exec::{suite, workload};
 use memcgtest::sys::cgroup::detect::{self, Choice};
 use memcgtest::sys::{cgroup, cleanup, lock, sysctl};
-use memcgtest::{ab, compare, env, model, progress, report, scenario, vm};
+use memcgtest::{ab, compare, env, report, scenario, vm};
 
 mod cli;
 
@@ -64,7 +63,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
         }
         Command::Env { json } => {
             // The charge-moving probe creates a marked group: held live while it exists.
-            let _live = own_liveness().ok();
+            let _live = suite::own_liveness().ok();
             let e = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
             if *json {
                 println!("{}", serde_json::to_string_pretty(&e).map_err(internal)?);
@@ -111,13 +110,28 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     "--origin {origin:?}: KCIDB wants [a-z0-9_]+"
                 )));
             }
-            run_scenarios(
-                &cli,
-                names,
-                (*format, report.as_deref(), *events),
-                (origin, build_id.as_deref()),
-                *quick,
-                (*timeout, *stall, *sample_interval, *no_wait),
+            let place = suite::Place {
+                cgroup: cli.cgroup,
+                parent: cli.parent.as_deref(),
+                scratch: &cli.scratch,
+                slow_scratch: cli.slow_scratch.as_deref(),
+                scenario_dir: cli.scenario_dir.as_deref(),
+            };
+            suite::run_scenarios(
+                &place,
+                &suite::Options {
+                    names,
+                    format: *format,
+                    report_dir: report.as_deref(),
+                    events: *events,
+                    origin,
+                    build_id: build_id.as_deref(),
+                    quick: *quick,
+                    timeout: *timeout,
+                    stall: *stall,
+                    sample_interval: *sample_interval,
+                    no_wait: *no_wait,
+                },
             )
         }
         Command::Compare {
@@ -278,7 +292,7 @@ fn run_vm(cli: &Cli) -> Result<u8, Error> {
         unreachable!()
     };
     // Its work directory in the scratch directory is marked: held live while it exists.
-    let _live = own_liveness().ok();
+    let _live = suite::own_liveness().ok();
     let opts = vm::Options {
         kernel: kernel.clone(),
         modules: modules.clone(),
@@ -316,7 +330,7 @@ fn run_ab(cli: &Cli) -> Result<u8, Error> {
             "ab: the guest command is run [NAMES] [RUN OPTIONS], without --format (ab's own --format chooses stdout)".into(),
         ));
     }
-    let _live = own_liveness().ok();
+    let _live = suite::own_liveness().ok();
     let kernels = ab::Kernels {
         base: (base.clone(), base_modules.clone()),
         new: (new.clone(), new_modules.clone()),
@@ -389,282 +403,6 @@ fn internal(e: impl std::fmt::Display) -> Error {
     Error::Internal(e.to_string())
 }
 
-/// This machine cannot test at all: 125.
-fn untestable(msg: impl std::fmt::Display) -> Error {
-    Error::Environment(format!("nothing can be tested: {msg}"))
-}
-
-fn run_scenarios(
-    cli: &Cli,
-    names: &[String],
-    (format, report_dir, events): (report::Format, Option<&Path>, bool),
-    (origin, build_id): (&str, Option<&str>),
-    quick: bool,
-    (timeout, stall, sample_interval, no_wait): (
-        Option<std::time::Duration>,
-        Option<std::time::Duration>,
-        Option<std::time::Duration>,
-        bool,
-    ),
-) -> Result<u8, Error> {
-    let selected = select(cli, names, sample_interval)?;
-    if !nix::unistd::geteuid().is_root() {
-        return Err(untestable(
-            "memcgtest run needs root (it creates cgroups and writes /proc/sys/vm)",
-        ));
-    }
-    // Held for the whole run: `cleanup` leaves this run's groups and files alone.
-    let _live = own_liveness().map_err(untestable)?;
-    let (parent, scratch, slow_scratch) = test_place(cli, &selected, report_dir)?;
-    cleanup::install_signal_handlers();
-    let started = chrono::Utc::now();
-    let environment = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
-    let in_vm = std::env::var_os("MEMCGTEST_KMSG").is_some();
-    // `--events` (a VM guest): stdout carries typed events for the host, not the format.
-    let mode = if events {
-        progress::Mode::Events
-    } else if std::io::stderr().is_terminal() {
-        progress::Mode::Live
-    } else {
-        progress::Mode::Off
-    };
-    let ctx = runner::Context {
-        parent,
-        scratch,
-        slow_scratch,
-        wait_sysctls: !no_wait,
-        quick,
-        timeout,
-        stall: match stall {
-            Some(d) if d.is_zero() => None,
-            Some(d) => Some(d),
-            None if quick => Some(memcgtest::exec::watchdog::QUICK_STALL),
-            None => Some(memcgtest::exec::watchdog::STALL),
-        },
-        machine: memcgtest::sys::proc::machine(Path::new(memcgtest::sys::proc::PROC)),
-        progress: runner::Progress::new(mode),
-    };
-    let ids = report::kcidb::Ids::new(origin, build_id, &environment, started);
-    let header = model::RunReport::new(environment.clone(), quick, started, ids.clone(), vec![]);
-    ctx.progress.event(&model::Event::Start {
-        format,
-        report: Box::new(header),
-    });
-    let results = run_each(&ctx, &selected, quick, in_vm);
-    let mut rep = model::RunReport::new(environment, quick, started, ids, results);
-    rep.seconds = (chrono::Utc::now() - started).as_seconds_f64();
-    ctx.progress.event(&model::Event::Finish {
-        seconds: rep.seconds,
-    });
-    if !events {
-        print!("{}", report::render(&rep, format));
-    }
-    let verdict = run_verdict(&rep.scenarios, cleanup::interrupted());
-    match report_dir {
-        Some(dir) => with_report(verdict, report::write_dir(&rep, dir)),
-        None => verdict,
-    }
-}
-
-/// The scenarios `names` asks for (all when empty), with `--sample-interval` applied.
-fn select(
-    cli: &Cli,
-    names: &[String],
-    sample_interval: Option<std::time::Duration>,
-) -> Result<Vec<scenario::Scenario>, Error> {
-    let all = scenario::load_all(cli.scenario_dir.as_deref())?;
-    let mut selected = Vec::new();
-    for n in names {
-        match all.iter().find(|s| &s.name == n) {
-            Some(s) => selected.push(s.clone()),
-            None => {
-                let known: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
-                return Err(Error::Usage(format!(
-                    "no scenario named {n:?} (known: {})",
-                    known.join(", ")
-                )));
-            }
-        }
-    }
-    if names.is_empty() {
-        selected = all;
-    }
-    if let Some(i) = sample_interval {
-        for s in &mut selected {
-            s.sample.interval = i;
-        }
-    }
-    Ok(selected)
-}
-
-/// Where the run's groups and files go, checked before anything runs: the test parent (with the
-/// memory controller for its children), the scratch directory (with writeback when a scenario
-/// needs it) and the report directory.
-fn test_place(
-    cli: &Cli,
-    selected: &[scenario::Scenario],
-    report_dir: Option<&Path>,
-) -> Result<(cgroup::Cgroup, PathBuf, Option<PathBuf>), Error> {
-    let layout = detect::detect().map_err(untestable)?;
-    let parent =
-        env::test_parent(&layout, cli.cgroup, cli.parent.as_deref()).map_err(untestable)?;
-    if !writable_dir(&parent.path) {
-        return Err(untestable(format!(
-            "cannot create cgroups below {}",
-            parent.path.display()
-        )));
-    }
-    if parent.version == cgroup::Version::V2
-        && let Err(e) = parent.enable_memory_for_children()
-    {
-        return Err(untestable(format!(
-            "cannot enable the memory controller below {} ({e}). cgroup v2 forbids it in a group \
-                 that has processes of its own. Delegate an empty subtree and pass it with --parent, e.g. \
-                 `mkdir /sys/fs/cgroup/memcgtest.slice && echo +memory > /sys/fs/cgroup/cgroup.subtree_control` \
-                 then --parent /sys/fs/cgroup/memcgtest.slice, or run under `systemd-run --scope -p Delegate=yes`",
-            parent.path.display()
-        )));
-    }
-    // The scratch and report directories are this machine's: checked before anything runs.
-    let writeback = selected.iter().any(|s| s.requires.writeback);
-    let scratch = scratch_dir(&cli.scratch, "--scratch", writeback)?;
-    let slow_scratch = match &cli.slow_scratch {
-        Some(d) => Some(scratch_dir(d, "--slow-scratch", writeback)?),
-        None => None,
-    };
-    if let Some(dir) = report_dir
-        && !(std::fs::create_dir_all(dir).is_ok() && writable_dir(dir))
-    {
-        return Err(untestable(format!(
-            "report directory {} cannot be created or is not writable",
-            dir.display()
-        )));
-    }
-    Ok((parent, scratch, slow_scratch))
-}
-
-/// A scratch directory (`flag`) checked: it exists, is writable and, when a scenario needs
-/// writeback, on a filesystem that has it.
-fn scratch_dir(dir: &Path, flag: &str, writeback: bool) -> Result<PathBuf, Error> {
-    let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    if !writable_dir(&canonical) {
-        return Err(untestable(format!(
-            "scratch directory {} is missing, not a directory or not writable; pass {flag} DIR",
-            dir.display()
-        )));
-    }
-    let fstype = memcgtest::sys::proc::fstype_of(&canonical);
-    if writeback && !env::supports_writeback(fstype.as_deref()) {
-        return Err(untestable(format!(
-            "scratch directory {} is on {}, which has no writeback: pages there never become dirty in \
-             memory.stat. Pass {flag} DIR on ext4, xfs or btrfs",
-            dir.display(),
-            fstype.as_deref().unwrap_or("an unknown filesystem")
-        )));
-    }
-    Ok(canonical)
-}
-
-/// Runs the scenarios one after another (until interrupted), with progress and remembered
-/// durations.
-fn run_each(
-    ctx: &runner::Context,
-    selected: &[scenario::Scenario],
-    quick: bool,
-    in_vm: bool,
-) -> Vec<model::ScenarioResult> {
-    let mut durations = if in_vm {
-        progress::Durations::none()
-    } else {
-        progress::Durations::load()
-    };
-    let keys: Vec<String> = selected
-        .iter()
-        .map(|s| progress::key(&s.name, quick))
-        .collect();
-    let mut results = Vec::new();
-    for (i, sc) in selected.iter().enumerate() {
-        if cleanup::interrupted() {
-            break;
-        }
-        let (expected, after) = durations.expected(&keys, i);
-        ctx.progress.scenario(
-            (i + 1, selected.len()),
-            &sc.name,
-            &sc.summary,
-            expected,
-            after,
-        );
-        kmsg(&format!("{}{}", vm::console::BEGIN, sc.name));
-        let r = runner::run_scenario(ctx, sc);
-        kmsg(&format!("{}{}", vm::console::END, sc.name));
-        ctx.progress.done(&r);
-        // Skips and errors end early: only whole runs say how long the next one takes.
-        if matches!(r.status, model::Status::Pass | model::Status::Fail) {
-            durations.seconds.insert(keys[i].clone(), r.seconds);
-        }
-        results.push(r);
-    }
-    ctx.progress.finish();
-    durations.save();
-    results
-}
-
-/// The run's exit once its report was written or not. A kernel found bad stays bad (1) when the
-/// report cannot be written (the error goes to stderr): git bisect would take 125 for "skip" and
-/// let the bad commit escape. Otherwise an unwritable report is the machine's (125); a verdict
-/// that is already an error stays that error.
-fn with_report(verdict: Result<u8, Error>, written: anyhow::Result<()>) -> Result<u8, Error> {
-    match (verdict, written) {
-        (v, Ok(())) => v,
-        (Ok(exit::FAIL), Err(e)) => {
-            eprintln!("memcgtest: report: {e:#}");
-            Ok(exit::FAIL)
-        }
-        (Ok(_), Err(e)) => Err(Error::Environment(format!("report: {e:#}"))),
-        (Err(v), Err(e)) => {
-            eprintln!("memcgtest: report: {e:#}");
-            Err(v)
-        }
-    }
-}
-
-/// The exit of a run from its scenarios' results, in this order: interrupted by a signal: 125
-/// (the run is incomplete, whatever it saw); a failed check or a scenario the kernel stopped
-/// (`Error::Kernel`: worker killed, timeout): 1; a scenario the machine stopped: 125 with its
-/// reason; nothing passed (every scenario skipped): 125; else 0.
-fn run_verdict(results: &[model::ScenarioResult], interrupted: bool) -> Result<u8, Error> {
-    use model::Status;
-    if interrupted {
-        return Err(Error::Interrupted);
-    }
-    let failed = |r: &&model::ScenarioResult| {
-        r.status == Status::Fail
-            || r.error
-                .as_ref()
-                .is_some_and(|e| e.exit_code() == exit::FAIL)
-    };
-    if results.iter().any(|r| failed(&r)) {
-        return Ok(exit::FAIL);
-    }
-    if let Some(r) = results.iter().find(|r| r.status == Status::Error) {
-        let e = r.error.clone().unwrap_or(Error::Internal(r.reason.clone()));
-        return Err(match e {
-            Error::Environment(m) => Error::Environment(format!("{} could not run: {m}", r.name)),
-            other => other,
-        });
-    }
-    if !results.iter().any(|r| r.status == Status::Pass) {
-        return Err(untestable("every scenario was skipped"));
-    }
-    Ok(exit::OK)
-}
-
-/// Takes this process's liveness lock (see `lock.rs`).
-fn own_liveness() -> anyhow::Result<lock::LiveLock> {
-    lock::LiveLock::acquire(Path::new(lock::RUN_DIR), std::process::id() as i32)
-}
-
 /// Where `cleanup` looks for cgroups: below a validated `--parent`, else the whole memory
 /// hierarchy (v1) and cgroup2 tree, wherever a run with any `--parent` could have put them.
 fn cleanup_roots(parent: Option<&Path>) -> Result<Vec<cgroup::Cgroup>, Error> {
@@ -687,92 +425,4 @@ fn cleanup_roots(parent: Option<&Path>) -> Result<Vec<cgroup::Cgroup>, Error> {
         )));
     }
     Ok(roots)
-}
-
-/// An existing directory this process may create files in.
-fn writable_dir(p: &Path) -> bool {
-    p.is_dir() && nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).is_ok()
-}
-
-/// In a VM (MEMCGTEST_KMSG set by the guest init), marks scenario boundaries in the kernel log so
-/// the host can tell which scenario a kernel splat happened in.
-fn kmsg(msg: &str) {
-    if std::env::var_os("MEMCGTEST_KMSG").is_some() {
-        let _ = std::fs::write("/dev/kmsg", format!("{msg}\n"));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use model::{ScenarioResult, Status};
-
-    fn result(status: Status, error: Option<Error>) -> ScenarioResult {
-        ScenarioResult {
-            name: "s".into(),
-            summary: String::new(),
-            status,
-            reason: error.as_ref().map(|e| e.to_string()).unwrap_or_default(),
-            cgroup_version: None,
-            seconds: 0.0,
-            samples: 0,
-            phases: vec![],
-            checks: vec![],
-            notes: vec![],
-            moves: vec![],
-            measurements: vec![],
-            record: None,
-            error,
-        }
-    }
-
-    fn code(results: &[ScenarioResult], interrupted: bool) -> u8 {
-        match run_verdict(results, interrupted) {
-            Ok(v) => v,
-            Err(e) => e.exit_code(),
-        }
-    }
-
-    #[test]
-    fn run_exit_codes() {
-        let pass = || result(Status::Pass, None);
-        let fail = || result(Status::Fail, None);
-        let skip = || result(Status::Skip, None);
-        let kernel = || result(Status::Error, Some(Error::Kernel("timeout".into())));
-        let machine = || result(Status::Error, Some(Error::Environment("ENOSPC".into())));
-        assert_eq!(code(&[pass(), skip()], false), 0);
-        assert_eq!(code(&[pass(), fail()], false), 1);
-        // A timeout or a worker the kernel killed blames the kernel.
-        assert_eq!(code(&[pass(), kernel()], false), 1);
-        // A disk full in the scratch directory does not.
-        assert_eq!(code(&[pass(), machine()], false), 125);
-        // A failed check wins over the machine's trouble elsewhere: the kernel is bad.
-        assert_eq!(code(&[machine(), fail()], false), 1);
-        // Nothing passed: nothing was tested.
-        assert_eq!(code(&[skip(), skip()], false), 125);
-        // A signal makes the run incomplete, whatever it saw.
-        assert_eq!(code(&[fail()], true), 125);
-        let interrupted = result(Status::Error, Some(Error::Interrupted));
-        assert_eq!(code(&[pass(), interrupted], false), 125);
-        let e = run_verdict(&[pass(), machine()], false).unwrap_err();
-        assert!(e.to_string().contains("s could not run: ENOSPC"), "{e}");
-    }
-
-    #[test]
-    fn a_failed_run_stays_1_when_the_report_cannot_be_written() {
-        let unwritable = || {
-            Err(anyhow::anyhow!(
-                "write /r/results.json: No space left on device"
-            ))
-        };
-        let code = |r: Result<u8, Error>| r.unwrap_or_else(|e| e.exit_code());
-        assert_eq!(code(with_report(Ok(exit::FAIL), unwritable())), 1);
-        assert_eq!(code(with_report(Ok(exit::OK), unwritable())), 125);
-        assert_eq!(
-            code(with_report(Err(Error::Interrupted), unwritable())),
-            125
-        );
-        assert_eq!(code(with_report(Ok(exit::OK), Ok(()))), 0);
-        assert_eq!(code(with_report(Ok(exit::FAIL), Ok(()))), 1);
-    }
 }

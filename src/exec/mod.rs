@@ -6,5 +6,6 @@ pub mod runner;
 pub mod sample;
 mod sources;
 mod steps;
+pub mod suite;
 pub mod watchdog;
 pub mod workload;
