@@ -349,7 +349,7 @@ pub use settles::{Settles, settles};
 pub use tasks::{Tasks, tasks};
 pub use throughput::{Throughput, throughput};
 pub use tracks_global::{TracksGlobal, tracks_global};
-pub use under_high::{UnderHigh, under_high};
+pub use under_high::{UnderHigh, throttled_growth, under_high};
 pub use under_limit::{UnderLimit, under_limit};
 pub use usage_covers::{UsageCovers, usage_covers};
 

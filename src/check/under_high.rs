@@ -6,6 +6,10 @@
 //! the small overage reclaim may leave unthrottled (see `overshoot`). Each
 //! time reclaim finds the group above high it counts a `high` event (memory.events): the count
 //! rises when, and only when, the usage went above high.
+//!
+//! With `throttled = true` the memory above high cannot be reclaimed (anon in a group without
+//! swap): then the kernel slows the charging task down instead (`throttled_growth`), and the
+//! bound grows with the time the usage has been above high.
 
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
 use crate::model::counter::{HIGH_EVENTS, PEAK, USAGE};
@@ -20,13 +24,17 @@ use crate::units::human_bytes;
 pub struct UnderHigh {
     pub cgroup: String,
     pub hit: bool,
+    /// Reclaim can free nothing above high: the bound is the throttling's.
+    pub throttled: bool,
 }
 
 pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "hit"])?;
+    i.only(&["cgroup", "hit", "throttled"])?;
+    let flag = |k| Ok::<_, ScenarioError>(i.get::<bool>(k)?.is_some_and(|b| b.into_inner()));
     Ok(Check::new(UnderHigh {
         cgroup: i.cgroup("cgroup")?,
-        hit: i.get::<bool>("hit")?.is_some_and(|b| b.into_inner()),
+        hit: flag("hit")?,
+        throttled: flag("throttled")?,
     }))
 }
 
@@ -41,7 +49,7 @@ impl CheckSpec for UnderHigh {
         }
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
-        under_high(self.name(), rec, &self.cgroup, self.hit)
+        under_high(self.name(), rec, &self.cgroup, (self.hit, self.throttled))
     }
 }
 
@@ -64,7 +72,55 @@ pub fn overshoot(m: &Machine, high: i64) -> (i64, String) {
     )
 }
 
-pub fn under_high(name: String, rec: &Record, cgroup: &str, hit: bool) -> CheckResult {
+/// How much further above high (bytes) the usage may be `t` seconds after it passed high, when
+/// reclaim can free nothing there. Each return to user space of a task owing `debt` pages charged
+/// above high (64 per refill of its CPU's charge stock; more than 64 makes try_charge() handle it
+/// at once, so at most 128) runs mem_cgroup_handle_over_high(): reclaim finds nothing, and the
+/// task sleeps min(r^2 x debt s, 2 s), r = (usage - high) / high (calculate_high_delay: the
+/// overage r << 20, squared, times HZ, shifted right by 34, times debt / 64), unless that is at
+/// most HZ/100. So once r is 1/20, each page costs at least r^2 s, less a jiffy of truncation
+/// and a jiffy of the timer (at most 20 ms of 160: counted as 0.8 r^2), and the excess x (pages)
+/// grows as dx/dt <= high^2 / (0.8 x^2): x^3 by at most 3.75 high^2 per second; at the 2 s cap,
+/// by at most 128 pages per 1.98 s (65 pages/s). Their sum: high/20 + cbrt(3.75 high^2 t) + 65 t
+/// pages.
+pub fn throttled_growth(high: i64, page: u64, t: f64) -> (i64, String) {
+    let h = high as f64 / page as f64;
+    let t = t.max(0.0);
+    let pages = h / 20.0 + (3.75 * h * h * t).cbrt() + 65.0 * t;
+    let bytes = (pages * page as f64) as i64;
+    let text = format!(
+        "throttled, reclaim can free nothing: high/20 + cbrt(3.75 x high^2 x t) + 65 pages/s x t (t: seconds above high; the sleeps of calculate_high_delay) = {} at t={t:.1}s",
+        human_bytes(bytes)
+    );
+    (bytes, text)
+}
+
+/// What the usage may have above high at a sample `t` s after it passed high: the overshoot,
+/// and with `throttled` what the throttled task could charge since.
+fn allowance(m: &Machine, high: i64, throttled: bool, t: f64) -> (i64, String) {
+    let (a, text) = overshoot(m, high);
+    if !throttled {
+        return (a, text);
+    }
+    let (g, grown) = throttled_growth(high, m.page_size, t);
+    (a + g, format!("{text} + {grown}"))
+}
+
+/// When the usage passed high: the last sample at or under it before the first one above.
+fn passed_high(rec: &Record, over: impl Fn(usize) -> i64, high: i64) -> f64 {
+    let s = &rec.series;
+    match (0..s.len()).position(|r| over(r) > high) {
+        Some(0) | None => s.t.first().copied().unwrap_or(0.0),
+        Some(r) => s.t[r - 1],
+    }
+}
+
+pub fn under_high(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    (hit, throttled): (bool, bool),
+) -> CheckResult {
     let Some(high) = rec.high_of(cgroup) else {
         return missing(name, format!("{cgroup} has no memory.high"));
     };
@@ -78,34 +134,37 @@ pub fn under_high(name: String, rec: &Record, cgroup: &str, hit: bool) -> CheckR
         return missing(name, "no samples".into());
     }
     let high = high as i64;
-    let (allow, allow_text) = overshoot(&rec.machine, high);
-    let at = |r: usize| {
-        let t = s.t[r];
-        format!("at t={t:.3}s (phase {})", rec.phase_at(t))
-    };
+    // The watermark, and the usage in case the watermark is what broke.
+    let over = |r: usize| s.get(r, peak).max(s.get(r, usage));
+    let t0 = passed_high(rec, over, high);
+    let bound = |r: usize| allowance(&rec.machine, high, throttled, s.t[r] - t0);
+    let at = |r: usize| at(rec, r);
     let fail = |r: usize, actual: String, expected: String, detail: String| {
         let mut res = CheckResult::new(name.clone(), Outcome::Fail, actual, expected, detail);
         res.at = Some(s.t[r]);
-        res.tolerance = Some(allow_text.clone());
+        res.tolerance = Some(bound(r).1);
         res
     };
-    // The watermark, and the usage in case the watermark is what broke.
-    let over = |r: usize| s.get(r, peak).max(s.get(r, usage));
     let top = (0..s.len()).max_by_key(|&r| over(r)).unwrap_or(0);
     let max_over = over(top);
-    if let Some(r) = (0..s.len()).find(|&r| over(r) > high + allow) {
+    if let Some(r) = (0..s.len()).find(|&r| over(r) > high + bound(r).0) {
         return fail(
             r,
             format!("{cgroup}.peak {}", human_bytes(max_over)),
-            format!("<= high {} + {}", human_bytes(high), human_bytes(allow)),
             format!(
-                "{} {cgroup}'s usage reached {}, {} above its memory.high of {}, and went on to {} {}: charges went on past high without reclaim: {}",
+                "<= high {} + {}",
+                human_bytes(high),
+                human_bytes(bound(r).0)
+            ),
+            format!(
+                "{} {cgroup}'s usage reached {}, {} above its memory.high of {}, and went on to {} {}: charges went on past high {}: {}",
                 at(r),
                 human_bytes(over(r)),
                 human_bytes(over(r) - high),
                 human_bytes(high),
                 human_bytes(max_over),
                 at(top),
+                ["without reclaim", "faster than the throttling allows"][usize::from(throttled)],
                 s.describe_row(r)
             ),
         );
@@ -128,14 +187,7 @@ pub fn under_high(name: String, rec: &Record, cgroup: &str, hit: bool) -> CheckR
         );
     }
     if hit && max_over <= high {
-        return missing(
-            name,
-            format!(
-                "{cgroup}'s high watermark stayed at {}, not above its memory.high of {}: the workload never went above high, so its enforcement was not tested",
-                human_bytes(max_over),
-                human_bytes(high)
-            ),
-        );
+        return never_above(name, cgroup, max_over, high);
     }
     if hit && max_events == 0 {
         return fail(
@@ -151,13 +203,32 @@ pub fn under_high(name: String, rec: &Record, cgroup: &str, hit: bool) -> CheckR
             ),
         );
     }
+    let (allow, text) = bound(top);
     let seen = Seen {
         high,
         allow,
         max_over,
         max_events,
     };
-    passed(name, cgroup, &seen, allow_text)
+    passed(name, cgroup, &seen, text)
+}
+
+/// "at t=..s (phase ..)" of row `r`.
+fn at(rec: &Record, r: usize) -> String {
+    let t = rec.series.t[r];
+    format!("at t={t:.3}s (phase {})", rec.phase_at(t))
+}
+
+/// The workload was to go above high and never did: not tested.
+fn never_above(name: String, cgroup: &str, max_over: i64, high: i64) -> CheckResult {
+    missing(
+        name,
+        format!(
+            "{cgroup}'s high watermark stayed at {}, not above its memory.high of {}: the workload never went above high, so its enforcement was not tested",
+            human_bytes(max_over),
+            human_bytes(high)
+        ),
+    )
 }
 
 /// What the check found, for its pass line.

@@ -214,7 +214,8 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             cgroup,
             anon,
             bystanders,
-        } => exhaust(env, cgroup, *anon, *bystanders),
+            within,
+        } => exhaust(env, cgroup, (*anon, *within), *bystanders),
         Step::Await {
             cgroup,
             counter,
@@ -540,7 +541,7 @@ pub(super) fn usemem(
     clients: u32,
 ) -> Result<JobResult, Stop> {
     let n = clients_or_cpus(clients, env.ctx.machine.cpus);
-    let jobs = (0..n).map(|_| Job::Usemem { size }).collect();
+    let jobs = (0..n).map(|_| Job::Usemem { size, small: false }).collect();
     let r = run_parallel(jobs, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;
     env.measured(&format!(
         "{:.1} MB/s",
@@ -553,11 +554,12 @@ pub(super) fn usemem(
 /// step ends once that task is dead (or done: then the group held it all) and each bystander
 /// has died or lived on for a second after it. It counts the group's tasks that died of SIGKILL
 /// (the OOM killer's: nothing else here sends it) and the bystanders that lived; those the runner
-/// then stops itself.
+/// then stops itself. With `within`, a task still touching memory then (throttled above
+/// memory.high) is stopped with SIGTERM, which is not counted as a kill.
 pub(super) fn exhaust(
     env: &StepEnv,
     cgroup: &str,
-    anon: u64,
+    (anon, within): (u64, Option<Duration>),
     bystanders: u32,
 ) -> Result<JobResult, Stop> {
     use std::os::unix::process::ExitStatusExt;
@@ -587,8 +589,16 @@ pub(super) fn exhaust(
         );
     }
     let t = Instant::now();
-    let mut task = workload::spawn(&Job::Usemem { size: anon }, cg)?;
-    let done = task.wait_or_killed(&limits).map_err(|e| env.stop(e))?;
+    let job = Job::Usemem {
+        size: anon,
+        small: within.is_some(),
+    };
+    let mut task = workload::spawn(&job, cg)?;
+    let done = match within {
+        Some(d) => task.wait_or_stop(&limits, d),
+        None => task.wait_or_killed(&limits),
+    }
+    .map_err(|e| env.stop(e))?;
     let mut r = JobResult {
         seconds: t.elapsed().as_secs_f64(),
         bytes: done.as_ref().map_or(0, |d| d.bytes),

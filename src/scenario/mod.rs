@@ -84,6 +84,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../scenarios/memory-high.toml"),
     ),
     (
+        "memory-high-throttle.toml",
+        include_str!("../../scenarios/memory-high-throttle.toml"),
+    ),
+    (
         "oom-kill.toml",
         include_str!("../../scenarios/oom-kill.toml"),
     ),
@@ -268,11 +272,15 @@ pub enum Step {
     },
     /// A task touches `anon` bytes of anonymous memory in a group that cannot hold them: the
     /// group's OOM killer must kill it. `bystanders` small tasks (1 MiB of anon each) wait in
-    /// the group meanwhile: with memory.oom.group they must die too, without it they live.
+    /// the group meanwhile: with memory.oom.group they must die too, without it they live. In a
+    /// group whose memory.high it passes, the kernel throttles it instead; `within` ends that.
     Exhaust {
         cgroup: String,
         anon: u64,
         bystanders: u32,
+        /// Stop the task after this long if it is still touching memory (memory.high throttles
+        /// it): it touches 4 KiB pages then, whose charges the throttling model counts.
+        within: Option<Duration>,
     },
     /// Waits until the group's memory.stat `counter` is at least `size`, for at most `within`
     /// (then the scenario goes on: checks that need the state say it was not reached).
@@ -372,12 +380,17 @@ impl Step {
                 cgroup,
                 anon,
                 bystanders,
+                within,
             } => format!(
-                "a task in {cgroup} touches {} of anon, more than the group can hold{}",
+                "a task in {cgroup} touches {} of anon, more than the group can hold{}{}",
                 crate::units::human_bytes(*anon as i64),
                 match bystanders {
                     0 => String::new(),
                     n => format!(", beside {n} small tasks"),
+                },
+                match within {
+                    Some(d) => format!(", for at most {d:?}"),
+                    None => String::new(),
                 }
             ),
         }

@@ -128,7 +128,7 @@ pub const STEPS: &[StepKind] = &[
     },
     StepKind {
         action: "exhaust",
-        keys: &["cgroup", "anon", "bystanders"],
+        keys: &["cgroup", "anon", "bystanders", "duration"],
         resolve: |i| {
             Ok(Step::Exhaust {
                 cgroup: i.cgroup()?,
@@ -139,6 +139,10 @@ pub const STEPS: &[StepKind] = &[
                     }
                     Some(b) => *b.get_ref(),
                     None => 0,
+                },
+                within: match &i.r.duration {
+                    Some(d) => Some(i.cx.duration(d)?),
+                    None => None,
                 },
             })
         },

@@ -307,7 +307,7 @@ fn high_record(top: i64, events: i64) -> Record {
 /// and only when, the usage went above high.
 #[test]
 fn memory_high_holds_the_watermark_and_counts_its_events() {
-    let check = |r: &Record, hit| under_high("h".into(), r, "a", hit);
+    let check = |r: &Record, hit| under_high("h".into(), r, "a", (hit, false));
     let ok = check(&high_record(65 * MIB, 40), true);
     assert_eq!(ok.outcome, Outcome::Pass, "{}", ok.detail);
     // Past high by more than the stocks, one task's debt and a THP (3 MiB on 2 CPUs).
@@ -348,8 +348,53 @@ fn memory_high_holds_the_watermark_and_counts_its_events() {
         ..Default::default()
     });
     assert_eq!(check(&nested, false).outcome, Outcome::Pass);
-    let none = under_high("h".into(), &high_record(60 * MIB, 0), "b", false);
+    let none = under_high("h".into(), &high_record(60 * MIB, 0), "b", (false, false));
     assert_eq!(none.outcome, Outcome::NotExercised);
+}
+
+/// Anon above high that reclaim cannot free: the task is throttled, so the bound grows with the
+/// time above high as the kernel's sleeps allow (high/20 + cbrt(3.75 high^2 t) + 65 t pages),
+/// and a usage that grows faster fails.
+#[test]
+fn throttled_usage_above_high_grows_only_as_the_sleeps_allow() {
+    // 60 MiB up to t=0.9, 66 MiB at t=1.0, then `per_tenth` more every 0.1 s.
+    let record = |per_tenth: i64| {
+        let mut r = high_record(60 * MIB, 40);
+        r.series = Series::new(r.series.columns.clone());
+        for i in 0..30 {
+            let u = if i >= 10 {
+                66 * MIB + per_tenth * (i - 10)
+            } else {
+                6 * MIB * i
+            };
+            r.series
+                .push(i as f64 * 0.1, &[u, u, if i >= 10 { 40 } else { 0 }]);
+        }
+        r
+    };
+    let check = |r: &Record| under_high("h".into(), r, "a", (true, true));
+    // 0.1 MiB per 0.1 s: 68 MiB after 2 s above high, within 64 + 3.8 + 3.2 + 5.4 MiB.
+    let ok = check(&record(MIB / 10));
+    assert_eq!(ok.outcome, Outcome::Pass, "{}", ok.detail);
+    assert!(ok.tolerance.unwrap().contains("cbrt"));
+    // 1 MiB per 0.1 s: 76 MiB at t=2.0, over the 75.3 MiB the sleeps allow 1.1 s after high.
+    let r = check(&record(MIB));
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert_eq!(r.at, Some(2.0));
+    assert!(
+        r.detail.contains("faster than the throttling allows"),
+        "{}",
+        r.detail
+    );
+    // Not throttled: the constant bound (3.8 MiB on 2 CPUs) fails it once it passes 67.8 MiB.
+    let r = under_high("h".into(), &record(MIB / 10), "a", (true, false));
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("without reclaim"), "{}", r.detail);
+    // The growth itself: cbrt of time, then linear.
+    let page = 4096;
+    let (g1, _) = crate::check::throttled_growth(64 * MIB, page, 1.0);
+    let (g8, _) = crate::check::throttled_growth(64 * MIB, page, 8.0);
+    assert!((g1 - (64 * MIB / 20)) * 2 < g8 - 64 * MIB / 20, "{g1} {g8}");
 }
 
 /// Group a (with memory.oom.group when `group`) through three exhaust steps at t=0.5, 1.5 and

@@ -141,7 +141,7 @@ pub(super) fn run_job(job: &Job) -> Result<JobResult> {
         }
         Job::Read { path } => read_cold(path),
         Job::Fault { size, duration_ms } => fault_loop(*size, *duration_ms),
-        Job::Usemem { size } => usemem(*size),
+        Job::Usemem { size, small } => usemem(*size, *small),
     }
 }
 
@@ -274,11 +274,11 @@ pub(super) fn touch_shmem(size: u64) -> Result<std::os::fd::OwnedFd> {
 
 /// usemem's measure: the throughput of writing fresh anonymous memory (faults, zeroing, charging
 /// and the writes themselves).
-pub(super) fn usemem(size: u64) -> Result<JobResult> {
+pub(super) fn usemem(size: u64, small: bool) -> Result<JobResult> {
     use nix::sys::mman::munmap;
     let cpu0 = cpu_seconds();
     let t = Instant::now();
-    let ptr = map_anon(size, false)?;
+    let ptr = map_anon(size, small)?;
     // SAFETY: written inside the fresh mapping, then unmapped.
     unsafe { std::ptr::write_bytes(ptr.as_ptr() as *mut u8, 0x5a, size as usize) };
     let seconds = t.elapsed().as_secs_f64();

@@ -68,8 +68,13 @@ pub enum Job {
     Read { path: PathBuf },
     /// Page-fault loop for `duration_ms`: map `size` bytes anonymous, touch every page, unmap.
     Fault { size: u64, duration_ms: u64 },
-    /// usemem: map `size` bytes anonymous and write every byte once; measured: MB/s.
-    Usemem { size: u64 },
+    /// usemem: map `size` bytes anonymous and write every byte once; measured: MB/s. With
+    /// `small`, in 4 KiB pages (MADV_NOHUGEPAGE), else in huge pages where the kernel gives them.
+    Usemem {
+        size: u64,
+        #[serde(default)]
+        small: bool,
+    },
 }
 
 /// What a worker reports on stdout when it finishes.
@@ -215,6 +220,34 @@ impl Worker {
             return Ok(None);
         }
         self.outcome(status).map(Some)
+    }
+
+    /// Like `wait_or_killed`, but a worker still running after `within` is stopped with SIGTERM
+    /// (a fatal signal also ends a throttling sleep, schedule_timeout_killable) and reported
+    /// as a result of 0 bytes.
+    pub fn wait_or_stop(
+        &mut self,
+        limits: &Limits,
+        within: Duration,
+    ) -> Result<Option<JobResult>, WaitError> {
+        use std::os::unix::process::ExitStatusExt;
+        let until = Instant::now() + within;
+        let early = Limits {
+            deadline: limits.deadline.min(until),
+            ..*limits
+        };
+        match self.wait_or_killed(&early) {
+            Err(WaitError::Timeout) if Instant::now() >= until && until < limits.deadline => {}
+            other => return other,
+        }
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let status = self.exit_status(limits)?;
+        match status.signal() {
+            Some(libc::SIGTERM) => Ok(Some(JobResult::default())),
+            Some(libc::SIGKILL) => Ok(None),
+            _ => self.outcome(status).map(Some),
+        }
     }
 
     /// How the worker exited, once it has.
