@@ -334,21 +334,10 @@ mod tests {
     use model::{ScenarioResult, Status};
 
     fn result(status: Status, error: Option<Error>) -> ScenarioResult {
+        let reason = error.as_ref().map(|e| e.to_string()).unwrap_or_default();
         ScenarioResult {
-            name: "s".into(),
-            summary: String::new(),
-            status,
-            reason: error.as_ref().map(|e| e.to_string()).unwrap_or_default(),
-            cgroup_version: None,
-            seconds: 0.0,
-            samples: 0,
-            phases: vec![],
-            checks: vec![],
-            notes: vec![],
-            moves: vec![],
-            measurements: vec![],
-            record: None,
             error,
+            ..crate::report::tests::result("s", status, &reason)
         }
     }
 

@@ -238,7 +238,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn result(name: &str, status: Status, reason: &str) -> ScenarioResult {
+    pub(crate) fn result(name: &str, status: Status, reason: &str) -> ScenarioResult {
         ScenarioResult {
             name: name.into(),
             summary: "s".into(),
