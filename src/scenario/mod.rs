@@ -566,6 +566,7 @@ impl Scenario {
                         *write /= divisor;
                     }
                     Step::Grow { anon, .. } => *anon /= divisor,
+                    Step::MmapWrite { size, .. } => *size = (*size / divisor).max(1 << 20),
                     Step::Reclaim { size, .. } => *size = (*size / divisor).max(1 << 20),
                     Step::Create { size, .. } => *size = (*size / divisor).max(1 << 20),
                     Step::Fault { duration, .. } => *duration /= divisor as u32,

@@ -138,6 +138,18 @@ fn quick_scaling_keeps_checks() {
     assert_eq!(s.cgroups[0].limit, Some(16 << 20));
     assert!(matches!(s.phases[0].steps[0], Step::Write { size, .. } if size == 1 << 20));
     assert_eq!(s.checks, checks);
+    // Dirtying through a mapping shrinks like a write (mmap-dirty's 256 MiB became 32 MiB).
+    let mut m = parse(
+        "f.toml",
+        &GOOD.replacen(
+            "[[check]]",
+            "[[phase]]\nname = \"p3\"\nsteps = [{ action = \"mmap-write\", cgroup = \"a/b\", size = \"256M\", hold = \"1s\" }]\n[[check]]",
+            1,
+        ),
+    )
+    .unwrap();
+    m.scale_down(8);
+    assert!(matches!(m.phases[2].steps[0], Step::MmapWrite { size, .. } if size == 32 << 20));
 }
 
 const MOVE: &str = r#"
