@@ -566,14 +566,14 @@ impl Scenario {
                         *write /= divisor;
                     }
                     Step::Grow { anon, .. } => *anon /= divisor,
-                    Step::MmapWrite { size, .. } => *size = (*size / divisor).max(1 << 20),
-                    Step::Reclaim { size, .. } => *size = (*size / divisor).max(1 << 20),
-                    Step::Create { size, .. } => *size = (*size / divisor).max(1 << 20),
+                    Step::MmapWrite { size, .. }
+                    | Step::Reclaim { size, .. }
+                    | Step::Create { size, .. }
+                    | Step::Usemem { size, .. }
+                    | Step::Await { size, .. } => *size = (*size / divisor).max(1 << 20),
                     Step::Fault { duration, .. } => *duration /= divisor as u32,
-                    Step::Usemem { size, .. } => *size = (*size / divisor).max(1 << 20),
                     // The limits shrink as much, but not below 16 MiB: stay 2x above that.
                     Step::Exhaust { anon, .. } => *anon = (*anon / divisor).max(32 << 20),
-                    Step::Await { size, .. } => *size = (*size / divisor).max(1 << 20),
                     _ => {}
                 }
             }

@@ -143,7 +143,10 @@ fn quick_scaling_keeps_checks() {
         "f.toml",
         &GOOD.replacen(
             "[[check]]",
-            "[[phase]]\nname = \"p3\"\nsteps = [{ action = \"mmap-write\", cgroup = \"a/b\", size = \"256M\", hold = \"1s\" }]\n[[check]]",
+            r#"[[phase]]
+name = "p3"
+steps = [{ action = "mmap-write", cgroup = "a/b", size = "256M", hold = "1s" }]
+[[check]]"#,
             1,
         ),
     )
