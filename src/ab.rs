@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::compare::{self, Row, Verdict};
-use crate::error::{Error, exit};
+use crate::model::error::{Error, exit};
 use crate::model::{RunReport, Status};
 use crate::vm;
 

@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use memcgtest::model::units;
 use memcgtest::sys::cgroup::detect::Choice;
-use memcgtest::{compare, env, report, units, vm};
+use memcgtest::{compare, env, report, vm};
 
 #[derive(Parser)]
 #[command(

@@ -9,7 +9,7 @@
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use crate::stats::{self, Separation, median};
+use crate::model::stats::{self, Separation, median};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

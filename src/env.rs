@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::model::counter::DIRTY_WRITEBACK;
 use crate::sys::cgroup::detect::{self, Choice, Layout};
 use crate::sys::cgroup::{Cgroup, Version, read_path};
@@ -30,68 +28,7 @@ pub const SYSCTLS: &[&str] = &[
     "compaction_proactiveness",
 ];
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct EnvInfo {
-    pub kernel: String,
-    pub kernel_build: String,
-    pub arch: String,
-    pub cpus: u64,
-    pub page_size: u64,
-    pub memory_bytes: u64,
-    pub root: bool,
-    pub cgroup: CgroupInfo,
-    pub capabilities: Capabilities,
-    pub scratch: ScratchInfo,
-    pub sysctls: Vec<(String, String)>,
-    pub oracle: OracleInfo,
-}
-
-/// What the accounting checks can compare with on this kernel, and whether the machine is quiet.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct OracleInfo {
-    /// "page-cache truth" (cachestat per file) or "machine-wide counters".
-    pub kind: String,
-    /// Why there is no per-file truth, when there is none.
-    pub why_not: Option<String>,
-    /// Pages other processes dirtied during one second (/proc/vmstat nr_dirtied; memcgtest
-    /// itself writes nothing meanwhile); None when the counter is missing.
-    pub pages_dirtied_last_second: Option<i64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CgroupInfo {
-    /// v1, v2, hybrid or none.
-    pub layout: String,
-    pub v1_memory_mount: Option<PathBuf>,
-    pub v2_mount: Option<PathBuf>,
-    pub v2_has_memory: bool,
-    /// The version a run would use with the given --cgroup, or why none.
-    pub selected: Result<Version, String>,
-    /// Where test cgroups would be created.
-    pub test_parent: Option<PathBuf>,
-    pub test_parent_writable: bool,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Capabilities {
-    /// v1 memory.move_charge_at_immigrate: "available", or why not.
-    pub charge_moving: String,
-    pub memory_reclaim: bool,
-    pub cgroup_kill: bool,
-    /// memory.stat keys about dirty and writeback pages.
-    pub dirty_stats: Vec<String>,
-    /// pgmigrate_success and compact_* in /proc/vmstat (CONFIG_VM_EVENT_COUNTERS).
-    pub vm_event_counters: bool,
-    /// /proc/sys/vm/compact_memory exists (CONFIG_COMPACTION).
-    pub compaction: bool,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ScratchInfo {
-    pub path: PathBuf,
-    pub fstype: Option<String>,
-    pub writeback: bool,
-}
+pub use crate::model::env::{Capabilities, CgroupInfo, EnvInfo, OracleInfo, ScratchInfo};
 
 pub fn supports_writeback(fstype: Option<&str>) -> bool {
     fstype.is_some_and(|t| !NO_WRITEBACK_FS.contains(&t))
@@ -293,7 +230,7 @@ pub fn render(e: &EnvInfo) -> String {
     s += &format!(
         "cpus / memory:     {} / {}\n",
         e.cpus,
-        crate::units::human_bytes(e.memory_bytes as i64)
+        crate::model::units::human_bytes(e.memory_bytes as i64)
     );
     s += &format!("running as root:   {}\n", yn(e.root));
     s += &format!("cgroup layout:     {}\n", e.cgroup.layout);
@@ -354,7 +291,7 @@ pub fn render(e: &EnvInfo) -> String {
             Some(0) => "none in the last second".to_string(),
             Some(n) => format!(
                 "active: {} dirtied in the last second{}",
-                crate::units::human_bytes(n * e.page_size as i64),
+                crate::model::units::human_bytes(n * e.page_size as i64),
                 if e.oracle.why_not.is_some() {
                     " (expect inconclusive accounting windows)"
                 } else {

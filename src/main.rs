@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use memcgtest::error::{Error, exit};
 use memcgtest::exec::{suite, workload};
+use memcgtest::model::error::{Error, exit};
 use memcgtest::sys::cgroup::detect::{self, Choice};
 use memcgtest::sys::{cgroup, cleanup, lock, sysctl};
 use memcgtest::{ab, compare, env, report, scenario, vm};

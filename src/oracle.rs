@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::scenario::{Scenario, Step};
+use crate::scenario::{Hold, Scenario, Step};
 
 /// Which scratch files belong to which groups' truth.
 #[derive(Debug, Default, PartialEq)]
@@ -33,12 +33,12 @@ fn written(step: &Step) -> Vec<(String, &str)> {
         Step::Probe { cgroup, file, .. } => {
             vec![(file.clone(), cgroup), (format!("{file}.ballast"), cgroup)]
         }
-        Step::Hold {
+        Step::Hold(Hold {
             cgroup,
             file: Some(f),
             write,
             ..
-        } => {
+        }) => {
             let mut v = vec![(f.clone(), cgroup.as_str())];
             if *write > 0 {
                 let w = Path::new(f).with_extension("written");

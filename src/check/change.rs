@@ -1,12 +1,14 @@
 //! change: a step changes a column by a given amount.
 
+use super::args::CheckArgs;
 use super::{
     Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before,
     signed,
 };
+use crate::model::StepKind;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 use crate::model::{Column, Machine, Record, StepRecord};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
 
 /// What a step must change a column by.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -69,7 +71,7 @@ pub fn change(
     name: String,
     rec: &Record,
     col: &str,
-    step: &str,
+    step: StepKind,
     expect: Expect,
     needs_moving: bool,
 ) -> CheckResult {
@@ -81,7 +83,7 @@ pub fn change_in(
     name: String,
     rec: &Record,
     col: &str,
-    (step, phase): (&str, Option<&str>),
+    (step, phase): (StepKind, Option<&str>),
     expect: Expect,
     needs_moving: bool,
 ) -> CheckResult {
@@ -176,7 +178,7 @@ pub fn change_in(
 }
 
 /// How a change of `d` missed the expected `by`, in words.
-fn missed(by: i64, d: i64, step: &str) -> String {
+fn missed(by: i64, d: i64, step: StepKind) -> String {
     if by == 0 {
         format!(
             "it {} by {} where it should have stayed",
@@ -189,7 +191,7 @@ fn missed(by: i64, d: i64, step: &str) -> String {
         format!(
             "{} less than expected{}",
             human_bytes((by - d).abs()),
-            if step == "move" {
+            if step == StepKind::Move {
                 " (charge left behind?)"
             } else {
                 ""
@@ -210,13 +212,13 @@ fn missed(by: i64, d: i64, step: &str) -> String {
 pub struct Change {
     pub cgroup: String,
     pub counter: String,
-    pub step: String,
+    pub step: StepKind,
     pub phase: Option<String>,
     pub expect: Expect,
     pub needs_moving: bool,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&[
         "cgroup",
         "counter",
@@ -270,7 +272,7 @@ impl CheckSpec for Change {
             self.name(),
             rec,
             &Column::group(&self.cgroup, &self.counter).to_string(),
-            (&self.step, self.phase.as_deref()),
+            (self.step, self.phase.as_deref()),
             self.expect,
             self.needs_moving,
         )

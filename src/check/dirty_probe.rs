@@ -1,14 +1,16 @@
 //! dirty-probe: a probe's exactly known dirty bytes appear in the group's counters.
 
+use super::args::CheckArgs;
 use super::reference::{Reference, group_and_reference};
 use super::{
     Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before, sum,
 };
+use crate::model::StepKind;
 use crate::model::column::short_sum;
 use crate::model::counter::DIRTY_WRITEBACK;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 use crate::model::{Record, StepRecord};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
 
 /// dirty-probe: after each probe step (exactly W bytes written with writeback held off), the
 /// group's dirty + writeback is W — or, with the per-file truth, what the group's files hold
@@ -24,7 +26,11 @@ pub fn dirty_probe(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     };
     let tol = rec.machine.stat_batch_bytes() as i64;
     let gtol = tol + reference.drift;
-    let probes: Vec<_> = rec.steps.iter().filter(|s| s.kind == "probe").collect();
+    let probes: Vec<_> = rec
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKind::Probe)
+        .collect();
     if probes.is_empty() {
         return missing(name, "the scenario ran no probe step".into());
     }
@@ -203,7 +209,7 @@ pub struct DirtyProbe {
     pub cgroup: String,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup"])?;
     Ok(Check::new(DirtyProbe {
         cgroup: i.cgroup("cgroup")?,

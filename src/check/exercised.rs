@@ -1,8 +1,9 @@
 //! exercised: the antagonist did its job (a /proc/vmstat event counter rose).
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, missing};
 use crate::model::Record;
-use crate::scenario::{CheckInput, ScenarioError};
+use crate::model::error::ScenarioError;
 
 /// (d) the antagonist did its job: a /proc/vmstat event counter rose during the phase.
 pub fn exercised(
@@ -55,7 +56,7 @@ pub struct Exercised {
     pub what: String,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["phase", "vmstat", "min", "what"])?;
     i.need::<String>("vmstat")?;
     let min = i.get::<i64>("min")?;

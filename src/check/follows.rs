@@ -1,12 +1,14 @@
 //! follows: across a step, what one column held moves to another.
 
+use super::args::CheckArgs;
 use super::{
     Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before,
     signed,
 };
+use crate::model::StepKind;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 use crate::model::{Column, Record};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
 
 /// follows: across each step of kind `step`, everything column `from` held moves to `to`: `from`
 /// falls to about 0 and `to` rises by what `from` had before the step. Tolerance: the unflushed
@@ -15,7 +17,7 @@ pub fn follows(
     name: String,
     rec: &Record,
     (from, to): (&str, &str),
-    step: &str,
+    step: StepKind,
     needs_moving: bool,
 ) -> CheckResult {
     if let Some(r) = super::without_moving(&name, rec, needs_moving) {
@@ -112,11 +114,11 @@ pub struct Follows {
     pub from: String,
     pub to: String,
     pub counter: String,
-    pub step: String,
+    pub step: StepKind,
     pub needs_moving: bool,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["from", "to", "counter", "step", "needs"])?;
     let counter = i.one_counter()?;
     let step = i.one_step()?;
@@ -154,7 +156,7 @@ impl CheckSpec for Follows {
                 &Column::group(&self.from, &self.counter).to_string(),
                 &Column::group(&self.to, &self.counter).to_string(),
             ),
-            &self.step,
+            self.step,
             self.needs_moving,
         )
     }

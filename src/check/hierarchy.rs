@@ -1,11 +1,12 @@
 //! hierarchy: a parent's hierarchical counter against its own plus its children's.
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, groups, missing};
 use crate::model::Record;
 use crate::model::counter::{self, USAGE};
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 use crate::model::{Column, PASS_COLUMN};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
 
 /// How much a set of columns can move while one sampler pass reads the files one after another:
 /// their rate of change around the row times the pass duration (the `sampler.pass_us` column).
@@ -261,7 +262,7 @@ pub struct Hierarchy {
     pub counters: Vec<String>,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["parent", "counters"])?;
     Ok(Check::new(Hierarchy {
         parent: i.named_cgroup("parent")?,

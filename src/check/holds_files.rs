@@ -5,13 +5,14 @@
 //! hold more (files it only read, filesystem metadata), so the check is one-sided. A move takes
 //! mapped pages away: scenarios that move judge it before the move only (`phase`).
 
+use super::args::CheckArgs;
 use super::{
     Check, CheckResult, CheckSpec, Needs, Outcome, STALE_WINDOW, columns, missing, stale_lag,
 };
 use crate::model::counter::FILE;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 use crate::model::{Column, Record};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
 
 /// `holds-files`: `cgroup`'s file counter is at least the cached pages of its files, at every
 /// sample (of `phase`, when given).
@@ -21,7 +22,7 @@ pub struct HoldsFiles {
     pub phase: Option<String>,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "phase"])?;
     Ok(Check::new(HoldsFiles {
         cgroup: i.cgroup("cgroup")?,

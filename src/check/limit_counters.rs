@@ -5,11 +5,12 @@
 //! the limit, and, with `hit = true` (the workload needs more than the limit), rise once the
 //! usage reached it.
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
 use crate::model::Record;
 use crate::model::counter::{LIMIT_HITS, PEAK, USAGE};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 
 /// `limit-counters`: the watermark and the limit-hit count of `cgroup` agree with its usage.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +20,7 @@ pub struct LimitCounters {
     pub hit: bool,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "hit"])?;
     Ok(Check::new(LimitCounters {
         cgroup: i.cgroup("cgroup")?,

@@ -5,65 +5,13 @@
 
 use std::any::Any;
 
-use serde::{Deserialize, Serialize};
-
 use crate::model::Column;
 use crate::model::Record;
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::stats;
-use crate::units::human_bytes;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Outcome {
-    Pass,
-    Fail,
-    /// What the check needs did not happen (or cannot be verified on this kernel).
-    NotExercised,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CheckResult {
-    pub name: String,
-    pub outcome: Outcome,
-    pub passed: bool,
-    pub actual: String,
-    pub expected: String,
-    /// The tolerance and where it comes from.
-    pub tolerance: Option<String>,
-    /// A sentence for people: what was looked at, and on failure where it broke.
-    pub detail: String,
-    /// Time (s) of the sample where the check broke, for timelines.
-    pub at: Option<f64>,
-    /// The bound the failing counter was held to (bytes), for timelines.
-    pub bound: Option<i64>,
-    /// The sampled column (or `a+b` sum) that broke, for timelines.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub column: Option<String>,
-}
-
-impl CheckResult {
-    fn new(
-        name: String,
-        outcome: Outcome,
-        actual: String,
-        expected: String,
-        detail: String,
-    ) -> Self {
-        CheckResult {
-            name,
-            outcome,
-            passed: outcome == Outcome::Pass,
-            actual,
-            expected,
-            tolerance: None,
-            detail,
-            at: None,
-            bound: None,
-            column: None,
-        }
-    }
-}
+use crate::model::error::ScenarioError;
+use crate::model::stats;
+use crate::model::units::human_bytes;
+pub use crate::model::{CheckResult, Outcome};
+pub use args::{CheckArgs, Outline, PhaseOutline};
 
 /// What a check looks at, so the runner samples it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -188,7 +136,7 @@ impl std::fmt::Debug for Check {
 /// the `[[check]]` table's keys (and says which it takes) into its spec.
 pub struct Kind {
     pub kind: &'static str,
-    pub parse: fn(&CheckInput) -> Result<Check, ScenarioError>,
+    pub parse: fn(&CheckArgs) -> Result<Check, ScenarioError>,
 }
 
 /// Every check kind, in the order the unknown-check error lists them. A new kind is a file in
@@ -305,6 +253,8 @@ fn signed(b: i64) -> String {
         human_bytes(b)
     }
 }
+
+pub mod args;
 
 // The check kinds, one file each (see `KINDS`).
 mod change;

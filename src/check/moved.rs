@@ -5,10 +5,11 @@
 //! whose move carried none (charge moving moves mapped pages only; a buffered writer's page cache
 //! stays behind) has tested nothing about them: it is `skip`, never `pass`.
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Outcome};
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 use crate::model::{MoveRecord, Record};
-use crate::scenario::{CheckInput, ScenarioError, Step};
-use crate::units::human_bytes;
 
 /// `moved`: every move of `task` carried at least `min` bytes of `counters` (summed) from its
 /// source group to its destination, and the source held at least `held` of them right before
@@ -28,15 +29,10 @@ pub struct Want {
     pub held: Option<u64>,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["task", "counters", "min", "held"])?;
     let task = i.need::<String>("task")?;
-    let held = i
-        .phases()
-        .iter()
-        .flat_map(|p| &p.steps)
-        .any(|s| matches!(s, Step::Hold { task: t, .. } if t == task.get_ref()));
-    if !held {
+    if !i.holds(task.get_ref()) {
         return Err(i.err(
             task.span(),
             format!("no hold step starts a task {:?}", task.get_ref()),

@@ -1,9 +1,11 @@
 //! no-ratchet: the values counters settle to do not creep upwards.
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, sum};
 use crate::model::Record;
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
+use crate::model::StepKind;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 
 /// no-ratchet: the values the counters settle to after each sync (lowest sample before the next
 /// step) must stay under `bound` and must not creep upward from cycle to cycle (a leak).
@@ -25,7 +27,7 @@ pub fn no_ratchet(
         .steps
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.kind == "sync")
+        .filter(|(_, s)| s.kind == StepKind::Sync)
     {
         let next = rec
             .steps
@@ -109,7 +111,7 @@ pub struct NoRatchet {
     pub bound: Option<u64>,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "counters", "bound"])?;
     Ok(Check::new(NoRatchet {
         cgroup: i.cgroup("cgroup")?,

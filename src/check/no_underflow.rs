@@ -1,9 +1,10 @@
 //! no-underflow: no sampled value is negative.
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
 use crate::model::Record;
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 
 /// (a) no sampled value is negative. Old kernels print an underflowed counter as a negative number
 /// (or as a huge unsigned one, which the parser turns back into the negative number it encodes).
@@ -51,7 +52,7 @@ pub struct NoUnderflow {
     pub counters: Vec<String>,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "counters"])?;
     Ok(Check::new(NoUnderflow {
         cgroup: i.cgroup("cgroup")?,

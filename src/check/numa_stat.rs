@@ -4,11 +4,12 @@
 //! memory.numa_stat the second. A kernel that updates one and not the other shows a group that
 //! holds dirty pages on no node.
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
 use crate::model::counter::numa_key;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 use crate::model::{Column, Record};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
 
 /// `numa-stat`: `cgroup`'s counters equal their sums over the nodes, at every sample (cgroup v2).
 #[derive(Debug, Clone, PartialEq)]
@@ -17,7 +18,7 @@ pub struct NumaStat {
     pub counters: Vec<String>,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "counters"])?;
     let counters = i.counters()?;
     if let Some(c) = counters.iter().find(|c| numa_key(c).is_none()) {

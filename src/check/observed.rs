@@ -1,11 +1,12 @@
 //! observed: the group's counters were seen above 0 while their reference was.
 
+use super::args::CheckArgs;
 use super::reference::group_and_reference;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, missing, sum};
 use crate::model::Record;
 use crate::model::column::short_sum;
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 
 /// observed: the group's counters were seen above 0 while its reference was — with the per-file
 /// truth, while the group's own files had such pages (e.g. pages under writeback), else while the
@@ -89,7 +90,7 @@ pub struct Observed {
     pub global: Vec<String>,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "counters", "global"])?;
     Ok(Check::new(Observed {
         cgroup: i.cgroup("cgroup")?,

@@ -8,14 +8,16 @@
 //! With `events = true` (v2), memory.events `oom` counts each OOM and `oom_group_kill` each
 //! whole-group kill.
 
+use super::args::CheckArgs;
 use super::{
     Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, row_at_or_after,
     row_at_or_before,
 };
+use crate::model::StepKind;
+use crate::model::Version;
 use crate::model::counter::{OOM_EVENTS, OOM_GROUP_KILLS, OOM_KILLS};
+use crate::model::error::ScenarioError;
 use crate::model::{Record, StepRecord};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::sys::cgroup::Version;
 
 /// `oom-kills`: `cgroup`'s OOM kills match what its exhaust steps saw.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,7 +27,7 @@ pub struct OomKills {
     pub events: bool,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "events"])?;
     let events = match i.get::<bool>("events")? {
         Some(e) if *e.get_ref() && i.versions().contains(&Version::V1) => {
@@ -141,7 +143,7 @@ fn seen_steps<'a>(rec: &'a Record, cgroup: &str, cols: &[usize]) -> Result<Vec<S
     for step in rec
         .steps
         .iter()
-        .filter(|x| x.kind == "exhaust" && x.cgroup == cgroup)
+        .filter(|x| x.kind == StepKind::Exhaust && x.cgroup == cgroup)
     {
         let b = row_at_or_before(rec, step.start);
         let Some(a) = row_at_or_after(rec, step.end) else {

@@ -1,9 +1,11 @@
 //! ratio: paired A/B rates of a step inside and outside a group.
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, MORE_SAMPLES, Outcome, missing, ratio_tolerance};
 use crate::model::Record;
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::stats::{self, Separation, median};
+use crate::model::StepKind;
+use crate::model::error::ScenarioError;
+use crate::model::stats::{self, Separation, median};
 
 /// ratio: paired A/B. The rates of `step` steps in `inside` and in `outside` (alternating in the
 /// scenario, so drift hits both); the median ratio must be at least `min_ratio`. Like lkp-tests,
@@ -14,7 +16,7 @@ use crate::stats::{self, Separation, median};
 pub fn ratio(
     name: String,
     rec: &Record,
-    step: &str,
+    step: StepKind,
     (inside, outside): (&str, &str),
     min_ratio: f64,
     phase: Option<&str>,
@@ -39,7 +41,7 @@ pub fn ratio(
             format!("no {step} step with a rate ran in {inside} and in {outside}"),
         );
     }
-    let unit = if step == "fault" { "faults/s" } else { "MB/s" };
+    let unit = step.rate_unit();
     let (ma, mb) = (median(&a).unwrap(), median(&b).unwrap());
     let r = ma / mb;
     let pairs: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
@@ -97,7 +99,7 @@ pub fn ratio(
 /// `outside` (medians), unless the sample sets overlap (then the difference is noise).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ratio {
-    pub step: String,
+    pub step: StepKind,
     pub inside: String,
     pub outside: String,
     pub min_ratio: f64,
@@ -105,7 +107,7 @@ pub struct Ratio {
     pub phase: Option<String>,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["step", "inside", "outside", "min_ratio", "phase"])?;
     let step = i.one_step()?;
     let inside = i.named_cgroup("inside")?;
@@ -137,7 +139,7 @@ impl CheckSpec for Ratio {
         ratio(
             self.name(),
             rec,
-            &self.step,
+            self.step,
             (&self.inside, &self.outside),
             self.min_ratio,
             self.phase.as_deref(),

@@ -9,8 +9,8 @@
 
 use crate::model::Column;
 use crate::model::counter::DIRTY_WRITEBACK;
-use crate::model::{Record, StepRecord};
-use crate::units::human_bytes;
+use crate::model::units::human_bytes;
+use crate::model::{Record, StepKind, StepRecord};
 
 /// How long a disagreement between a group's memory.stat and its reference must last to count,
 /// from its first sample. The memcg flush resets a group's pending-update count when the first CPU
@@ -221,7 +221,7 @@ pub(super) fn reference(
 pub(super) fn windows(
     rec: &Record,
     cgroup: &str,
-    during: &[String],
+    during: &[StepKind],
     phase: Option<&str>,
 ) -> Vec<(f64, f64, String)> {
     let mine = |g: &str| g == cgroup || g.starts_with(&format!("{cgroup}/"));
@@ -235,7 +235,7 @@ pub(super) fn windows(
             last_owner_mine
         };
         if include
-            && during.iter().any(|k| k == s.kind)
+            && during.contains(&s.kind)
             && phase.is_none_or(|p| rec.phases.get(s.phase).is_some_and(|x| x.name == p))
         {
             matching.push(s);

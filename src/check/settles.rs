@@ -2,10 +2,13 @@
 
 use std::time::Duration;
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Columns, Needs, Outcome, columns, missing};
+use crate::model::StepKind;
+use crate::model::error::ScenarioError;
+use crate::model::step;
+use crate::model::units::human_bytes;
 use crate::model::{Record, StepRecord};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
 
 /// (b) after each sync step, every counter falls to at most `bound` within `within` seconds (and
 /// before the next step starts, which would dirty pages again).
@@ -16,7 +19,7 @@ pub fn settles(
     counters: &[String],
     within: f64,
     bound: Option<u64>,
-    after: &[String],
+    after: &[StepKind],
 ) -> CheckResult {
     let cols = match columns(rec, cgroup, counters) {
         Ok(c) => c,
@@ -33,12 +36,12 @@ pub fn settles(
         ),
     };
     let syncs: Vec<usize> = (0..rec.steps.len())
-        .filter(|&i| after.iter().any(|k| k == rec.steps[i].kind))
+        .filter(|&i| after.contains(&rec.steps[i].kind))
         .collect();
     if syncs.is_empty() {
         return missing(
             name,
-            format!("the scenario ran no {} step", after.join("/")),
+            format!("the scenario ran no {} step", step::join(after, "/")),
         );
     }
     let mut worst_settle = 0.0f64;
@@ -47,7 +50,7 @@ pub fn settles(
         let next_start = rec
             .steps
             .get(si + 1)
-            .filter(|n| n.kind != "sleep")
+            .filter(|n| n.kind != StepKind::Sleep)
             .map(|n| n.start)
             .unwrap_or(f64::INFINITY);
         let end = (s.end + within).min(next_start);
@@ -77,7 +80,7 @@ pub fn settles(
         format!(
             "settled after all {} {} steps, slowest in {:.3}s",
             syncs.len(),
-            after.join("/"),
+            step::join(after, "/"),
             worst_settle
         ),
         format!(
@@ -88,7 +91,7 @@ pub fn settles(
         format!(
             "{} came back under the bound after every {} step",
             counters.join(", "),
-            after.join("/")
+            step::join(after, "/")
         ),
     );
     r.tolerance = Some(tol);
@@ -143,29 +146,33 @@ pub struct Settles {
     pub counters: Vec<String>,
     pub within: Duration,
     pub bound: Option<u64>,
-    pub after: Vec<String>,
+    pub after: Vec<StepKind>,
     /// Not exercised where the kernel cannot move charges (`needs = "charge-moving"`).
     pub needs_moving: bool,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "counters", "within", "bound", "after", "needs"])?;
     Ok(Check::new(Settles {
         cgroup: i.cgroup("cgroup")?,
         counters: i.counters()?,
         within: i.duration("within")?.unwrap_or(Duration::from_secs(10)),
         bound: i.size("bound")?,
-        after: i.kinds("after", &["sync"])?,
+        after: i.kinds("after", &[StepKind::Sync])?,
         needs_moving: i.needs_moving()?,
     }))
 }
 
 impl CheckSpec for Settles {
     fn name(&self) -> String {
-        if self.after == ["sync"] {
+        if self.after == [StepKind::Sync] {
             format!("settles({})", self.cgroup)
         } else {
-            format!("settles({} after {})", self.cgroup, self.after.join("/"))
+            format!(
+                "settles({} after {})",
+                self.cgroup,
+                step::join(&self.after, "/")
+            )
         }
     }
     fn needs(&self) -> Needs {

@@ -9,11 +9,13 @@
 //! group) and a `release` (an exiting task's mm is detached, so its status shows no RssAnon,
 //! before its pages are freed).
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, stale_lag};
+use crate::model::StepKind;
 use crate::model::counter::ANON;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 use crate::model::{Column, Machine, Record};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
 
 /// `tasks`: `cgroup`'s anon equals its tasks' own count at every sample. With
 /// `needs = "charge-moving"`, not run where the kernel cannot move charges (a task that moved
@@ -24,7 +26,7 @@ pub struct Tasks {
     pub needs_moving: bool,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "needs"])?;
     Ok(Check::new(Tasks {
         cgroup: i.cgroup("cgroup")?,
@@ -56,7 +58,7 @@ impl CheckSpec for Tasks {
 const RUN: usize = 2;
 
 /// Step kinds during which the group's anon and its tasks' own count part by design.
-const NOT_JUDGED: [&str; 2] = ["move", "release"];
+const NOT_JUDGED: [StepKind; 2] = [StepKind::Move, StepKind::Release];
 
 /// How far the two counts may differ: the memcg statistics' unflushed bound plus the mm
 /// counter's own (since 6.2 a percpu_counter with batch max(32, 2 x CPUs) on each CPU; before,

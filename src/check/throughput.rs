@@ -1,9 +1,11 @@
 //! throughput: a phase's write throughput against its baseline's.
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, MORE_SAMPLES, Outcome, missing, ratio_tolerance};
 use crate::model::Record;
-use crate::scenario::{CheckInput, ScenarioError, Step};
-use crate::stats::{self, Separation};
+use crate::model::StepKind;
+use crate::model::error::ScenarioError;
+use crate::model::stats::{self, Separation};
 
 /// (c) the write throughput of `phase` is at least `min_ratio` times that of `baseline`: median
 /// over each phase's repetitions. Machines are noisy, so as lkp-tests decides a regression, it
@@ -81,14 +83,16 @@ pub struct Throughput {
     pub min_ratio: f64,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["phase", "baseline", "min_ratio"])?;
     let phase = i.phase_ref("phase")?;
     let baseline = i.phase_ref("baseline")?;
     let min_ratio = i.min_ratio()?;
     for p in [&phase, &baseline] {
-        let ph = i.phases().iter().find(|x| &x.name == p).unwrap();
-        if !ph.steps.iter().any(|s| matches!(s, Step::Write { .. })) {
+        let ph = i
+            .phase_outline(p)
+            .expect("phase_ref names a declared phase");
+        if !ph.steps.contains(&StepKind::Write) {
             return Err(i.err(
                 i.span(),
                 format!("phase {p:?} has no write step to measure"),

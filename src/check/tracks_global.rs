@@ -1,5 +1,6 @@
 //! tracks-global: a group's counters rise with their reference during its write steps.
 
+use super::args::CheckArgs;
 use super::reference::{
     Reference, STALE_WINDOW, group_and_reference, inconclusive_text, tol_text, windows,
 };
@@ -7,8 +8,9 @@ use super::{
     Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before, sum,
 };
 use crate::model::Record;
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
+use crate::model::StepKind;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 
 /// tracks-global: during each of the group's write steps, the rise of its counters follows the
 /// rise of the reference, sample by sample. Each sample reads the reference before and after the
@@ -23,7 +25,7 @@ pub fn tracks_global(
     cgroup: &str,
     counters: &[String],
     global: &[String],
-    during: &[String],
+    during: &[StepKind],
     phase: Option<&str>,
 ) -> CheckResult {
     let (cols, reference) = match group_and_reference(&name, rec, cgroup, counters, global) {
@@ -251,7 +253,7 @@ fn verdict(
     name: String,
     rec: &Record,
     reference: &Reference,
-    during: &[String],
+    during: &[StepKind],
     cg_label: &str,
     tally: Tally,
 ) -> CheckResult {
@@ -278,7 +280,10 @@ fn verdict(
     if judged == 0 || samples == 0 {
         return missing(
             name,
-            format!("no {} step ran with samples to compare", during.join("/")),
+            format!(
+                "no {} step ran with samples to compare",
+                crate::model::step::join(during, "/")
+            ),
         );
     }
     if max_rise <= batch + reference.drift {
@@ -318,12 +323,12 @@ pub struct TracksGlobal {
     pub cgroup: String,
     pub counters: Vec<String>,
     pub global: Vec<String>,
-    pub during: Vec<String>,
+    pub during: Vec<StepKind>,
     /// Only steps of this phase.
     pub phase: Option<String>,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "counters", "global", "during", "phase"])?;
     Ok(Check::new(TracksGlobal {
         cgroup: i.cgroup("cgroup")?,
@@ -331,7 +336,14 @@ pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
         global: i.global(&["nr_dirty", "nr_writeback"])?,
         during: i.kinds(
             "during",
-            &["write", "sync", "mmap-write", "probe", "truncate", "unlink"],
+            &[
+                StepKind::Write,
+                StepKind::Sync,
+                StepKind::MmapWrite,
+                StepKind::Probe,
+                StepKind::Truncate,
+                StepKind::Unlink,
+            ],
         )?,
         phase: i.phase()?,
     }))

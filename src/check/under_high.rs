@@ -11,11 +11,12 @@
 //! swap): then the kernel slows the charging task down instead (`throttled_growth`), and the
 //! bound grows with the time the usage has been above high.
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
 use crate::model::counter::{HIGH_EVENTS, PEAK, USAGE};
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 use crate::model::{Machine, Record};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
 
 /// `under-high`: `cgroup`'s high watermark stays within the overshoot the kernel allows above its
 /// memory.high, and its high events agree with the usage. With `hit = true` (the workload needs
@@ -28,7 +29,7 @@ pub struct UnderHigh {
     pub throttled: bool,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "hit", "throttled"])?;
     let flag = |k| Ok::<_, ScenarioError>(i.get::<bool>(k)?.is_some_and(|b| b.into_inner()));
     Ok(Check::new(UnderHigh {

@@ -1,10 +1,11 @@
 //! under-limit: a limited group's usage never exceeds its limit, at any sample.
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
 use crate::model::Record;
 use crate::model::counter::{OOM_KILLS, USAGE};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 
 /// `under-limit`: the group's usage (v1 memory.usage_in_bytes, v2 memory.current: its page
 /// counter) is at most the limit the scenario set (v1 memory.limit_in_bytes, v2 memory.max) at
@@ -17,7 +18,7 @@ pub struct UnderLimit {
     pub cgroup: String,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup"])?;
     Ok(Check::new(UnderLimit {
         cgroup: i.cgroup("cgroup")?,

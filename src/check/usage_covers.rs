@@ -5,12 +5,13 @@
 //! A statistic that counts a page twice, or keeps a page that left, shows here; a missing one
 //! does not (that is `holds-files` and `tasks`).
 
+use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, stale_lag};
 use crate::model::column::short_sum;
 use crate::model::counter::{ANON, FILE, USAGE};
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
 use crate::model::{Machine, Record};
-use crate::scenario::{CheckInput, ScenarioError};
-use crate::units::human_bytes;
 
 /// `usage-covers`: `cgroup`'s anon + file never exceeds its usage, at any sample.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,7 +19,7 @@ pub struct UsageCovers {
     pub cgroup: String,
 }
 
-pub fn parse(i: &CheckInput) -> Result<Check, ScenarioError> {
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup"])?;
     Ok(Check::new(UsageCovers {
         cgroup: i.cgroup("cgroup")?,

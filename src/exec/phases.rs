@@ -14,8 +14,8 @@ use super::steps::{
 use super::watchdog::Watchdog;
 use super::workload::{self, Job};
 use crate::check;
-use crate::error::Error;
-use crate::model::{MoveRecord, PhaseRecord, StepRecord};
+use crate::model::error::Error;
+use crate::model::{MoveRecord, PhaseRecord, StepKind, StepRecord};
 use crate::scenario::{Antagonist, Phase, Scenario, Step};
 use crate::sys::cgroup::Cgroup;
 use crate::sys::proc;
@@ -166,7 +166,7 @@ impl Run<'_> {
             }
             Err(e) => return Err(e),
         };
-        if kind == "write" && res.seconds > 0.0 {
+        if kind == StepKind::Write && res.seconds > 0.0 {
             ctx.progress.measured(
                 &sc.name,
                 &format!("{:.1} MB/s", res.bytes as f64 / res.seconds / 1e6),
@@ -200,14 +200,14 @@ fn read_vmstat() -> Result<crate::sys::cgroup::stat::Stat, Stop> {
 fn after_step(
     sampler: &Sampler,
     guard: &mut Guard,
-    kind: &str,
+    kind: StepKind,
     probe_mark: usize,
 ) -> Result<(), Stop> {
     // At least one sample after every step, so checks see its effect before the next;
     // after a sync, samples for STALE_WINDOW, so a reading left stale by a concurrent
     // stats flush is refreshed before the next step starts.
     sampler.wait_fresh(2);
-    if kind == "sync" {
+    if kind == StepKind::Sync {
         let until = Instant::now() + Duration::from_secs_f64(check::STALE_WINDOW);
         while Instant::now() < until {
             std::thread::sleep(Duration::from_millis(5));

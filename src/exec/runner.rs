@@ -12,8 +12,8 @@ use super::phases::Run;
 use super::sample::Sampler;
 use super::sources::sampler_sources;
 use super::workload::Worker;
-use crate::check::{CheckResult, Outcome};
-use crate::error::Error;
+use crate::model::error::Error;
+use crate::model::{CheckResult, Outcome};
 use crate::model::{Machine, PhaseResult, Record, ScenarioResult, Series, Status};
 use crate::scenario::{Feature, Scenario, ScratchDisk, Step};
 use crate::sys::cgroup::stat::Stat;
@@ -454,7 +454,7 @@ fn conclude(sc: &Scenario, result: &mut ScenarioResult, record: Record) {
         result.notes.push(format!(
             "moved task {} ({} held) from {} to {} in {:.3} s wall, {:.3} s system{}",
             m.task,
-            crate::units::human_bytes(m.bytes as i64),
+            crate::model::units::human_bytes(m.bytes as i64),
             m.from,
             m.to,
             m.wall_seconds,

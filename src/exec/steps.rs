@@ -9,10 +9,10 @@ use anyhow::{Result, anyhow};
 use super::runner::{Context, Guard, Stop};
 use super::watchdog::Watchdog;
 use super::workload::{self, Holder, Job, JobResult, Limits, WaitError};
-use crate::error::Error;
 use crate::model::MoveRecord;
 use crate::model::counter::{FILE, USAGE};
-use crate::scenario::{Scenario, Step};
+use crate::model::error::Error;
+use crate::scenario::{Hold, Scenario, Step};
 use crate::sys::cgroup::{Cgroup, Version, file_name, stat};
 use crate::sys::cleanup::interrupted;
 use crate::sys::sysctl::SysctlGuard;
@@ -188,7 +188,7 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             },
             env.group(cgroup),
         ),
-        Step::Hold { .. } => hold(env),
+        Step::Hold(h) => hold(env, h),
         Step::Move { task, to } => move_task(env, task, to),
         Step::Grow { task, anon } => grow(env, task, *anon),
         Step::Wait { task } => wait(env, task),
@@ -253,36 +253,22 @@ pub(super) fn sleep(env: &StepEnv, d: Duration) -> Result<JobResult, Stop> {
     }
 }
 
-pub(super) fn hold(env: &mut StepEnv) -> Result<JobResult, Stop> {
-    let Step::Hold {
-        task,
-        cgroup,
-        anon,
-        shmem,
-        file,
-        size,
-        dirty,
-        redirty,
-        write,
-    } = env.step
-    else {
-        unreachable!()
-    };
+pub(super) fn hold(env: &mut StepEnv, hold: &Hold) -> Result<JobResult, Stop> {
     let job = Job::Hold {
-        anon: *anon,
-        shmem: *shmem,
-        file: file.as_ref().map(|f| env.path(f)),
-        file_size: *size,
-        dirty: *dirty,
-        redirty: *redirty,
-        write: *write,
+        anon: hold.anon,
+        shmem: hold.shmem,
+        file: hold.file.as_ref().map(|f| env.path(f)),
+        file_size: hold.size,
+        dirty: hold.dirty,
+        redirty: hold.redirty,
+        write: hold.write,
     };
     let (h, secs) =
-        Holder::start(&job, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;
+        Holder::start(&job, env.group(&hold.cgroup), &env.limits()).map_err(|e| env.stop(e))?;
     env.holders
-        .insert(task.clone(), (h, cgroup.clone(), anon + shmem + size));
+        .insert(hold.task.clone(), (h, hold.cgroup.clone(), hold.bytes()));
     Ok(JobResult {
-        bytes: anon + shmem + size,
+        bytes: hold.bytes(),
         seconds: secs,
         ..Default::default()
     })
@@ -321,7 +307,7 @@ pub(super) fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobRe
     let bytes = *bytes;
     env.measured(&format!(
         "moved {} in {:.3} s ({:.0} MiB/s, {:.3} s system)",
-        crate::units::human_bytes(m.bytes as i64),
+        crate::model::units::human_bytes(m.bytes as i64),
         m.wall_seconds,
         m.mib_per_s(),
         m.sys_seconds
@@ -431,8 +417,8 @@ pub(super) fn reclaim(env: &StepEnv, cgroup: &str, size: u64) -> Result<JobResul
         return Err(Stop::Failed(Error::Environment(format!(
             "{cgroup} holds {} of page cache, less than 1.5 times the {} to reclaim: the workload \
              before the reclaim step did not leave enough (memory pressure on the machine?)",
-            crate::units::human_bytes(cache),
-            crate::units::human_bytes(size as i64)
+            crate::model::units::human_bytes(cache),
+            crate::model::units::human_bytes(size as i64)
         ))));
     }
     let file = cg.file("memory.reclaim");

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::runner;
-use crate::error::{Error, exit};
+use crate::model::error::{Error, exit};
 use crate::sys::cgroup::{self, detect, detect::Choice};
 use crate::sys::{cleanup, lock};
 use crate::{env, model, progress, report, scenario, vm};
@@ -330,14 +330,14 @@ fn kmsg(msg: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::{Error, exit};
+    use crate::model::error::{Error, exit};
     use model::{ScenarioResult, Status};
 
     fn result(status: Status, error: Option<Error>) -> ScenarioResult {
         let reason = error.as_ref().map(|e| e.to_string()).unwrap_or_default();
         ScenarioResult {
             error,
-            ..crate::report::tests::result("s", status, &reason)
+            ..crate::model::fixtures::result("s", status, &reason)
         }
     }
 

@@ -2,7 +2,7 @@
 //! node counter in /proc/vmstat that matches it and its unit. Everything that names a counter
 //! (scenario validation, the sampler's sources, the oracle, the timelines) reads it here.
 
-use crate::sys::cgroup::Version;
+use super::Version;
 
 pub const DIRTY: &str = "dirty";
 pub const WRITEBACK: &str = "writeback";
@@ -231,6 +231,55 @@ pub fn file(version: Version, name: &str) -> Option<Loc> {
     }
 }
 
+/// Where a counter comes from for a version: the memory.stat key, or None for `usage`.
+/// Errors name the unknown counter and list the known ones.
+pub fn stat_key(name: &str, version: Version) -> Result<Option<String>, String> {
+    let (base, local) = split_local(name);
+    // A counter of its own file: read from that file, where the version has one.
+    if let Some(c) = counter(base)
+        && let Source::File { v1, v2 } = c.source
+    {
+        let (loc, other) = match version {
+            Version::V1 => (v1, "v2"),
+            Version::V2 => (v2, "v1"),
+        };
+        return match (loc, local) {
+            (Some(_), false) => Ok(None),
+            (Some(_), true) => Err(format!(
+                "{name}: {base} is read from a file of its own, which has no per-group value"
+            )),
+            (None, _) => Err(format!(
+                "{name}: cgroup {other} only (cgroup {} has no file for it)",
+                version.as_str()
+            )),
+        };
+    }
+    let (v1, v2) = COUNTERS
+        .iter()
+        .find_map(|c| match c.source {
+            Source::Stat { v1, v2 } if c.name == base => Some((v1, v2)),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            let names: Vec<&str> = COUNTERS.iter().map(|c| c.name).collect();
+            format!(
+                "unknown counter {name:?} (known: {}; add .local for a group's own value)",
+                names.join(", ")
+            )
+        })?;
+    Ok(Some(match (version, local) {
+        (Version::V1, false) => format!("total_{v1}"),
+        (Version::V1, true) => v1.to_string(),
+        (Version::V2, false) => v2.to_string(),
+        // v2 memory.stat is hierarchical only; a group's own value is derived by the checks.
+        (Version::V2, true) => {
+            return Err(format!(
+                "{name}: cgroup v2 has no per-group (non-hierarchical) memory.stat"
+            ));
+        }
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +304,28 @@ mod tests {
         assert_eq!(numa_key(USAGE), None);
         assert_eq!(split_local(&local(DIRTY)), (DIRTY, true));
         assert_eq!(split_local(DIRTY), (DIRTY, false));
+    }
+
+    #[test]
+    fn vocabulary_maps_per_version() {
+        assert_eq!(
+            stat_key("dirty", Version::V1).unwrap().unwrap(),
+            "total_dirty"
+        );
+        assert_eq!(
+            stat_key("dirty.local", Version::V1).unwrap().unwrap(),
+            "dirty"
+        );
+        assert_eq!(
+            stat_key("dirty", Version::V2).unwrap().unwrap(),
+            "file_dirty"
+        );
+        assert_eq!(stat_key("usage", Version::V2).unwrap(), None);
+        assert!(stat_key("dirty.local", Version::V2).is_err());
+        assert!(
+            stat_key("bogus", Version::V1)
+                .unwrap_err()
+                .contains("known")
+        );
     }
 }

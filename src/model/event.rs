@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::result::{RunReport, ScenarioResult};
-use crate::report::Format;
+use crate::model::Format;
 
 /// The version of the stream; the host refuses lines of any other. 2: `finish` carries the run's
 /// wall time.
@@ -93,7 +93,7 @@ mod tests {
     use super::*;
 
     fn events() -> Vec<Event> {
-        let mut rep = crate::report::tests::report();
+        let mut rep = crate::model::fixtures::report();
         let result = rep.scenarios.remove(1);
         rep.scenarios.clear();
         rep.count();

@@ -1,19 +1,37 @@
-//! The model at the centre: what a run records (sampled series, phases, steps, the machine) and the
+//! The model at the bottom of the crate (it imports nothing else of it): what a run records (sampled series, phases, steps, the machine) and the
 //! result every reporter, `compare` and the VM host read, and the events a run streams to the VM
 //! host.
 
+pub mod check;
 pub mod column;
 pub mod counter;
+pub mod env;
+pub mod error;
 pub mod event;
+#[cfg(test)]
+pub mod fixtures;
+pub mod format;
+pub mod kcidb;
 pub mod record;
 pub mod result;
 pub mod series;
+pub mod source;
+pub mod stat;
+pub mod stats;
+pub mod step;
+pub mod units;
+pub mod version;
 
+pub use check::{CheckResult, Outcome};
 pub use column::{Column, META_PREFIXES, PASS_COLUMN, is_meta_column};
 pub use event::Event;
+pub use format::Format;
 pub use record::{
     CgroupSpec, Machine, Measurement, MoveRecord, PhaseMeasure, PhaseRecord, Record, StepRecord,
     step_rate,
 };
 pub use result::{PhaseResult, RunReport, ScenarioResult, Status, Totals};
 pub use series::Series;
+pub use stat::Stat;
+pub use step::StepKind;
+pub use version::Version;

@@ -3,11 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::StepKind;
 use super::counter::{DIRTY, FILE, USAGE, WRITEBACK};
 
 use crate::model::Series;
-use crate::stats::median;
-use crate::sys::cgroup::stat::Stat;
+use crate::model::Stat;
+use crate::model::stats::median;
 
 /// A cgroup the scenario creates, named by its path below the scenario's directory ("a" or "a/b").
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -36,8 +37,7 @@ pub struct StepRecord {
     pub phase: usize,
     /// Which repetition of the phase (0-based).
     pub rep: u32,
-    /// "write", "sync", "fsync", "sleep".
-    pub kind: &'static str,
+    pub kind: StepKind,
     pub describe: String,
     /// Seconds since the scenario started.
     pub start: f64,
@@ -101,7 +101,7 @@ impl Machine {
             "2 x 64 pages x {} CPUs x {} B = {} (memcg stats unflushed: per-CPU residue below MEMCG_CHARGE_BATCH plus the flush threshold MEMCG_CHARGE_BATCH x CPUs)",
             self.cpus,
             self.page_size,
-            crate::units::human_bytes(self.stat_batch_bytes() as i64)
+            crate::model::units::human_bytes(self.stat_batch_bytes() as i64)
         )
     }
 }
@@ -218,7 +218,7 @@ impl Record {
         for s in self
             .steps
             .iter()
-            .filter(|s| s.phase == phase && s.kind == "write")
+            .filter(|s| s.phase == phase && s.kind == StepKind::Write)
         {
             bytes += s.bytes;
             seconds += s.seconds;
@@ -273,7 +273,7 @@ pub fn step_rate(s: &StepRecord) -> Option<f64> {
         return None;
     }
     let per_s = s.bytes as f64 / s.seconds;
-    Some(if s.kind == "fault" {
+    Some(if s.kind == StepKind::Fault {
         per_s
     } else {
         per_s / 1e6
@@ -298,12 +298,11 @@ impl Record {
                     samples: m.samples_mb_per_s,
                 });
             }
-            let mut keys: Vec<(&str, &str)> = Vec::new();
-            for s in self
-                .steps
-                .iter()
-                .filter(|s| s.phase == i && ["read", "fault", "usemem"].contains(&s.kind))
-            {
+            let mut keys: Vec<(StepKind, &str)> = Vec::new();
+            for s in self.steps.iter().filter(|s| {
+                s.phase == i
+                    && [StepKind::Read, StepKind::Fault, StepKind::Usemem].contains(&s.kind)
+            }) {
                 if !keys.contains(&(s.kind, s.cgroup.as_str())) {
                     keys.push((s.kind, s.cgroup.as_str()));
                 }
@@ -316,10 +315,10 @@ impl Record {
                     .collect();
                 out.push(Measurement {
                     name: format!("{}: {kind} in {cg}", p.name),
-                    unit: if kind == "fault" { "faults/s" } else { "MB/s" }.into(),
+                    unit: kind.rate_unit().into(),
                     samples: steps.iter().filter_map(|s| step_rate(s)).collect(),
                 });
-                if kind == "fault" {
+                if kind == StepKind::Fault {
                     out.push(Measurement {
                         name: format!("{}: fault in {cg} per CPU", p.name),
                         unit: "faults/CPU-s".into(),

@@ -4,11 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::record::{MoveRecord, PhaseMeasure, Record};
-use crate::check::CheckResult;
-use crate::env::EnvInfo;
-use crate::error::Error;
-use crate::report::kcidb;
-use crate::sys::cgroup::Version;
+use crate::model::CheckResult;
+use crate::model::Version;
+use crate::model::env::EnvInfo;
+use crate::model::error::Error;
+use crate::model::kcidb;
 
 /// How a scenario ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

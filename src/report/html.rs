@@ -3,10 +3,10 @@
 //! its checks' actual/expected/tolerance lines, its notes, its SVG timeline inline and a link to
 //! its CSV samples.
 
-use crate::check::Outcome;
+use crate::model::Outcome;
 use crate::model::RunReport;
+use crate::model::units::human_bytes;
 use crate::model::{ScenarioResult, Status};
-use crate::units::human_bytes;
 
 /// What `--report DIR` holds for one scenario besides the results: its timeline (empty when it
 /// has none) and whether its CSV is there.
@@ -236,8 +236,8 @@ fn scenario_section(r: &ScenarioResult, files: Option<&Files>, i: usize) -> Stri
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check, report};
     use super::*;
+    use crate::model::fixtures::{check, report};
 
     #[test]
     fn page_is_self_contained_and_shows_every_check() {

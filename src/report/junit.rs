@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::check::{CheckResult, Outcome};
 use crate::model::RunReport;
+use crate::model::{CheckResult, Outcome};
 use crate::model::{ScenarioResult, Status};
 
 /// The check's details: what was looked at, its tolerance.
@@ -97,8 +97,8 @@ pub fn render(rep: &RunReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check, report};
     use super::*;
+    use crate::model::fixtures::{check, report};
 
     #[test]
     fn an_xml_parser_finds_one_testcase_per_check() {

@@ -8,27 +8,16 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::check::Outcome;
+use crate::model::Outcome;
+use crate::model::units::human_bytes;
 use crate::model::{RunReport, ScenarioResult, Status};
-use crate::units::human_bytes;
 
 pub mod html;
 pub mod junit;
 pub mod kcidb;
 pub mod svg;
 
-/// What `run --format` prints on stdout.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    Human,
-    Ktap,
-    Json,
-    Junit,
-    Kcidb,
-}
+pub use crate::model::Format;
 
 /// The run's report in `format`.
 pub fn render(rep: &RunReport, format: Format) -> String {
@@ -218,66 +207,9 @@ pub fn write_dir(rep: &RunReport, dir: &Path) -> Result<()> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::env::EnvInfo;
-
-    /// A check with `outcome`, an actual and a tolerance that need escaping in XML and HTML.
-    pub(crate) fn check(name: &str, outcome: Outcome) -> crate::check::CheckResult {
-        crate::check::CheckResult {
-            name: name.into(),
-            outcome,
-            passed: outcome == Outcome::Pass,
-            actual: "0.1 <x>".into(),
-            expected: ">= 0.70".into(),
-            tolerance: Some("t & u".into()),
-            detail: format!("{name} looked at something"),
-            at: None,
-            bound: None,
-            column: None,
-        }
-    }
-
-    pub(crate) fn result(name: &str, status: Status, reason: &str) -> ScenarioResult {
-        ScenarioResult {
-            name: name.into(),
-            summary: "s".into(),
-            status,
-            reason: reason.into(),
-            cgroup_version: Some(crate::sys::cgroup::Version::V1),
-            seconds: 1.0,
-            samples: 0,
-            phases: vec![],
-            checks: vec![],
-            notes: vec![],
-            moves: vec![],
-            measurements: vec![],
-            record: None,
-            error: None,
-        }
-    }
-
-    pub(crate) fn report() -> RunReport {
-        let env = crate::env::gather(
-            crate::sys::cgroup::detect::Choice::Auto,
-            None,
-            Path::new("/"),
-            false,
-        );
-        let started = chrono::Utc::now();
-        let ids = kcidb::Ids::new("memcgtest", None, &env, started);
-        RunReport::new(
-            env,
-            false,
-            started,
-            ids,
-            vec![
-                result("a", Status::Pass, ""),
-                result("b", Status::Fail, "x: 0.14 (expected >= 0.70)"),
-                result("c", Status::Skip, "cannot verify\nmigration"),
-            ],
-        )
-    }
+    use crate::model::fixtures::{report, result};
 
     #[test]
     fn ktap_has_plan_results_and_skip_directive() {
@@ -329,8 +261,7 @@ pub(crate) mod tests {
                 items in proptest::collection::vec(
                     (any::<String>(), 0..4u8, any::<String>(), any::<String>()), 0..5)
             ) {
-                static ENV: std::sync::OnceLock<EnvInfo> = std::sync::OnceLock::new();
-                let env = ENV.get_or_init(|| report().environment).clone();
+                let env = crate::model::fixtures::env();
                 let scenarios: Vec<ScenarioResult> = items
                     .iter()
                     .map(|(name, st, reason, note)| {

@@ -8,11 +8,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::check::{CheckResult, Outcome};
 use crate::model::Column;
 use crate::model::Record;
 use crate::model::ScenarioResult;
 use crate::model::column::{sum_parts, sum_shows};
+use crate::model::{CheckResult, Outcome};
 
 const WIDTH: f64 = 1100.0;
 const LEFT: f64 = 90.0;
@@ -357,7 +357,11 @@ fn panel(
         esc(&p.title)
     );
     phase_bands(o, rec, pi, top, t_end, x);
-    for st in rec.steps.iter().filter(|st| st.kind == "sync") {
+    for st in rec
+        .steps
+        .iter()
+        .filter(|st| st.kind == crate::model::StepKind::Sync)
+    {
         let xs = x(st.end);
         let _ = writeln!(
             o,

@@ -12,10 +12,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::check::Check;
-use crate::sys::cgroup::Version;
+use crate::model::{StepKind, Version};
 
-/// The largest size a scenario may give (see `Ctx::size`).
-pub const MAX_SIZE: u64 = 1 << 40;
+pub use crate::model::source::MAX_SIZE;
 
 /// The largest scenario file read: anything bigger is not a scenario (`check /dev/zero`).
 pub const MAX_FILE: u64 = 1 << 20;
@@ -113,15 +112,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
 /// steps run there); no declared group may be called so.
 pub const HELPER_GROUP: &str = "aux";
 
-/// A scenario file error: where, and what is wrong.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{file}:{line}:{col}: {msg}")]
-pub struct ScenarioError {
-    pub file: String,
-    pub line: usize,
-    pub col: usize,
-    pub msg: String,
-}
+pub use crate::model::error::ScenarioError;
 
 /// Where a scenario comes from: the kernel patch whose bug it reproduces.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -219,23 +210,8 @@ pub enum Step {
         file: String,
         size: u64,
     },
-    /// Start task `task` in `cgroup` holding `anon` bytes of touched anonymous memory and, with
-    /// `file`, a shared mapping of `size` bytes of it (pages dirtied when `dirty`, else read); with
-    /// `write`, it keeps rewriting that many bytes of `<file>.written` in the background. With
-    /// `shmem`, it also maps and writes that many bytes of a memfd (shared memory, mapped).
-    Hold {
-        task: String,
-        cgroup: String,
-        anon: u64,
-        shmem: u64,
-        file: Option<String>,
-        size: u64,
-        dirty: bool,
-        /// Keep writing to every page of the mapping until `wait`: its pages stay dirty and
-        /// under writeback while the task runs.
-        redirty: bool,
-        write: u64,
-    },
+    /// Start a task holding memory (see `Hold`).
+    Hold(Hold),
     /// Move the task to cgroup `to` (its pid into cgroup.procs), timing the write.
     Move { task: String, to: String },
     /// The task allocates and touches `anon` more bytes where it is now.
@@ -292,6 +268,66 @@ pub enum Step {
     },
 }
 
+/// A hold step: task `task` starts in `cgroup` holding `anon` bytes of touched anonymous memory
+/// and, with `file`, a shared mapping of `size` bytes of it (pages dirtied when `dirty`, else
+/// read); with `write`, it keeps rewriting that many bytes of `<file>.written` in the background.
+/// With `shmem`, it also maps and writes that many bytes of a memfd (shared memory, mapped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hold {
+    pub task: String,
+    pub cgroup: String,
+    pub anon: u64,
+    pub shmem: u64,
+    pub file: Option<String>,
+    pub size: u64,
+    pub dirty: bool,
+    /// Keep writing to every page of the mapping until `wait`: its pages stay dirty and under
+    /// writeback while the task runs.
+    pub redirty: bool,
+    pub write: u64,
+}
+
+impl Hold {
+    /// What the task holds, in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.anon + self.shmem + self.size
+    }
+
+    fn describe(&self) -> String {
+        let hb = |b: u64| crate::model::units::human_bytes(b as i64);
+        let mut held = Vec::new();
+        if self.anon > 0 || self.shmem == 0 {
+            held.push(format!("{} anon", hb(self.anon)));
+        }
+        if self.shmem > 0 {
+            held.push(format!("{} of a memfd mapped and written", hb(self.shmem)));
+        }
+        let mut d = format!(
+            "task {} in {} holds {}",
+            self.task,
+            self.cgroup,
+            held.join(", ")
+        );
+        if let Some(f) = &self.file {
+            if self.size > 0 {
+                d += &format!(
+                    ", {} of {f} mapped{}",
+                    hb(self.size),
+                    match (self.dirty, self.redirty) {
+                        (_, true) => " and dirtied over and over",
+                        (true, false) => " and dirtied",
+                        _ => "",
+                    }
+                );
+            }
+            if self.write > 0 {
+                d += &format!(", rewriting {} of {f}.written", hb(self.write));
+            }
+        }
+        d
+    }
+}
+
 /// "per-CPU" for 0 clients, else the number.
 fn clients_text(clients: u32) -> String {
     if clients == 0 {
@@ -307,7 +343,7 @@ impl Step {
             Step::Write { size, file, .. } => {
                 format!(
                     "write {} to {file}",
-                    crate::units::human_bytes(*size as i64)
+                    crate::model::units::human_bytes(*size as i64)
                 )
             }
             Step::Sync => "sync".into(),
@@ -317,31 +353,31 @@ impl Step {
             Step::Unlink { file, .. } => format!("unlink {file}"),
             Step::Reclaim { cgroup, size } => format!(
                 "ask {cgroup}'s memory.reclaim for {}",
-                crate::units::human_bytes(*size as i64)
+                crate::model::units::human_bytes(*size as i64)
             ),
             Step::MmapWrite { size, file, .. } => {
                 format!(
                     "dirty {} of {file} through mmap",
-                    crate::units::human_bytes(*size as i64)
+                    crate::model::units::human_bytes(*size as i64)
                 )
             }
             Step::Probe { size, .. } => {
                 format!(
                     "dirty probe: write {} with writeback held off",
-                    crate::units::human_bytes(*size as i64)
+                    crate::model::units::human_bytes(*size as i64)
                 )
             }
-            Step::Hold { .. } => self.describe_hold(),
+            Step::Hold(h) => h.describe(),
             Step::Move { task, to } => format!("move task {task} to {to}"),
             Step::Grow { task, anon } => format!(
                 "task {task} allocates {} more",
-                crate::units::human_bytes(*anon as i64)
+                crate::model::units::human_bytes(*anon as i64)
             ),
             Step::Wait { task } => format!("stop task {task}'s writer"),
             Step::Release { task } => format!("task {task} exits"),
             Step::Create { file, size, count } => format!(
                 "create {count} files {file}.N of {}",
-                crate::units::human_bytes(*size as i64)
+                crate::model::units::human_bytes(*size as i64)
             ),
             Step::Read {
                 cgroup,
@@ -356,7 +392,7 @@ impl Step {
             } => format!(
                 "{} fault clients in {cgroup}, {} regions, {duration:?}",
                 clients_text(*clients),
-                crate::units::human_bytes(*size as i64)
+                crate::model::units::human_bytes(*size as i64)
             ),
             Step::Usemem {
                 cgroup,
@@ -365,7 +401,7 @@ impl Step {
             } => format!(
                 "usemem: {} clients in {cgroup} write {} of fresh anonymous memory",
                 clients_text(*clients),
-                crate::units::human_bytes(*size as i64)
+                crate::model::units::human_bytes(*size as i64)
             ),
             Step::Await {
                 cgroup,
@@ -374,7 +410,7 @@ impl Step {
                 within,
             } => format!(
                 "wait up to {within:?} for {cgroup}.{counter} >= {}",
-                crate::units::human_bytes(*size as i64)
+                crate::model::units::human_bytes(*size as i64)
             ),
             Step::Exhaust {
                 cgroup,
@@ -383,7 +419,7 @@ impl Step {
                 within,
             } => format!(
                 "a task in {cgroup} touches {} of anon, more than the group can hold{}{}",
-                crate::units::human_bytes(*anon as i64),
+                crate::model::units::human_bytes(*anon as i64),
                 match bystanders {
                     0 => String::new(),
                     n => format!(", beside {n} small tasks"),
@@ -396,50 +432,6 @@ impl Step {
         }
     }
 
-    /// A hold step's description.
-    fn describe_hold(&self) -> String {
-        let Step::Hold {
-            task,
-            cgroup,
-            anon,
-            shmem,
-            file,
-            size,
-            dirty,
-            redirty,
-            write,
-        } = self
-        else {
-            unreachable!("only for hold steps")
-        };
-        let hb = |b: u64| crate::units::human_bytes(b as i64);
-        let mut held = Vec::new();
-        if *anon > 0 || *shmem == 0 {
-            held.push(format!("{} anon", hb(*anon)));
-        }
-        if *shmem > 0 {
-            held.push(format!("{} of a memfd mapped and written", hb(*shmem)));
-        }
-        let mut d = format!("task {task} in {cgroup} holds {}", held.join(", "));
-        if let Some(f) = file {
-            if *size > 0 {
-                d += &format!(
-                    ", {} of {f} mapped{}",
-                    hb(*size),
-                    match (*dirty, *redirty) {
-                        (_, true) => " and dirtied over and over",
-                        (true, false) => " and dirtied",
-                        _ => "",
-                    }
-                );
-            }
-            if *write > 0 {
-                d += &format!(", rewriting {} of {f}.written", hb(*write));
-            }
-        }
-        d
-    }
-
     /// The group the step's workload runs in, if it names one.
     pub fn cgroup(&self) -> Option<&str> {
         match self {
@@ -450,40 +442,40 @@ impl Step {
             | Step::Reclaim { cgroup, .. }
             | Step::MmapWrite { cgroup, .. }
             | Step::Probe { cgroup, .. }
-            | Step::Hold { cgroup, .. }
             | Step::Read { cgroup, .. }
             | Step::Fault { cgroup, .. }
             | Step::Usemem { cgroup, .. }
             | Step::Exhaust { cgroup, .. }
             | Step::Await { cgroup, .. } => Some(cgroup),
+            Step::Hold(h) => Some(&h.cgroup),
             Step::Move { to, .. } => Some(to),
             _ => None,
         }
     }
 
-    /// The kind name used in records and in checks' `after`/`during` lists.
-    pub fn kind(&self) -> &'static str {
+    /// The kind of step it is.
+    pub fn kind(&self) -> StepKind {
         match self {
-            Step::Write { .. } => "write",
-            Step::Sync => "sync",
-            Step::Fsync { .. } => "fsync",
-            Step::Sleep(_) => "sleep",
-            Step::Truncate { .. } => "truncate",
-            Step::Unlink { .. } => "unlink",
-            Step::Reclaim { .. } => "reclaim",
-            Step::MmapWrite { .. } => "mmap-write",
-            Step::Probe { .. } => "probe",
-            Step::Hold { .. } => "hold",
-            Step::Move { .. } => "move",
-            Step::Grow { .. } => "grow",
-            Step::Wait { .. } => "wait",
-            Step::Release { .. } => "release",
-            Step::Create { .. } => "create",
-            Step::Read { .. } => "read",
-            Step::Fault { .. } => "fault",
-            Step::Usemem { .. } => "usemem",
-            Step::Exhaust { .. } => "exhaust",
-            Step::Await { .. } => "await",
+            Step::Write { .. } => StepKind::Write,
+            Step::Sync => StepKind::Sync,
+            Step::Fsync { .. } => StepKind::Fsync,
+            Step::Sleep(_) => StepKind::Sleep,
+            Step::Truncate { .. } => StepKind::Truncate,
+            Step::Unlink { .. } => StepKind::Unlink,
+            Step::Reclaim { .. } => StepKind::Reclaim,
+            Step::MmapWrite { .. } => StepKind::MmapWrite,
+            Step::Probe { .. } => StepKind::Probe,
+            Step::Hold(_) => StepKind::Hold,
+            Step::Move { .. } => StepKind::Move,
+            Step::Grow { .. } => StepKind::Grow,
+            Step::Wait { .. } => StepKind::Wait,
+            Step::Release { .. } => StepKind::Release,
+            Step::Create { .. } => StepKind::Create,
+            Step::Read { .. } => StepKind::Read,
+            Step::Fault { .. } => StepKind::Fault,
+            Step::Usemem { .. } => StepKind::Usemem,
+            Step::Exhaust { .. } => StepKind::Exhaust,
+            Step::Await { .. } => StepKind::Await,
         }
     }
 }
@@ -553,17 +545,11 @@ impl Scenario {
                     Step::Write {
                         size, block_size, ..
                     } => *size = (*size / divisor).max(*block_size),
-                    Step::Hold {
-                        anon,
-                        shmem,
-                        size,
-                        write,
-                        ..
-                    } => {
-                        *anon /= divisor;
-                        *shmem /= divisor;
-                        *size /= divisor;
-                        *write /= divisor;
+                    Step::Hold(h) => {
+                        h.anon /= divisor;
+                        h.shmem /= divisor;
+                        h.size /= divisor;
+                        h.write /= divisor;
                     }
                     Step::Grow { anon, .. } => *anon /= divisor,
                     Step::MmapWrite { size, .. }
@@ -651,8 +637,8 @@ mod raw;
 mod resolve;
 mod steps;
 
-pub use checks::CheckInput;
 pub use resolve::parse;
+pub use steps::{Key, STEPS, StepSyntax, syntax};
 
 #[cfg(test)]
 mod tests;

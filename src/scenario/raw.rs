@@ -1,10 +1,11 @@
 //! The scenario file as written: serde types with spans for error messages; unknown keys are
-//! rejected.
+//! rejected (those of steps and checks by their kind's reader).
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::Origin;
+use crate::model::source::Table;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -16,7 +17,8 @@ pub(super) struct RawScenario {
     pub(super) timeout: Option<Spanned<String>>,
     /// "slow": the scenario's files go on the run's slow disk when it has one.
     pub(super) scratch: Option<Spanned<String>>,
-    pub(super) origin: Origin,
+    /// Required; a missing one gets an error of its own (serde's would point at line 1:1).
+    pub(super) origin: Option<Origin>,
     #[serde(default)]
     pub(super) requires: RawRequires,
     #[serde(default)]
@@ -73,36 +75,9 @@ pub(super) struct RawPhase {
     #[serde(default)]
     pub(super) warmup: bool,
     #[serde(default)]
-    pub(super) steps: Vec<Spanned<RawStep>>,
+    pub(super) steps: Vec<Spanned<Table>>,
     #[serde(default)]
     pub(super) antagonists: Vec<Spanned<RawAntagonist>>,
-}
-
-/// One step as written: `action` picks the kind, the other keys are its parameters.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawStep {
-    pub(super) action: Spanned<String>,
-    pub(super) cgroup: Option<Spanned<String>>,
-    pub(super) file: Option<Spanned<String>>,
-    pub(super) size: Option<Spanned<String>>,
-    pub(super) block_size: Option<Spanned<String>>,
-    pub(super) fsync: Option<Spanned<bool>>,
-    pub(super) duration: Option<Spanned<String>>,
-    pub(super) hold: Option<Spanned<String>>,
-    pub(super) task: Option<Spanned<String>>,
-    pub(super) to: Option<Spanned<String>>,
-    pub(super) anon: Option<Spanned<String>>,
-    /// hold: bytes of shared memory (a memfd, mapped and written).
-    pub(super) shmem: Option<Spanned<String>>,
-    pub(super) dirty: Option<Spanned<bool>>,
-    /// hold: keep dirtying the mapping until `wait` (pages stay dirty and under writeback).
-    pub(super) redirty: Option<Spanned<bool>>,
-    pub(super) write: Option<Spanned<String>>,
-    pub(super) count: Option<Spanned<u32>>,
-    pub(super) clients: Option<Spanned<u32>>,
-    pub(super) bystanders: Option<Spanned<u32>>,
-    pub(super) counter: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -111,6 +86,6 @@ pub(super) struct RawAntagonist {
     pub(super) kind: Spanned<String>,
 }
 
-/// One `[[check]]` table as written: `kind` and the keys of that kind (see `checks.rs`), with their
-/// spans.
-pub(super) type RawCheck = std::collections::BTreeMap<Spanned<String>, Spanned<toml::Value>>;
+/// A step or `[[check]]` table as written: `action` or `kind` and the keys of that kind, with
+/// their spans (read by the step table, `steps.rs`, and the check table, `crate::check::KINDS`).
+pub(super) type RawCheck = Table;

@@ -5,105 +5,36 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::checks::resolve_check;
+use super::checks::{outline, resolve_check};
 use super::raw::RawScenario;
-use super::steps::{CgroupRef, resolve_step};
+use super::steps::read_step;
 use super::{
-    Antagonist, CgroupSpec, Check, Feature, HELPER_GROUP, MAX_SIZE, Phase, Requires, SampleSpec,
+    Antagonist, CgroupSpec, Check, Feature, HELPER_GROUP, Hold, Phase, Requires, SampleSpec,
     Scenario, ScenarioError, ScratchDisk, Step,
 };
-use crate::sys::cgroup::{Version, stat};
-use crate::units::{MIN_INTERVAL, parse_duration_within, parse_size};
-
-pub(super) struct Ctx<'a> {
-    file: &'a str,
-    text: &'a str,
-}
-
-impl Ctx<'_> {
-    pub(super) fn err(
-        &self,
-        span: std::ops::Range<usize>,
-        msg: impl Into<String>,
-    ) -> ScenarioError {
-        let (line, col) = line_col(self.text, span.start);
-        ScenarioError {
-            file: self.file.to_string(),
-            line,
-            col,
-            msg: msg.into(),
-        }
-    }
-    /// A size of at most `MAX_SIZE` (1 TiB: no memcg test writes or holds more, and sums of
-    /// sizes cannot overflow).
-    pub(super) fn size(&self, s: &Spanned<String>) -> Result<u64, ScenarioError> {
-        match parse_size(s.get_ref()).map_err(|m| self.err(s.span(), m))? {
-            n if n > MAX_SIZE => {
-                Err(self.err(s.span(), format!("{:?} is more than 1 TiB", s.get_ref())))
-            }
-            n => Ok(n),
-        }
-    }
-    /// A size that must not be 0 (`key` names it in the message).
-    pub(super) fn positive_size(
-        &self,
-        s: &Spanned<String>,
-        key: &str,
-    ) -> Result<u64, ScenarioError> {
-        match self.size(s)? {
-            0 => Err(self.err(s.span(), format!("{key} must be more than 0"))),
-            n => Ok(n),
-        }
-    }
-    /// A value of the file as a `T`, read again from its text so that an error points into it
-    /// (at the element of a list) with serde's message.
-    pub(super) fn typed<T: serde::de::DeserializeOwned>(
-        &self,
-        v: &Spanned<toml::Value>,
-    ) -> Result<T, ScenarioError> {
-        let span = v.span();
-        toml::de::ValueDeserializer::parse(&self.text[span.clone()])
-            .and_then(T::deserialize)
-            .map_err(|e| {
-                let at = e
-                    .span()
-                    .map_or(span.clone(), |s| span.start + s.start..span.start + s.end);
-                self.err(at, e.message().trim())
-            })
-    }
-    /// Any duration: at most a day.
-    pub(super) fn duration(&self, s: &Spanned<String>) -> Result<Duration, ScenarioError> {
-        self.duration_within(s, Duration::ZERO)
-    }
-    /// A duration of at least `min` and at most a day.
-    pub(super) fn duration_within(
-        &self,
-        s: &Spanned<String>,
-        min: Duration,
-    ) -> Result<Duration, ScenarioError> {
-        parse_duration_within(s.get_ref(), min).map_err(|m| self.err(s.span(), m))
-    }
-}
-
-/// 1-based line and column of a byte offset.
-pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
-    (line, col)
-}
+use crate::model::Version;
+use crate::model::counter::stat_key;
+use crate::model::source::{Text, is_name};
+use crate::model::units::{MIN_INTERVAL, parse_size};
 
 /// Parses and validates one scenario file's text. `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-    let cx = Ctx { file, text };
+    let cx = Text { file, text };
     let raw: RawScenario = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         cx.err(span, e.message().trim().to_string())
     })?;
-    resolve(&cx, raw)
+    resolve(cx, raw)
 }
 
-pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioError> {
+pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioError> {
+    let cx = &cx;
+    let Some(origin) = raw.origin.clone() else {
+        return Err(cx.err(
+            0..0,
+            "missing [origin] table: every scenario names the kernel patch or report it comes from ([origin] subject = \"memcg: ...\", optional commit and date)",
+        ));
+    };
     let name = raw.name.get_ref().clone();
     if name.is_empty()
         || !name
@@ -117,27 +48,12 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
     let features = features(cx, &raw)?;
 
     let cgroups = cgroups(cx, &raw, &cgroup_versions)?;
-    let cgroup_ref = |s: &Option<Spanned<String>>,
-                      at: std::ops::Range<usize>|
-     -> Result<String, ScenarioError> {
-        match s {
-            Some(s) if cgroups.iter().any(|c| &c.name == s.get_ref()) => Ok(s.get_ref().clone()),
-            Some(s) => Err(cx.err(
-                s.span(),
-                format!("no cgroup named {:?} is declared", s.get_ref()),
-            )),
-            None if cgroups.len() == 1 => Ok(cgroups[0].name.clone()),
-            None => Err(cx.err(
-                at,
-                "which cgroup? add cgroup = \"...\" (more than one is declared)",
-            )),
-        }
-    };
-
-    let phases = phases(cx, &raw, &cgroup_ref)?;
+    let names: Vec<String> = cgroups.iter().map(|c| c.name.clone()).collect();
+    let phases = phases(cx, &raw, &names)?;
     check_tasks(cx, &raw, &phases)?;
 
-    let (counters, vmstat, mut checks) = sampled(cx, &raw, &cgroup_ref, &phases, &cgroup_versions)?;
+    let outline = outline(&cgroups, &phases, &cgroup_versions);
+    let (counters, vmstat, mut checks) = sampled(cx, &raw, &outline)?;
     checks.extend(implied_hierarchy(&cgroups, &counters, &checks));
 
     let interval = match &raw.sample.interval {
@@ -176,9 +92,9 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
         name,
         sysctls,
         scratch,
-        summary: one_line(cx, &raw.summary, "summary")?,
+        summary: cx.one_line(&raw.summary, "summary")?,
         description: raw.description,
-        origin: raw.origin,
+        origin,
         requires: Requires {
             cgroup: cgroup_versions,
             writeback: raw.requires.writeback,
@@ -198,7 +114,7 @@ pub(super) fn resolve(cx: &Ctx, raw: RawScenario) -> Result<Scenario, ScenarioEr
 }
 
 /// `requires.cgroup`: both versions when not given.
-fn versions(cx: &Ctx, raw: &RawScenario) -> Result<Vec<Version>, ScenarioError> {
+fn versions(cx: &Text, raw: &RawScenario) -> Result<Vec<Version>, ScenarioError> {
     let mut cgroup_versions = Vec::new();
     for v in &raw.requires.cgroup {
         cgroup_versions.push(match v.get_ref().as_str() {
@@ -219,7 +135,7 @@ fn versions(cx: &Ctx, raw: &RawScenario) -> Result<Vec<Version>, ScenarioError> 
 }
 
 /// `requires.features`.
-fn features(cx: &Ctx, raw: &RawScenario) -> Result<Vec<Feature>, ScenarioError> {
+fn features(cx: &Text, raw: &RawScenario) -> Result<Vec<Feature>, ScenarioError> {
     let mut features = Vec::new();
     for f in &raw.requires.features {
         let feat = Feature::ALL
@@ -246,7 +162,7 @@ fn features(cx: &Ctx, raw: &RawScenario) -> Result<Vec<Feature>, ScenarioError> 
 /// A `[[cgroup]]` name: [A-Za-z0-9_-] parts joined by '/', none a meta column prefix or the
 /// helper group, declared once, after its parent.
 fn check_group_name(
-    cx: &Ctx,
+    cx: &Text,
     n: &Spanned<String>,
     cgroups: &[CgroupSpec],
 ) -> Result<(), ScenarioError> {
@@ -295,7 +211,7 @@ fn check_group_name(
 
 /// The `[[cgroup]]` tables: names, parents declared first, limits, v1 charge moving.
 fn cgroups(
-    cx: &Ctx,
+    cx: &Text,
     raw: &RawScenario,
     cgroup_versions: &[Version],
 ) -> Result<Vec<CgroupSpec>, ScenarioError> {
@@ -371,11 +287,7 @@ fn cgroups(
 }
 
 /// The `[[phase]]` tables with their steps and antagonists.
-fn phases(
-    cx: &Ctx,
-    raw: &RawScenario,
-    cgroup_ref: &CgroupRef,
-) -> Result<Vec<Phase>, ScenarioError> {
+fn phases(cx: &Text, raw: &RawScenario, groups: &[String]) -> Result<Vec<Phase>, ScenarioError> {
     let mut phases = Vec::new();
     for p in &raw.phase {
         let rp = p.get_ref();
@@ -390,7 +302,7 @@ fn phases(
         }
         let mut steps = Vec::new();
         for s in &rp.steps {
-            steps.push(resolve_step(cx, s, cgroup_ref)?);
+            steps.push(read_step(*cx, s, groups)?);
         }
         if steps.is_empty() {
             return Err(cx.err(p.span(), "a phase needs at least one step"));
@@ -472,27 +384,25 @@ fn implied_hierarchy(cgroups: &[CgroupSpec], counters: &[String], checks: &[Chec
 /// What is sampled (`[sample]` plus whatever a check looks at) and the checks.
 #[allow(clippy::type_complexity)]
 fn sampled(
-    cx: &Ctx,
+    cx: &Text,
     raw: &RawScenario,
-    cgroup_ref: &CgroupRef,
-    phases: &[Phase],
-    cgroup_versions: &[Version],
+    outline: &crate::check::Outline,
 ) -> Result<(Vec<String>, Vec<String>, Vec<Check>), ScenarioError> {
     let mut counters: Vec<String> = Vec::new();
     for c in &raw.sample.counters {
-        check_counter(cx, c.get_ref(), c.span(), cgroup_versions)?;
+        check_counter(cx, c.get_ref(), c.span(), &outline.versions)?;
         if !counters.contains(c.get_ref()) {
             counters.push(c.get_ref().clone());
         }
     }
     let mut vmstat: Vec<String> = Vec::new();
     for v in &raw.sample.vmstat {
-        vmstat.push(vmstat_key(cx, v)?);
+        vmstat.push(cx.vmstat_key(v)?);
     }
 
     let mut checks = Vec::new();
     for c in &raw.check {
-        let chk = resolve_check(cx, c, cgroup_ref, phases, cgroup_versions)?;
+        let chk = resolve_check(*cx, c, outline)?;
         // Whatever a check looks at is sampled, without repeating it under [sample].
         let needs = chk.needs();
         let (cs, vs) = (needs.counters, needs.vmstat);
@@ -513,7 +423,7 @@ fn sampled(
 }
 
 /// `[sysctl]`: vm.* keys and their values as they will be written.
-fn sysctls(cx: &Ctx, raw: &RawScenario) -> Result<Vec<(String, String)>, ScenarioError> {
+fn sysctls(cx: &Text, raw: &RawScenario) -> Result<Vec<(String, String)>, ScenarioError> {
     let mut sysctls = Vec::new();
     for (k, v) in &raw.sysctl {
         let Some(short) = k.strip_prefix("vm.") else {
@@ -536,7 +446,7 @@ fn sysctls(cx: &Ctx, raw: &RawScenario) -> Result<Vec<(String, String)>, Scenari
 /// (dirty_bytes at least two pages, dirty_background_bytes at least 1, `*_ratio` at most 100).
 /// No sign, no whitespace: "16 32" or a newline would write something else than meant.
 pub(super) fn sysctl_value(
-    cx: &Ctx,
+    cx: &Text,
     key: &str,
     v: &Spanned<String>,
 ) -> Result<String, ScenarioError> {
@@ -574,73 +484,22 @@ pub(super) fn sysctl_value(
     Ok(n.to_string())
 }
 
-/// A name as reports print it: non-empty [A-Za-z0-9_-].
-pub(super) fn is_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
-/// Free text that reaches reports (KTAP diagnostics, one line each): no control characters (a
-/// newline would forge KTAP lines such as `ok 1 forged-pass`), at most 200 characters.
-pub(super) fn one_line(cx: &Ctx, s: &Spanned<String>, key: &str) -> Result<String, ScenarioError> {
-    let t = s.get_ref();
-    if t.chars().any(char::is_control) {
-        return Err(cx.err(
-            s.span(),
-            format!("{key} must be one line without control characters"),
-        ));
-    }
-    if t.chars().count() > 200 {
-        return Err(cx.err(s.span(), format!("{key} is longer than 200 characters")));
-    }
-    Ok(t.clone())
-}
-
-/// A /proc/vmstat key: [a-z0-9_].
-pub(super) fn vmstat_key(cx: &Ctx, s: &Spanned<String>) -> Result<String, ScenarioError> {
-    let t = s.get_ref();
-    if t.is_empty()
-        || !t
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-    {
-        return Err(cx.err(
-            s.span(),
-            format!("{t:?} is not a /proc/vmstat key ([a-z0-9_])"),
-        ));
-    }
-    Ok(t.clone())
-}
-
 pub(super) fn check_counter(
-    cx: &Ctx,
+    cx: &Text,
     name: &str,
     span: std::ops::Range<usize>,
     versions: &[Version],
 ) -> Result<(), ScenarioError> {
     for v in versions {
-        stat::stat_key(name, *v).map_err(|m| cx.err(span.clone(), m))?;
+        stat_key(name, *v).map_err(|m| cx.err(span.clone(), m))?;
     }
     Ok(())
-}
-
-pub(super) fn task_name(cx: &Ctx, t: &Spanned<String>) -> Result<String, ScenarioError> {
-    let ok = !t.get_ref().is_empty()
-        && t.get_ref()
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
-        Ok(t.get_ref().clone())
-    } else {
-        Err(cx.err(t.span(), "task name must be [A-Za-z0-9_-]"))
-    }
 }
 
 /// Tasks must be held before they are used, and not held twice while alive; a phase that holds
 /// a task cannot repeat.
 pub(super) fn check_tasks(
-    cx: &Ctx,
+    cx: &Text,
     raw: &RawScenario,
     phases: &[Phase],
 ) -> Result<(), ScenarioError> {
@@ -648,7 +507,7 @@ pub(super) fn check_tasks(
     for (p, rp) in phases.iter().zip(&raw.phase) {
         for (st, rs) in p.steps.iter().zip(&rp.get_ref().steps) {
             match st {
-                Step::Hold { task, .. } => {
+                Step::Hold(Hold { task, .. }) => {
                     if p.repeat > 1 {
                         return Err(cx.err(rs.span(), "a phase that holds a task cannot repeat"));
                     }

@@ -1,491 +1,736 @@
-//! The step table: each `[[phase.step]]` action, the keys it takes and how it is resolved. Adding
-//! a step kind is one entry here, its `Step` variant (description, `--quick` scaling) and its
-//! executor in the runner.
+//! The step table: each `[[phase]]` step's action, the keys it takes (the one list: unknown keys
+//! are refused against it, the reference and the generators read it) and its reader. Adding a
+//! step kind is one entry here, its `Step` variant (description, `--quick` scaling) and its
+//! executor in `crate::exec`.
 
+use std::cell::RefCell;
+use std::ops::Range;
 use std::time::Duration;
 
 use toml::Spanned;
 
-use super::raw::RawStep;
-use super::resolve::{Ctx, task_name};
-use super::{ScenarioError, Step};
-use crate::units::MIN_INTERVAL;
+use super::{Hold, ScenarioError, Step};
+use crate::model::StepKind;
+use crate::model::counter::{Counter, Source, counter};
+use crate::model::source::{Keys, Table, Text};
+use crate::model::units::MIN_INTERVAL;
 
-pub(super) type CgroupRef<'a> =
-    dyn Fn(&Option<Spanned<String>>, std::ops::Range<usize>) -> Result<String, ScenarioError> + 'a;
-
-/// One step kind: its action name, the keys it takes (anything else set is an error at that key)
-/// and its resolver.
-pub struct StepKind {
-    pub action: &'static str,
-    pub keys: &'static [&'static str],
-    resolve: fn(&Input) -> Result<Step, ScenarioError>,
+/// A key a step kind takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub name: &'static str,
+    /// The step cannot do without it (the reference marks it).
+    pub required: bool,
+    /// What it holds, and its default when optional.
+    pub doc: &'static str,
 }
 
-/// Every step kind, in the order the unknown-action error lists them.
-pub const STEPS: &[StepKind] = &[
-    StepKind {
-        action: "write",
-        keys: &["cgroup", "file", "size", "block_size", "fsync"],
-        resolve: write,
+const fn req(name: &'static str, doc: &'static str) -> Key {
+    Key {
+        name,
+        required: true,
+        doc,
+    }
+}
+
+const fn opt(name: &'static str, doc: &'static str) -> Key {
+    Key {
+        name,
+        required: false,
+        doc,
+    }
+}
+
+/// `cgroup`: required unless the scenario declares one group only.
+const CGROUP: Key = opt(
+    "cgroup",
+    "the declared group the step runs in (may be left out when only one is declared)",
+);
+const FILE: Key = opt(
+    "file",
+    "a plain file name in the scenario's scratch directory (default `data`)",
+);
+const TASK: Key = req("task", "the held task's name ([A-Za-z0-9_-])");
+
+/// One step kind: its action, its keys and its reader.
+pub struct StepSyntax {
+    pub kind: StepKind,
+    /// What the step does, one line.
+    pub doc: &'static str,
+    pub keys: &'static [Key],
+    read: fn(&StepArgs) -> Result<Step, ScenarioError>,
+}
+
+/// Every step kind, in `StepKind::ALL` order.
+pub const STEPS: &[StepSyntax] = &[
+    StepSyntax {
+        kind: StepKind::Write,
+        doc: "buffered writes like dd: unlink, create, write `size` bytes in `block_size` blocks",
+        keys: &[
+            CGROUP,
+            FILE,
+            req("size", "bytes to write"),
+            opt("block_size", "bytes per write(2), 1..64M (default 1M)"),
+            opt("fsync", "fsync(2) the file at the end (default false)"),
+        ],
+        read: write,
     },
-    StepKind {
-        action: "sync",
+    StepSyntax {
+        kind: StepKind::Sync,
+        doc: "sync(2) of everything, from the helper group",
         keys: &[],
-        resolve: |_| Ok(Step::Sync),
+        read: |_| Ok(Step::Sync),
     },
-    StepKind {
-        action: "fsync",
-        keys: &["cgroup", "file"],
-        resolve: fsync,
-    },
-    StepKind {
-        action: "sleep",
-        keys: &["duration"],
-        resolve: sleep,
-    },
-    StepKind {
-        action: "truncate",
-        keys: &["cgroup", "file", "size"],
-        resolve: truncate,
-    },
-    StepKind {
-        action: "unlink",
-        keys: &["cgroup", "file"],
-        resolve: unlink,
-    },
-    StepKind {
-        action: "reclaim",
-        keys: &["cgroup", "size"],
-        resolve: |i| {
-            Ok(Step::Reclaim {
+    StepSyntax {
+        kind: StepKind::Fsync,
+        doc: "fsync(2) of one file",
+        keys: &[CGROUP, FILE],
+        read: |i| {
+            Ok(Step::Fsync {
                 cgroup: i.cgroup()?,
-                size: i.positive_size()?,
+                file: i.file()?,
             })
         },
     },
-    StepKind {
-        action: "mmap-write",
-        keys: &["cgroup", "file", "size", "hold"],
-        resolve: mmap_write,
+    StepSyntax {
+        kind: StepKind::Sleep,
+        doc: "wait, sampling on",
+        keys: &[req("duration", "how long")],
+        read: |i| Ok(Step::Sleep(i.duration()?)),
     },
-    StepKind {
-        action: "probe",
-        keys: &["cgroup", "file", "size"],
-        resolve: probe,
+    StepSyntax {
+        kind: StepKind::Truncate,
+        doc: "truncate a file (0: drop all its pages, dirty ones included)",
+        keys: &[CGROUP, FILE, opt("size", "the new size (default 0)")],
+        read: |i| {
+            Ok(Step::Truncate {
+                cgroup: i.cgroup()?,
+                file: i.file()?,
+                size: i.size_or_zero("size")?,
+            })
+        },
     },
-    StepKind {
-        action: "hold",
+    StepSyntax {
+        kind: StepKind::Unlink,
+        doc: "unlink a file",
+        keys: &[CGROUP, FILE],
+        read: |i| {
+            Ok(Step::Unlink {
+                cgroup: i.cgroup()?,
+                file: i.file()?,
+            })
+        },
+    },
+    StepSyntax {
+        kind: StepKind::Reclaim,
+        doc: "proactive reclaim: write `size` to the group's memory.reclaim (cgroup v2)",
+        keys: &[CGROUP, req("size", "bytes to ask for")],
+        read: |i| {
+            Ok(Step::Reclaim {
+                cgroup: i.cgroup()?,
+                size: i.positive_size("size")?,
+            })
+        },
+    },
+    StepSyntax {
+        kind: StepKind::MmapWrite,
+        doc: "dirty `size` bytes through a shared file mapping, keep them dirty for `hold`, then msync",
         keys: &[
-            "task", "cgroup", "anon", "shmem", "file", "size", "dirty", "redirty", "write",
+            CGROUP,
+            FILE,
+            req("size", "bytes to dirty"),
+            opt(
+                "hold",
+                "how long the pages stay dirty before msync (default 1s)",
+            ),
         ],
-        resolve: hold,
+        read: |i| {
+            Ok(Step::MmapWrite {
+                cgroup: i.cgroup()?,
+                file: i.file()?,
+                size: i.positive_size("size")?,
+                hold: i.get_duration("hold")?.unwrap_or(Duration::from_secs(1)),
+            })
+        },
     },
-    StepKind {
-        action: "move",
-        keys: &["task", "to"],
-        resolve: move_task,
+    StepSyntax {
+        kind: StepKind::Probe,
+        doc: "with writeback held off (sysctls raised for the step, restored after), write exactly `size` bytes: the group's dirty must show them",
+        keys: &[
+            CGROUP,
+            opt("file", "a plain file name (default `probe`)"),
+            req("size", "bytes to write"),
+        ],
+        read: |i| {
+            Ok(Step::Probe {
+                cgroup: i.cgroup()?,
+                file: i.file_or("probe")?,
+                size: i.positive_size("size")?,
+            })
+        },
     },
-    StepKind {
-        action: "grow",
-        keys: &["task", "anon"],
-        resolve: grow,
+    StepSyntax {
+        kind: StepKind::Hold,
+        doc: "start a task that holds memory until it is released (anon, a memfd, a mapped file, a background writer)",
+        keys: &[
+            TASK,
+            CGROUP,
+            opt("anon", "bytes of anonymous memory it touches (default 0)"),
+            opt(
+                "shmem",
+                "bytes of a memfd it maps and writes: shared memory (default 0)",
+            ),
+            opt(
+                "file",
+                "a file it maps `size` bytes of, and writes `write` bytes of `<file>.written`",
+            ),
+            opt("size", "bytes of `file` it maps (default 0)"),
+            opt(
+                "dirty",
+                "dirty the mapped pages rather than read them (default false)",
+            ),
+            opt(
+                "redirty",
+                "keep dirtying the mapping until `wait` (needs file, size, dirty; default false)",
+            ),
+            opt(
+                "write",
+                "bytes of `<file>.written` it keeps rewriting in the background until `wait` (default 0)",
+            ),
+        ],
+        read: hold,
     },
-    StepKind {
-        action: "wait",
-        keys: &["task"],
-        resolve: wait,
+    StepSyntax {
+        kind: StepKind::Move,
+        doc: "move a held task to another group (its pid into cgroup.procs), timing the write",
+        keys: &[TASK, req("to", "the declared group it moves to")],
+        read: |i| {
+            Ok(Step::Move {
+                task: i.task()?,
+                to: i.group("to")?,
+            })
+        },
     },
-    StepKind {
-        action: "release",
-        keys: &["task"],
-        resolve: release,
+    StepSyntax {
+        kind: StepKind::Grow,
+        doc: "a held task touches `anon` more bytes of anonymous memory where it is now",
+        keys: &[TASK, req("anon", "bytes")],
+        read: |i| {
+            Ok(Step::Grow {
+                task: i.task()?,
+                anon: i.positive_size("anon")?,
+            })
+        },
     },
-    StepKind {
-        action: "create",
-        keys: &["file", "size", "count"],
-        resolve: create,
+    StepSyntax {
+        kind: StepKind::Wait,
+        doc: "stop a held task's background writer (and redirtying) and wait for it",
+        keys: &[TASK],
+        read: |i| Ok(Step::Wait { task: i.task()? }),
     },
-    StepKind {
-        action: "read",
-        keys: &["cgroup", "file", "count"],
-        resolve: read,
+    StepSyntax {
+        kind: StepKind::Release,
+        doc: "a held task exits, freeing its memory",
+        keys: &[TASK],
+        read: |i| Ok(Step::Release { task: i.task()? }),
     },
-    StepKind {
-        action: "fault",
-        keys: &["cgroup", "size", "clients", "duration"],
-        resolve: fault,
+    StepSyntax {
+        kind: StepKind::Create,
+        doc: "not measured: write `count` files `<file>.<i>` of `size` bytes in the helper group, fsync them and drop them from the page cache, for read steps",
+        keys: &[
+            FILE,
+            req("size", "bytes per file"),
+            opt("count", "how many files, 1..64 (default 1)"),
+        ],
+        read: |i| {
+            Ok(Step::Create {
+                file: i.file()?,
+                size: i.positive_size("size")?,
+                count: i.count()?,
+            })
+        },
     },
-    StepKind {
-        action: "usemem",
-        keys: &["cgroup", "size", "clients"],
-        resolve: usemem,
+    StepSyntax {
+        kind: StepKind::Read,
+        doc: "`count` readers in parallel, reader i streaming `<file>.<i>` from a cold cache; measured: bytes over the slowest reader",
+        keys: &[
+            CGROUP,
+            FILE,
+            opt("count", "how many readers, 1..64 (default 1)"),
+        ],
+        read: |i| {
+            Ok(Step::Read {
+                cgroup: i.cgroup()?,
+                file: i.file()?,
+                count: i.count()?,
+            })
+        },
     },
-    StepKind {
-        action: "await",
-        keys: &["cgroup", "counter", "size", "duration"],
-        resolve: await_counter,
+    StepSyntax {
+        kind: StepKind::Fault,
+        doc: "pft-style page-fault loop: each client maps `size` bytes of anonymous memory, touches every page, unmaps, for `duration`; measured: faults per second and per CPU-second",
+        keys: &[
+            CGROUP,
+            req("size", "bytes per region, at least 4K"),
+            opt("clients", "processes, 0..64, 0 = one per CPU (default 1)"),
+            req(
+                "duration",
+                "how long, at least the sampling interval's minimum",
+            ),
+        ],
+        read: |i| {
+            let (clients, size) = i.clients_and_size()?;
+            Ok(Step::Fault {
+                cgroup: i.cgroup()?,
+                size,
+                clients,
+                duration: i.duration_within(MIN_INTERVAL)?,
+            })
+        },
     },
-    StepKind {
-        action: "exhaust",
-        keys: &["cgroup", "anon", "bystanders", "duration"],
-        resolve: |i| {
+    StepSyntax {
+        kind: StepKind::Usemem,
+        doc: "usemem: each client writes `size` bytes of fresh anonymous memory once; measured: MB/s over the slowest",
+        keys: &[
+            CGROUP,
+            req("size", "bytes per client, at least 4K"),
+            opt("clients", "processes, 0..64, 0 = one per CPU (default 1)"),
+        ],
+        read: |i| {
+            let (clients, size) = i.clients_and_size()?;
+            Ok(Step::Usemem {
+                cgroup: i.cgroup()?,
+                size,
+                clients,
+            })
+        },
+    },
+    StepSyntax {
+        kind: StepKind::Await,
+        doc: "wait until the group's memory.stat `counter` is at least `size`, for at most `duration` (then go on: checks that need the state say it was not reached)",
+        keys: &[
+            CGROUP,
+            req(
+                "counter",
+                "a memory.stat counter (dirty, writeback, file, anon, ...)",
+            ),
+            req("size", "the value to reach"),
+            req("duration", "how long to wait at most"),
+        ],
+        read: await_counter,
+    },
+    StepSyntax {
+        kind: StepKind::Exhaust,
+        doc: "a task touches `anon` bytes of anonymous memory in a group that cannot hold them: the group's OOM killer must kill it (or memory.high throttle it)",
+        keys: &[
+            CGROUP,
+            req("anon", "bytes the task touches"),
+            opt(
+                "bystanders",
+                "small tasks (1 MiB of anon each) waiting in the group, 0..16 (default 0)",
+            ),
+            opt(
+                "duration",
+                "stop the task after this long if it is still touching memory (memory.high throttles it)",
+            ),
+        ],
+        read: |i| {
             Ok(Step::Exhaust {
                 cgroup: i.cgroup()?,
-                anon: i.cx.positive_size(&i.need(&i.r.anon, "anon")?, "anon")?,
-                bystanders: match &i.r.bystanders {
+                anon: i.positive_size("anon")?,
+                bystanders: match i.get::<u32>("bystanders")? {
                     Some(b) if *b.get_ref() > 16 => {
-                        return Err(i.cx.err(b.span(), "bystanders must be 0..16"));
+                        return Err(i.err(b.span(), "bystanders must be 0..16"));
                     }
-                    Some(b) => *b.get_ref(),
+                    Some(b) => b.into_inner(),
                     None => 0,
                 },
-                within: match &i.r.duration {
-                    Some(d) => Some(i.cx.duration(d)?),
-                    None => None,
-                },
+                within: i.get_duration("duration")?,
             })
         },
     },
 ];
 
-/// What a step kind's resolver reads: the raw step and the scenario-wide resolvers.
-struct Input<'a, 'b> {
-    cx: &'a Ctx<'b>,
-    s: &'a Spanned<RawStep>,
-    r: &'a RawStep,
-    action: &'a str,
-    cgroup_ref: &'a CgroupRef<'b>,
+/// The syntax of a kind.
+pub fn syntax(kind: StepKind) -> &'static StepSyntax {
+    STEPS
+        .iter()
+        .find(|s| s.kind == kind)
+        .expect("every kind has an entry")
 }
 
-impl Input<'_, '_> {
-    fn need(
-        &self,
-        v: &Option<Spanned<String>>,
-        key: &str,
-    ) -> Result<Spanned<String>, ScenarioError> {
-        v.clone().ok_or_else(|| {
-            self.cx.err(
-                self.s.span(),
-                format!("action {:?} needs {key:?}", self.action),
-            )
-        })
+/// One step table as its kind's reader reads it: typed values of its keys (only those of the
+/// kind's list), the scenario's declared groups.
+pub(super) struct StepArgs<'a> {
+    keys: Keys<'a>,
+    syntax: &'static StepSyntax,
+    groups: &'a [String],
+    /// The keys the reader asked for (the table tests check it reads all of its list).
+    read: RefCell<Vec<&'static str>>,
+}
+
+impl StepArgs<'_> {
+    fn key(&self, name: &str) -> &'static str {
+        let key = self
+            .syntax
+            .keys
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap_or_else(|| panic!("{} reads {name:?}, not in its keys", self.syntax.kind));
+        self.read.borrow_mut().push(key.name);
+        key.name
     }
-    fn file_name(&self, f: &Option<Spanned<String>>) -> Result<String, ScenarioError> {
-        let f = f
-            .clone()
-            .unwrap_or_else(|| Spanned::new(0..0, "data".to_string()));
-        let ok = !f.get_ref().is_empty()
-            && f.get_ref()
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            && !f.get_ref().starts_with('.');
-        if ok {
-            Ok(f.get_ref().clone())
-        } else {
-            Err(self.cx.err(
-                f.span(),
-                "file must be a plain name inside the scratch directory",
-            ))
+    fn err(&self, span: Range<usize>, msg: impl Into<String>) -> ScenarioError {
+        self.keys.err(span, msg)
+    }
+    fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+    ) -> Result<Option<Spanned<T>>, ScenarioError> {
+        self.keys.get(self.key(name))
+    }
+    fn need<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+    ) -> Result<Spanned<T>, ScenarioError> {
+        self.keys.need(self.key(name))
+    }
+    fn text(&self) -> &Text<'_> {
+        &self.keys.text
+    }
+    /// A declared group named by `key`; for `cgroup`, the only declared group when not set.
+    fn group(&self, key: &str) -> Result<String, ScenarioError> {
+        match self.get::<String>(key)? {
+            Some(s) if self.groups.contains(s.get_ref()) => Ok(s.into_inner()),
+            Some(s) => Err(self.err(
+                s.span(),
+                format!("no cgroup named {:?} is declared", s.get_ref()),
+            )),
+            None if key == "cgroup" && self.groups.len() == 1 => Ok(self.groups[0].clone()),
+            None if key == "cgroup" => Err(self.err(
+                self.keys.span.clone(),
+                "which cgroup? add cgroup = \"...\" (more than one is declared)",
+            )),
+            None => Err(self.err(
+                self.keys.span.clone(),
+                format!("{} needs {key:?}", self.keys.what),
+            )),
         }
     }
-    /// The step's `cgroup`.
     fn cgroup(&self) -> Result<String, ScenarioError> {
-        (self.cgroup_ref)(&self.r.cgroup, self.s.span())
+        self.group("cgroup")
     }
     fn task(&self) -> Result<String, ScenarioError> {
-        task_name(self.cx, &self.need(&self.r.task, "task")?)
+        let t = self.need::<String>("task")?;
+        task_name(self.text(), &t)
     }
-    /// An optional size, 0 when not given.
-    fn size_or_zero(&self, v: &Option<Spanned<String>>) -> Result<u64, ScenarioError> {
-        Ok(v.as_ref()
-            .map(|x| self.cx.size(x))
+    /// `file`: a plain name inside the scratch directory, `data` when not set.
+    fn file(&self) -> Result<String, ScenarioError> {
+        self.file_or("data")
+    }
+    fn file_or(&self, default: &str) -> Result<String, ScenarioError> {
+        match self.get::<String>("file")? {
+            Some(f) => file_name(self.text(), &f),
+            None => Ok(default.to_string()),
+        }
+    }
+    /// A size, 0 when not set.
+    fn size_or_zero(&self, key: &str) -> Result<u64, ScenarioError> {
+        Ok(self
+            .get::<String>(key)?
+            .map(|x| self.text().size(&x))
             .transpose()?
             .unwrap_or(0))
     }
-    /// The `size` a step must have, more than 0.
-    fn positive_size(&self) -> Result<u64, ScenarioError> {
-        self.cx
-            .positive_size(&self.need(&self.r.size, "size")?, "size")
+    /// A size that must be set, more than 0.
+    fn positive_size(&self, key: &str) -> Result<u64, ScenarioError> {
+        let s = self.need::<String>(key)?;
+        self.text().positive_size(&s, key)
+    }
+    fn get_duration(&self, key: &str) -> Result<Option<Duration>, ScenarioError> {
+        self.get::<String>(key)?
+            .map(|d| self.text().duration(&d))
+            .transpose()
+    }
+    fn duration(&self) -> Result<Duration, ScenarioError> {
+        self.duration_within(Duration::ZERO)
+    }
+    fn duration_within(&self, min: Duration) -> Result<Duration, ScenarioError> {
+        let d = self.need::<String>("duration")?;
+        self.text().duration_within(&d, min)
+    }
+    fn flag(&self, key: &str) -> Result<bool, ScenarioError> {
+        Ok(self.get::<bool>(key)?.is_some_and(|b| b.into_inner()))
+    }
+    /// `count` of create and read: 1..64, default 1.
+    fn count(&self) -> Result<u32, ScenarioError> {
+        Ok(match self.get::<u32>("count")? {
+            Some(c) if *c.get_ref() == 0 || *c.get_ref() > 64 => {
+                return Err(self.err(c.span(), "count must be 1..64"));
+            }
+            Some(c) => c.into_inner(),
+            None => 1,
+        })
+    }
+    /// `clients` (0..64, 0: one per CPU, default 1) and `size` (at least 4K) of fault and usemem.
+    fn clients_and_size(&self) -> Result<(u32, u64), ScenarioError> {
+        let clients = match self.get::<u32>("clients")? {
+            Some(c) if *c.get_ref() > 64 => {
+                return Err(self.err(c.span(), "clients must be 0..64 (0: one per CPU)"));
+            }
+            Some(c) => c.into_inner(),
+            None => 1,
+        };
+        let s = self.need::<String>("size")?;
+        let size = self.text().size(&s)?;
+        if size < 4096 {
+            return Err(self.err(s.span(), "size must be at least 4K"));
+        }
+        Ok((clients, size))
     }
 }
 
-pub(super) fn resolve_step(
-    cx: &Ctx,
-    s: &Spanned<RawStep>,
-    cgroup_ref: &CgroupRef,
+/// Reads one step table: its `action` picks the kind, whose keys only it may carry.
+pub(super) fn read_step(
+    text: Text,
+    table: &Spanned<Table>,
+    groups: &[String],
 ) -> Result<Step, ScenarioError> {
-    let r = s.get_ref();
-    let action = r.action.get_ref().as_str();
-    let Some(kind) = STEPS.iter().find(|k| k.action == action) else {
-        let known: Vec<&str> = STEPS.iter().map(|k| k.action).collect();
-        return Err(cx.err(
-            r.action.span(),
-            format!("unknown action {action:?} (known: {})", known.join(", ")),
+    let Some((_, action)) = table
+        .get_ref()
+        .iter()
+        .find(|(k, _)| k.get_ref() == "action")
+    else {
+        return Err(text.err(table.span(), "missing field `action`"));
+    };
+    let name: String = text.typed(action)?;
+    let Some(kind) = StepKind::parse(&name) else {
+        return Err(text.err(
+            action.span(),
+            format!("unknown action {name:?} (known: {})", StepKind::names()),
         ));
     };
-    let present: [(&str, Option<std::ops::Range<usize>>); 15] = [
-        ("cgroup", r.cgroup.as_ref().map(|x| x.span())),
-        ("file", r.file.as_ref().map(|x| x.span())),
-        ("size", r.size.as_ref().map(|x| x.span())),
-        ("block_size", r.block_size.as_ref().map(|x| x.span())),
-        ("fsync", r.fsync.as_ref().map(|x| x.span())),
-        ("duration", r.duration.as_ref().map(|x| x.span())),
-        ("hold", r.hold.as_ref().map(|x| x.span())),
-        ("task", r.task.as_ref().map(|x| x.span())),
-        ("to", r.to.as_ref().map(|x| x.span())),
-        ("anon", r.anon.as_ref().map(|x| x.span())),
-        ("dirty", r.dirty.as_ref().map(|x| x.span())),
-        ("redirty", r.redirty.as_ref().map(|x| x.span())),
-        ("write", r.write.as_ref().map(|x| x.span())),
-        ("count", r.count.as_ref().map(|x| x.span())),
-        ("clients", r.clients.as_ref().map(|x| x.span())),
-    ];
-    for (key, span) in present {
-        if let Some(span) = span
-            && !kind.keys.contains(&key)
-        {
-            return Err(cx.err(span, format!("action {action:?} takes no {key:?}")));
-        }
-    }
-    (kind.resolve)(&Input {
-        cx,
-        s,
-        r,
-        action,
-        cgroup_ref,
-    })
+    let syntax = syntax(kind);
+    let args = StepArgs {
+        keys: Keys {
+            text,
+            table: table.get_ref(),
+            span: table.span(),
+            what: format!("action {name:?}"),
+            tag: "action",
+        },
+        syntax,
+        groups,
+        read: RefCell::new(Vec::new()),
+    };
+    let names: Vec<&str> = syntax.keys.iter().map(|k| k.name).collect();
+    args.keys.only(&names)?;
+    (syntax.read)(&args)
 }
 
-fn write(i: &Input) -> Result<Step, ScenarioError> {
-    let size = i.positive_size()?;
-    let block_size = match &i.r.block_size {
-        Some(b) => i.cx.size(b)?,
+/// A file name: a plain name inside the scratch directory.
+fn file_name(text: &Text, f: &Spanned<String>) -> Result<String, ScenarioError> {
+    let n = f.get_ref();
+    let ok = !n.is_empty()
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && !n.starts_with('.');
+    if ok {
+        Ok(n.clone())
+    } else {
+        Err(text.err(
+            f.span(),
+            "file must be a plain name inside the scratch directory",
+        ))
+    }
+}
+
+/// A task's name: [A-Za-z0-9_-].
+pub(super) fn task_name(text: &Text, t: &Spanned<String>) -> Result<String, ScenarioError> {
+    if crate::model::source::is_name(t.get_ref()) {
+        Ok(t.get_ref().clone())
+    } else {
+        Err(text.err(t.span(), "task name must be [A-Za-z0-9_-]"))
+    }
+}
+
+fn write(i: &StepArgs) -> Result<Step, ScenarioError> {
+    let size = i.positive_size("size")?;
+    let block_size = match i.get::<String>("block_size")? {
+        Some(b) => {
+            let n = i.text().size(&b)?;
+            if n == 0 || n > 64 << 20 {
+                return Err(i.err(b.span(), "block_size must be 1..64M"));
+            }
+            n
+        }
         None => 1 << 20,
     };
-    if block_size == 0 || block_size > 64 << 20 {
-        return Err(i.cx.err(
-            i.r.block_size.as_ref().unwrap().span(),
-            "block_size must be 1..64M",
-        ));
-    }
     Ok(Step::Write {
         cgroup: i.cgroup()?,
-        file: i.file_name(&i.r.file)?,
+        file: i.file()?,
         size,
         block_size,
-        fsync: i.r.fsync.as_ref().map(|f| *f.get_ref()).unwrap_or(false),
+        fsync: i.flag("fsync")?,
     })
 }
 
-fn fsync(i: &Input) -> Result<Step, ScenarioError> {
-    Ok(Step::Fsync {
-        cgroup: i.cgroup()?,
-        file: i.file_name(&i.r.file)?,
-    })
-}
-
-fn sleep(i: &Input) -> Result<Step, ScenarioError> {
-    Ok(Step::Sleep(
-        i.cx.duration(&i.need(&i.r.duration, "duration")?)?,
-    ))
-}
-
-fn truncate(i: &Input) -> Result<Step, ScenarioError> {
-    Ok(Step::Truncate {
-        cgroup: i.cgroup()?,
-        file: i.file_name(&i.r.file)?,
-        size: i.size_or_zero(&i.r.size)?,
-    })
-}
-
-fn unlink(i: &Input) -> Result<Step, ScenarioError> {
-    Ok(Step::Unlink {
-        cgroup: i.cgroup()?,
-        file: i.file_name(&i.r.file)?,
-    })
-}
-
-fn mmap_write(i: &Input) -> Result<Step, ScenarioError> {
-    Ok(Step::MmapWrite {
-        cgroup: i.cgroup()?,
-        file: i.file_name(&i.r.file)?,
-        size: i.positive_size()?,
-        hold: i
-            .r
-            .hold
-            .as_ref()
-            .map(|h| i.cx.duration(h))
-            .transpose()?
-            .unwrap_or(Duration::from_secs(1)),
-    })
-}
-
-fn probe(i: &Input) -> Result<Step, ScenarioError> {
-    Ok(Step::Probe {
-        cgroup: i.cgroup()?,
-        file: i
-            .r
-            .file
-            .as_ref()
-            .map(|_| i.file_name(&i.r.file))
-            .transpose()?
-            .unwrap_or_else(|| "probe".into()),
-        size: i.positive_size()?,
-    })
-}
-
-fn hold(i: &Input) -> Result<Step, ScenarioError> {
-    let r = i.r;
-    let size = i.size_or_zero(&r.size)?;
-    let write = i.size_or_zero(&r.write)?;
-    if (size > 0 || write > 0) && r.file.is_none() {
-        return Err(i
-            .cx
-            .err(i.s.span(), "a hold with size or write needs a file"));
+fn hold(i: &StepArgs) -> Result<Step, ScenarioError> {
+    let size = i.size_or_zero("size")?;
+    let write = i.size_or_zero("write")?;
+    let file = i.get::<String>("file")?;
+    if (size > 0 || write > 0) && file.is_none() {
+        return Err(i.err(
+            i.keys.span.clone(),
+            "a hold with size or write needs a file",
+        ));
     }
-    let dirty = r.dirty.as_ref().map(|d| *d.get_ref()).unwrap_or(false);
-    let redirty = r.redirty.as_ref().map(|d| *d.get_ref()).unwrap_or(false);
-    if redirty && (size == 0 || !dirty) {
-        return Err(i.cx.err(
-            r.redirty.as_ref().unwrap().span(),
+    let dirty = i.flag("dirty")?;
+    if let Some(r) = i.get::<bool>("redirty")?
+        && *r.get_ref()
+        && (size == 0 || !dirty)
+    {
+        return Err(i.err(
+            r.span(),
             "redirty keeps dirtying the mapping: it needs a file, a size and dirty = true",
         ));
     }
-    let anon = i.size_or_zero(&r.anon)?;
-    let shmem = i.size_or_zero(&r.shmem)?;
+    let redirty = i.flag("redirty")?;
+    let anon = i.size_or_zero("anon")?;
+    let shmem = i.size_or_zero("shmem")?;
     if anon == 0 && shmem == 0 && size == 0 && write == 0 {
-        return Err(i.cx.err(
-            i.s.span(),
+        return Err(i.err(
+            i.keys.span.clone(),
             "a hold must hold something: anon, shmem, size or write more than 0",
         ));
     }
-    Ok(Step::Hold {
+    Ok(Step::Hold(Hold {
         task: i.task()?,
         cgroup: i.cgroup()?,
         anon,
         shmem,
-        file: r.file.as_ref().map(|_| i.file_name(&r.file)).transpose()?,
+        file: file.map(|f| file_name(i.text(), &f)).transpose()?,
         size,
         dirty,
         redirty,
         write,
-    })
-}
-
-fn move_task(i: &Input) -> Result<Step, ScenarioError> {
-    let to = i.need(&i.r.to, "to")?;
-    Ok(Step::Move {
-        task: i.task()?,
-        to: (i.cgroup_ref)(&Some(to), i.s.span())?,
-    })
-}
-
-fn grow(i: &Input) -> Result<Step, ScenarioError> {
-    Ok(Step::Grow {
-        task: i.task()?,
-        anon: i.cx.positive_size(&i.need(&i.r.anon, "anon")?, "anon")?,
-    })
-}
-
-fn wait(i: &Input) -> Result<Step, ScenarioError> {
-    Ok(Step::Wait { task: i.task()? })
-}
-
-fn release(i: &Input) -> Result<Step, ScenarioError> {
-    Ok(Step::Release { task: i.task()? })
-}
-
-/// `count` of create and read: 1..64, default 1.
-fn count(i: &Input) -> Result<u32, ScenarioError> {
-    Ok(match &i.r.count {
-        Some(c) if *c.get_ref() == 0 || *c.get_ref() > 64 => {
-            return Err(i.cx.err(c.span(), "count must be 1..64"));
-        }
-        Some(c) => *c.get_ref(),
-        None => 1,
-    })
-}
-
-fn create(i: &Input) -> Result<Step, ScenarioError> {
-    let count = count(i)?;
-    Ok(Step::Create {
-        file: i.file_name(&i.r.file)?,
-        size: i.positive_size()?,
-        count,
-    })
-}
-
-fn read(i: &Input) -> Result<Step, ScenarioError> {
-    let count = count(i)?;
-    Ok(Step::Read {
-        cgroup: i.cgroup()?,
-        file: i.file_name(&i.r.file)?,
-        count,
-    })
-}
-
-/// `clients` (0..64, 0: one per CPU, default 1) and `size` (at least 4K) of fault and usemem.
-fn clients_and_size(i: &Input) -> Result<(u32, u64), ScenarioError> {
-    let clients = match &i.r.clients {
-        Some(c) if *c.get_ref() > 64 => {
-            return Err(i.cx.err(c.span(), "clients must be 0..64 (0: one per CPU)"));
-        }
-        Some(c) => *c.get_ref(),
-        None => 1,
-    };
-    let size = i.cx.size(&i.need(&i.r.size, "size")?)?;
-    if size < 4096 {
-        return Err(i.cx.err(
-            i.r.size.as_ref().unwrap().span(),
-            "size must be at least 4K",
-        ));
-    }
-    Ok((clients, size))
-}
-
-fn fault(i: &Input) -> Result<Step, ScenarioError> {
-    let (clients, size) = clients_and_size(i)?;
-    Ok(Step::Fault {
-        cgroup: i.cgroup()?,
-        size,
-        clients,
-        duration: i
-            .cx
-            .duration_within(&i.need(&i.r.duration, "duration")?, MIN_INTERVAL)?,
-    })
+    }))
 }
 
 /// `await`: a memory.stat counter of the group (`counter`), at least `size`, within `duration`.
-fn await_counter(i: &Input) -> Result<Step, ScenarioError> {
-    let c = i.need(&i.r.counter, "counter")?;
-    let stat_counter = matches!(
-        crate::model::counter::counter(c.get_ref()),
-        Some(crate::model::counter::Counter {
-            source: crate::model::counter::Source::Stat { .. },
+fn await_counter(i: &StepArgs) -> Result<Step, ScenarioError> {
+    let c = i.need::<String>("counter")?;
+    if !matches!(
+        counter(c.get_ref()),
+        Some(Counter {
+            source: Source::Stat { .. },
             ..
         })
-    );
-    if !stat_counter {
-        return Err(i.cx.err(
+    ) {
+        return Err(i.err(
             c.span(),
             "counter must be a memory.stat counter (dirty, writeback, file, anon, ...)",
         ));
     }
-    let within = i.need(&i.r.duration, "duration")?;
     Ok(Step::Await {
         cgroup: i.cgroup()?,
         counter: c.into_inner(),
-        size: i.positive_size()?,
-        within: i.cx.duration(&within)?,
+        size: i.positive_size("size")?,
+        within: i.duration()?,
     })
 }
 
-fn usemem(i: &Input) -> Result<Step, ScenarioError> {
-    let (clients, size) = clients_and_size(i)?;
-    Ok(Step::Usemem {
-        cgroup: i.cgroup()?,
-        size,
-        clients,
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value every key of a kind accepts, so a table with all of them parses.
+    fn value(kind: StepKind, key: &str) -> String {
+        match key {
+            "cgroup" | "to" => "\"g\"".into(),
+            "file" => "\"f\"".into(),
+            "task" => "\"t\"".into(),
+            "counter" => "\"dirty\"".into(),
+            "fsync" | "dirty" | "redirty" => "true".into(),
+            "count" | "clients" | "bystanders" => "2".into(),
+            "duration" | "hold" => "\"1s\"".into(),
+            "block_size" => "\"4K\"".into(),
+            _ if kind == StepKind::Fault || kind == StepKind::Usemem => "\"8K\"".into(),
+            _ => "\"1M\"".into(),
+        }
+    }
+
+    /// Each kind's reader reads every key of its list, and only those: the list is the kind's
+    /// whole syntax. A key of another kind is refused at that key.
+    #[test]
+    fn every_kind_reads_exactly_its_keys() {
+        assert_eq!(
+            STEPS.iter().map(|s| s.kind).collect::<Vec<_>>(),
+            StepKind::ALL
+        );
+        for s in STEPS {
+            let mut toml = format!("x = {{ action = \"{}\"", s.kind);
+            for k in s.keys {
+                toml += &format!(", {} = {}", k.name, value(s.kind, k.name));
+            }
+            toml += " }\n";
+            let doc: std::collections::BTreeMap<String, Spanned<Table>> =
+                toml::from_str(&toml).unwrap();
+            let text = Text {
+                file: "f.toml",
+                text: &toml,
+            };
+            let groups = vec!["g".to_string()];
+            let table = &doc["x"];
+            let args = StepArgs {
+                keys: Keys {
+                    text,
+                    table: table.get_ref(),
+                    span: table.span(),
+                    what: format!("action {:?}", s.kind.name()),
+                    tag: "action",
+                },
+                syntax: s,
+                groups: &groups,
+                read: RefCell::new(Vec::new()),
+            };
+            let step = (s.read)(&args).unwrap_or_else(|e| panic!("{}: {e}", s.kind));
+            assert_eq!(step.kind(), s.kind);
+            let mut read = args.read.borrow().clone();
+            read.sort();
+            read.dedup();
+            let mut keys: Vec<&str> = s.keys.iter().map(|k| k.name).collect();
+            keys.sort();
+            assert_eq!(read, keys, "{}", s.kind);
+            // Without a required key the reader refuses the step.
+            for k in s.keys.iter().filter(|k| k.required) {
+                let without =
+                    toml.replace(&format!(", {} = {}", k.name, value(s.kind, k.name)), "");
+                let doc: std::collections::BTreeMap<String, Spanned<Table>> =
+                    toml::from_str(&without).unwrap();
+                let text = Text {
+                    file: "f.toml",
+                    text: &without,
+                };
+                let e = read_step(text, &doc["x"], &groups).unwrap_err();
+                assert!(e.msg.contains(k.name), "{}: {e}", s.kind);
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_the_kind_does_not_take_is_refused_at_its_line() {
+        let toml = "x = { action = \"sync\",\n counter = \"dirty\" }\n";
+        let doc: std::collections::BTreeMap<String, Spanned<Table>> = toml::from_str(toml).unwrap();
+        let text = Text {
+            file: "f.toml",
+            text: toml,
+        };
+        let e = read_step(text, &doc["x"], &[]).unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("f.toml", 2), "{e}");
+        assert!(
+            e.msg.contains("action \"sync\" takes no \"counter\""),
+            "{e}"
+        );
+    }
 }

@@ -203,7 +203,7 @@ fn task_steps_and_change_checks_parse() {
     // --quick scales the expected change with the sizes.
     s.scale_down(8);
     assert!(matches!(change(&s), Some(Change { expect, .. }) if expect.by == -(8 << 20)));
-    assert!(matches!(s.phases[0].steps[0], Step::Hold { anon, .. } if anon == 8 << 20));
+    assert!(matches!(s.phases[0].steps[0], Step::Hold(ref h) if h.anon == 8 << 20));
 }
 
 #[test]
@@ -213,9 +213,11 @@ fn a_hold_may_hold_shmem_alone_and_quick_scales_it() {
         &MOVE.replace(r#"anon = "64M""#, r#"shmem = "64M""#),
     )
     .unwrap();
-    assert!(matches!(s.phases[0].steps[0], Step::Hold { anon: 0, shmem, .. } if shmem == 64 << 20));
+    assert!(
+        matches!(s.phases[0].steps[0], Step::Hold(ref h) if h.anon == 0 && h.shmem == 64 << 20)
+    );
     s.scale_down(8);
-    assert!(matches!(s.phases[0].steps[0], Step::Hold { shmem, .. } if shmem == 8 << 20));
+    assert!(matches!(s.phases[0].steps[0], Step::Hold(ref h) if h.shmem == 8 << 20));
     let e = err(&MOVE.replace(r#"anon = "64M""#, r#"shmem = "0""#));
     assert!(e.to_string().contains("a hold must hold something"), "{e}");
 }
@@ -403,7 +405,7 @@ fn builtin_performance_checks_have_enough_samples_when_quick() {
                 _ => continue,
             };
             assert!(
-                crate::stats::enough_samples(n, m),
+                crate::model::stats::enough_samples(n, m),
                 "{}: {} has {n} v {m} samples",
                 s.name,
                 c.name()
@@ -752,8 +754,8 @@ mod prop {
             let text = GOOD.replacen(from, &to, 1);
             match parse("f.toml", &text) {
                 Ok(s) => {
-                    prop_assert!(s.timeout <= crate::units::MAX_DURATION);
-                    prop_assert!(s.sample.interval >= crate::units::MIN_INTERVAL);
+                    prop_assert!(s.timeout <= crate::model::units::MAX_DURATION);
+                    prop_assert!(s.sample.interval >= crate::model::units::MIN_INTERVAL);
                 }
                 Err(e) => prop_assert!(names_where(&text, &e), "{}", e),
             }

@@ -12,8 +12,8 @@ use anyhow::{Context as _, Result};
 use procfs::{FromRead, SystemInfoInterface};
 
 use crate::model::Machine;
+use crate::model::Stat;
 use crate::sys::cgroup::read_path;
-use crate::sys::cgroup::stat::Stat;
 
 /// The real /proc.
 pub const PROC: &str = "/proc";

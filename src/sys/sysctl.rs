@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::error::Error;
+use crate::model::error::Error;
 use crate::sys::lock::{self, Owner};
 
 /// The real locations.
@@ -295,7 +295,7 @@ mod tests {
         a.set("vm.dirty_writeback_centisecs", "0").unwrap();
         let mut b = SysctlGuard::new(sys.path(), run.path(), false);
         let e = b.set("vm.dirty_writeback_centisecs", "0").unwrap_err();
-        assert_eq!(crate::error::Error::from(e).exit_code(), 125);
+        assert_eq!(crate::model::error::Error::from(e).exit_code(), 125);
         // cleanup while A lives restores nothing of A's.
         let (done, failed) = restore_leftovers(sys.path(), run.path());
         assert!(done.is_empty() && failed.is_empty(), "{done:?} {failed:?}");

@@ -144,7 +144,7 @@ pub(crate) mod tests {
 
     /// The stream of a run of the test report's scenarios a, b, c in `format`.
     pub(crate) fn run_events(format: Format) -> String {
-        let full = crate::report::tests::report();
+        let full = crate::model::fixtures::report();
         let mut header = full.clone();
         header.scenarios.clear();
         header.count();
@@ -195,7 +195,7 @@ pub(crate) mod tests {
         assert_eq!(format, Format::Junit);
         let names: Vec<&str> = rep.scenarios.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["a", "b", "c"]);
-        let guest = crate::report::tests::report();
+        let guest = crate::model::fixtures::report();
         assert_eq!(
             crate::report::ktap(&rep),
             crate::report::ktap(&guest),

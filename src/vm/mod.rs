@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::error::{Error, exit};
+use crate::model::error::{Error, exit};
 use crate::progress::{Mode, Progress};
 use crate::sys::cleanup;
 use events::Stream;

@@ -3,6 +3,7 @@
 use super::moves::move_record;
 use super::*;
 use crate::model::CgroupSpec;
+use crate::model::StepKind;
 
 fn cycles(settled: &[i64]) -> Record {
     let mut series = Series::new(vec!["test.dirty".into(), "test.writeback".into()]);
@@ -15,7 +16,7 @@ fn cycles(settled: &[i64]) -> Record {
         steps.push(StepRecord {
             phase: 0,
             rep: i as u32,
-            kind: "write",
+            kind: StepKind::Write,
             describe: "w".into(),
             start: t0,
             end: t0 + 0.4,
@@ -28,7 +29,7 @@ fn cycles(settled: &[i64]) -> Record {
         steps.push(StepRecord {
             phase: 0,
             rep: i as u32,
-            kind: "sync",
+            kind: StepKind::Sync,
             describe: "s".into(),
             start: t0 + 0.4,
             end: t0 + 0.5,
@@ -424,7 +425,7 @@ fn oom_record(group: bool, killed: u32, survived: u32, counted: [i64; 3], outsid
     }
     r.steps = (0..3)
         .map(|k| StepRecord {
-            kind: "exhaust",
+            kind: StepKind::Exhaust,
             describe: "exhaust".into(),
             start: 0.5 + k as f64,
             end: 0.7 + k as f64,

@@ -1,5 +1,6 @@
 use super::*;
 use crate::model::Series;
+use crate::model::StepKind;
 use crate::model::{Machine, PhaseRecord, Record, StepRecord};
 use crate::sys::cgroup::stat::Stat;
 
@@ -30,7 +31,7 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
         steps.push(StepRecord {
             phase: p,
             rep: 0,
-            kind: "write",
+            kind: StepKind::Write,
             describe: "write".into(),
             start: t0,
             end: t0 + 5.0,
@@ -43,7 +44,7 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
         steps.push(StepRecord {
             phase: p,
             rep: 0,
-            kind: "sync",
+            kind: StepKind::Sync,
             describe: "sync".into(),
             start: t0 + 5.0,
             end: t0 + 6.0,
@@ -98,7 +99,7 @@ fn healthy_run_passes_everything() {
         &counters(),
         10.0,
         None,
-        &["sync".into()],
+        &[StepKind::Sync],
     );
     assert_eq!(s.outcome, Outcome::Pass, "{s:?}");
     assert!(s.tolerance.unwrap().contains("2 x 64 pages x 2 CPUs"));
@@ -144,7 +145,7 @@ fn dirty_left_after_sync_fails_settles() {
         &counters(),
         10.0,
         None,
-        &["sync".into()],
+        &[StepKind::Sync],
     );
     assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
     assert!(c.actual.contains("test.dirty = 8388608"), "{}", c.actual);
@@ -171,7 +172,7 @@ fn explicit_bound_is_used_and_named() {
         &counters(),
         10.0,
         Some(2 << 20),
-        &["sync".into()],
+        &[StepKind::Sync],
     );
     assert_eq!(c.outcome, Outcome::Pass);
     assert!(c.tolerance.unwrap().contains("set in the scenario"));
@@ -245,7 +246,7 @@ fn with_reps(mut r: Record, base: [f64; 2], after: [f64; 2]) -> Record {
             r.steps.push(StepRecord {
                 phase: p,
                 rep: i as u32 + 1,
-                kind: "write",
+                kind: StepKind::Write,
                 describe: "write".into(),
                 start: 0.0,
                 end: 0.0,
@@ -289,9 +290,9 @@ fn throughput_uses_medians_and_needs_separation() {
 
 #[test]
 fn median_of_samples() {
-    assert_eq!(crate::stats::median(&[3.0, 1.0, 2.0]), Some(2.0));
-    assert_eq!(crate::stats::median(&[4.0, 1.0]), Some(2.5));
-    assert_eq!(crate::stats::median(&[]), None);
+    assert_eq!(crate::model::stats::median(&[3.0, 1.0, 2.0]), Some(2.0));
+    assert_eq!(crate::model::stats::median(&[4.0, 1.0]), Some(2.5));
+    assert_eq!(crate::model::stats::median(&[]), None);
 }
 
 #[test]
@@ -330,7 +331,7 @@ fn ratio_record(warm: &[(f64, f64)], pairs: &[(f64, f64)]) -> Record {
                 r.steps.push(StepRecord {
                     phase: p,
                     rep: rep as u32,
-                    kind: "fault",
+                    kind: StepKind::Fault,
                     describe: "fault".into(),
                     start: 0.0,
                     end: 0.0,
@@ -347,7 +348,14 @@ fn ratio_record(warm: &[(f64, f64)], pairs: &[(f64, f64)]) -> Record {
 }
 
 fn ratio_of(r: &Record, phase: Option<&str>) -> CheckResult {
-    ratio("r".into(), r, "fault", ("inside", "outside"), 0.8, phase)
+    ratio(
+        "r".into(),
+        r,
+        StepKind::Fault,
+        ("inside", "outside"),
+        0.8,
+        phase,
+    )
 }
 
 #[test]
@@ -459,7 +467,7 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
             StepRecord {
                 phase: 0,
                 rep: 0,
-                kind: "write",
+                kind: StepKind::Write,
                 describe: "write".into(),
                 start: 0.0,
                 end: 5.0,
@@ -473,7 +481,7 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
             StepRecord {
                 phase: 0,
                 rep: 0,
-                kind: "probe",
+                kind: StepKind::Probe,
                 describe: "probe".into(),
                 start: 4.35,
                 end: 4.95,
@@ -512,7 +520,7 @@ fn tracks_global_passes_when_the_group_follows() {
         "test",
         &dw(),
         &gl(),
-        &["write".into()],
+        &[StepKind::Write],
         None,
     );
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
@@ -529,7 +537,7 @@ fn clamped_underflow_fails_tracks_global_naming_counter_sample_and_deficit() {
         "test",
         &dw(),
         &gl(),
-        &["write".into()],
+        &[StepKind::Write],
         None,
     );
     assert_eq!(c.outcome, Outcome::Fail);
@@ -555,7 +563,7 @@ fn clamped_underflow_timeline_marks_the_failing_sample() {
         "test",
         &dw(),
         &gl(),
-        &["write".into()],
+        &[StepKind::Write],
         None,
     );
     let svg =

@@ -2,6 +2,7 @@
 //! carried; `change` over the steps of one phase.
 
 use super::*;
+use crate::model::StepKind;
 
 /// Groups a and b; a task holding 64 MiB moves a -> b over steps at t=1.0..1.1; `moved` is how
 /// much of it b receives (and a loses).
@@ -26,7 +27,7 @@ pub(super) fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
         steps: vec![StepRecord {
             phase: 0,
             rep: 0,
-            kind: "move",
+            kind: StepKind::Move,
             describe: "move task t to b".into(),
             start: 1.0,
             end: 1.1,
@@ -55,7 +56,7 @@ fn change_follows_a_moved_charge_and_catches_a_partial_move() {
         "c".into(),
         &ok,
         "b.anon",
-        "move",
+        StepKind::Move,
         Expect::exactly(64 * MIB),
         true,
     );
@@ -64,7 +65,7 @@ fn change_follows_a_moved_charge_and_catches_a_partial_move() {
         "c".into(),
         &ok,
         "a.anon",
-        "move",
+        StepKind::Move,
         Expect::exactly(-64 * MIB),
         true,
     );
@@ -75,7 +76,7 @@ fn change_follows_a_moved_charge_and_catches_a_partial_move() {
         "c".into(),
         &half,
         "b.anon",
-        "move",
+        StepKind::Move,
         Expect::exactly(64 * MIB),
         true,
     );
@@ -93,7 +94,7 @@ fn change_follows_a_moved_charge_and_catches_a_partial_move() {
         "c".into(),
         &none,
         "b.anon",
-        "move",
+        StepKind::Move,
         Expect::exactly(64 * MIB),
         true,
     );
@@ -104,7 +105,7 @@ fn change_follows_a_moved_charge_and_catches_a_partial_move() {
         "c".into(),
         &none,
         "b.anon",
-        "move",
+        StepKind::Move,
         Expect::exactly(0),
         false,
     );
@@ -120,7 +121,7 @@ fn at_least_fails_only_short_of_what_was_asked() {
         tolerance: None,
         at_least: true,
     };
-    let check = |col, e| change("c".into(), &rec, col, "move", e, false);
+    let check = |col, e| change("c".into(), &rec, col, StepKind::Move, e, false);
     // Asked to free 32 MiB, freed 64: beyond, allowed, said in the detail.
     let c = check("a.anon", at_least(-32 * MIB));
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
@@ -150,15 +151,21 @@ fn at_least_fails_only_short_of_what_was_asked() {
 fn follows_needs_everything_to_move() {
     // a held 64 MiB; after the move b has all of it.
     let all = move_record(64 * MIB, None);
-    let c = follows("f".into(), &all, ("a.anon", "b.anon"), "move", true);
+    let c = follows("f".into(), &all, ("a.anon", "b.anon"), StepKind::Move, true);
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
     // Half stayed behind.
     let half = move_record(32 * MIB, None);
-    let c = follows("f".into(), &half, ("a.anon", "b.anon"), "move", true);
+    let c = follows(
+        "f".into(),
+        &half,
+        ("a.anon", "b.anon"),
+        StepKind::Move,
+        true,
+    );
     assert_eq!(c.outcome, Outcome::Fail);
     assert!(c.detail.contains("stayed behind"), "{}", c.detail);
     // Nothing held in the source: not exercised.
-    let c = follows("f".into(), &all, ("b.anon", "a.anon"), "move", true);
+    let c = follows("f".into(), &all, ("b.anon", "a.anon"), StepKind::Move, true);
     assert_eq!(c.outcome, Outcome::NotExercised);
     assert!(c.detail.contains("nothing to move"), "{}", c.detail);
 }
@@ -238,13 +245,20 @@ fn change_in_one_phase_judges_only_that_phases_steps() {
     let rec = move_record(64 * MIB, None);
     let name = rec.phases[0].name.clone();
     let e = Expect::exactly(64 * MIB);
-    let c = change_in("c".into(), &rec, "b.anon", ("move", Some(&name)), e, false);
+    let c = change_in(
+        "c".into(),
+        &rec,
+        "b.anon",
+        (StepKind::Move, Some(&name)),
+        e,
+        false,
+    );
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
     let c = change_in(
         "c".into(),
         &rec,
         "b.anon",
-        ("move", Some("other")),
+        (StepKind::Move, Some("other")),
         e,
         false,
     );
@@ -254,7 +268,7 @@ fn change_in_one_phase_judges_only_that_phases_steps() {
         "c".into(),
         &rec,
         "a.anon",
-        ("move", None),
+        (StepKind::Move, None),
         Expect::exactly(0),
         false,
     );

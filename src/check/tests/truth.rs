@@ -1,6 +1,7 @@
 //! The accounting checks against the per-file truth and the machine-wide fallback.
 
 use super::*;
+use crate::model::StepKind;
 
 /// A record sampled every `dt` seconds for 5 s with one write step of `test` over [0.5, 4.5];
 /// `row(t)` gives the values of `columns` at time t.
@@ -37,7 +38,15 @@ fn per_file(dt: f64, cg: impl Fn(f64, i64) -> i64) -> Record {
 }
 
 fn tg(r: &Record) -> CheckResult {
-    tracks_global("g".into(), r, "test", &dw(), &gl(), &["write".into()], None)
+    tracks_global(
+        "g".into(),
+        r,
+        "test",
+        &dw(),
+        &gl(),
+        &[StepKind::Write],
+        None,
+    )
 }
 
 #[test]
@@ -162,7 +171,7 @@ fn dirty_probe_with_per_file_truth() {
             let cg = if t >= 1.0 { shown } else { 0 };
             vec![truth, 0, cg, 0, truth, 0]
         });
-        r.steps[0].kind = "probe";
+        r.steps[0].kind = StepKind::Probe;
         r.steps[0].bytes = 64 << 20;
         r.steps[0].end = 1.15;
         r
@@ -241,7 +250,7 @@ fn tasks_does_not_judge_samples_while_a_charge_moves_or_a_task_exits() {
             anon
         }
     };
-    for kind in ["move", "release"] {
+    for kind in [StepKind::Move, StepKind::Release] {
         let mut r = tasks_record(lagging);
         r.steps[0].kind = kind;
         r.steps[0].start = 2.0;
@@ -250,7 +259,7 @@ fn tasks_does_not_judge_samples_while_a_charge_moves_or_a_task_exits() {
         assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
         assert!(c.tolerance.unwrap().contains("not judged"));
         // The same lag outside such a step fails.
-        r.steps[0].kind = "write";
+        r.steps[0].kind = StepKind::Write;
         assert_eq!(tasks_check(&r).outcome, Outcome::Fail);
     }
 }

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
 use crate::exec::watchdog::Watchdog;
+use crate::model::error::Error;
 use crate::sys::cgroup::{Cgroup, file_name};
 
 /// What a worker process does. Sent to the child as JSON on its command line.

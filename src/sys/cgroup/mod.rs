@@ -12,24 +12,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
-/// cgroup version of a hierarchy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Version {
-    V1,
-    V2,
-}
-
-impl Version {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Version::V1 => "v1",
-            Version::V2 => "v2",
-        }
-    }
-}
+pub use crate::model::Version;
 
 /// An error of the cgroup layer, always with the path and the operation.
 #[derive(Debug, thiserror::Error)]

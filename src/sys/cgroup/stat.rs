@@ -6,17 +6,9 @@
 
 use std::path::Path;
 
-use super::{CgroupError, Version};
+use super::CgroupError;
 
-/// One parsed memory.stat (or /proc/vmstat): (key, value) in file order.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Stat(pub Vec<(String, i64)>);
-
-impl Stat {
-    pub fn get(&self, key: &str) -> Option<i64> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
-    }
-}
+pub use crate::model::Stat;
 
 /// Parses one value: decimal, optionally negative; unsigned values above i64::MAX wrap to negative.
 pub fn parse_value(s: &str) -> Option<i64> {
@@ -98,57 +90,7 @@ fn extract_with<K: AsRef<str>>(
     Ok(())
 }
 
-use crate::model::counter::{COUNTERS, Source};
-pub use crate::model::counter::{MEMSW, USAGE};
-
-/// Where a counter comes from for a version: the memory.stat key, or None for `usage`.
-/// Errors name the unknown counter and list the known ones.
-pub fn stat_key(counter: &str, version: Version) -> Result<Option<String>, String> {
-    let (base, local) = crate::model::counter::split_local(counter);
-    // A counter of its own file: read from that file, where the version has one.
-    if let Some(c) = crate::model::counter::counter(base)
-        && let Source::File { v1, v2 } = c.source
-    {
-        let (loc, other) = match version {
-            Version::V1 => (v1, "v2"),
-            Version::V2 => (v2, "v1"),
-        };
-        return match (loc, local) {
-            (Some(_), false) => Ok(None),
-            (Some(_), true) => Err(format!(
-                "{counter}: {base} is read from a file of its own, which has no per-group value"
-            )),
-            (None, _) => Err(format!(
-                "{counter}: cgroup {other} only (cgroup {} has no file for it)",
-                version.as_str()
-            )),
-        };
-    }
-    let (v1, v2) = COUNTERS
-        .iter()
-        .find_map(|c| match c.source {
-            Source::Stat { v1, v2 } if c.name == base => Some((v1, v2)),
-            _ => None,
-        })
-        .ok_or_else(|| {
-            let names: Vec<&str> = COUNTERS.iter().map(|c| c.name).collect();
-            format!(
-                "unknown counter {counter:?} (known: {}; add .local for a group's own value)",
-                names.join(", ")
-            )
-        })?;
-    Ok(Some(match (version, local) {
-        (Version::V1, false) => format!("total_{v1}"),
-        (Version::V1, true) => v1.to_string(),
-        (Version::V2, false) => v2.to_string(),
-        // v2 memory.stat is hierarchical only; a group's own value is derived by the checks.
-        (Version::V2, true) => {
-            return Err(format!(
-                "{counter}: cgroup v2 has no per-group (non-hierarchical) memory.stat"
-            ));
-        }
-    }))
-}
+pub use crate::model::counter::stat_key;
 
 #[cfg(test)]
 mod tests {
@@ -247,29 +189,6 @@ mod tests {
         assert_eq!(
             extract_node_sums("anon N0=zz\n", &["anon"], &mut out[..1]),
             Err(1)
-        );
-    }
-
-    #[test]
-    fn vocabulary_maps_per_version() {
-        assert_eq!(
-            stat_key("dirty", Version::V1).unwrap().unwrap(),
-            "total_dirty"
-        );
-        assert_eq!(
-            stat_key("dirty.local", Version::V1).unwrap().unwrap(),
-            "dirty"
-        );
-        assert_eq!(
-            stat_key("dirty", Version::V2).unwrap().unwrap(),
-            "file_dirty"
-        );
-        assert_eq!(stat_key("usage", Version::V2).unwrap(), None);
-        assert!(stat_key("dirty.local", Version::V2).is_err());
-        assert!(
-            stat_key("bogus", Version::V1)
-                .unwrap_err()
-                .contains("known")
         );
     }
 }

@@ -6,7 +6,15 @@
 //! errors are looked at for an [`Error`] inside; one without is the machine's (125): an error
 //! nobody classified never blames the kernel.
 
-use crate::scenario::ScenarioError;
+/// A scenario file error: where, and what is wrong.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{file}:{line}:{col}: {msg}")]
+pub struct ScenarioError {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    pub msg: String,
+}
 
 /// Exit codes (never 126..255).
 pub mod exit {

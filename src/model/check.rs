@@ -1,0 +1,55 @@
+//! What a check concludes: its outcome, the values it compared and why, for every reporter.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    /// What the check needs did not happen (or cannot be verified on this kernel).
+    NotExercised,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckResult {
+    pub name: String,
+    pub outcome: Outcome,
+    pub passed: bool,
+    pub actual: String,
+    pub expected: String,
+    /// The tolerance and where it comes from.
+    pub tolerance: Option<String>,
+    /// A sentence for people: what was looked at, and on failure where it broke.
+    pub detail: String,
+    /// Time (s) of the sample where the check broke, for timelines.
+    pub at: Option<f64>,
+    /// The bound the failing counter was held to (bytes), for timelines.
+    pub bound: Option<i64>,
+    /// The sampled column (or `a+b` sum) that broke, for timelines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+}
+
+impl CheckResult {
+    pub fn new(
+        name: String,
+        outcome: Outcome,
+        actual: String,
+        expected: String,
+        detail: String,
+    ) -> Self {
+        CheckResult {
+            name,
+            outcome,
+            passed: outcome == Outcome::Pass,
+            actual,
+            expected,
+            tolerance: None,
+            detail,
+            at: None,
+            bound: None,
+            column: None,
+        }
+    }
+}
