@@ -70,7 +70,7 @@ impl Expect {
 pub fn change(
     name: String,
     rec: &Record,
-    col: &str,
+    col: &Column,
     step: StepKind,
     expect: Expect,
     needs_moving: bool,
@@ -82,7 +82,7 @@ pub fn change(
 pub fn change_in(
     name: String,
     rec: &Record,
-    col: &str,
+    col: &Column,
     (step, phase): (StepKind, Option<&str>),
     expect: Expect,
     needs_moving: bool,
@@ -142,7 +142,7 @@ pub fn change_in(
             );
             res.tolerance = Some(tol_text);
             res.at = Some(rec.series.t[r1]);
-            res.column = Some(col.to_string());
+            res.columns = vec![col.clone()];
             return res;
         }
         if expect.at_least && (d - by).abs() > tol {
@@ -271,7 +271,7 @@ impl CheckSpec for Change {
         change_in(
             self.name(),
             rec,
-            &Column::group(&self.cgroup, &self.counter).to_string(),
+            &Column::group(&self.cgroup, &self.counter),
             (self.step, self.phase.as_deref()),
             self.expect,
             self.needs_moving,

@@ -6,9 +6,9 @@ use super::{
     Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before, sum,
 };
 use crate::model::StepKind;
-use crate::model::column::short_sum;
 use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::error::ScenarioError;
+use crate::model::sum_label;
 use crate::model::units::human_bytes;
 use crate::model::{Record, StepRecord};
 
@@ -134,7 +134,7 @@ fn probe_failure(
         Outcome::Fail,
         format!(
             "{} = {cg} ({})",
-            short_sum(cgroup, &DIRTY_WRITEBACK),
+            sum_label(&super::group_columns(cgroup, &DIRTY_WRITEBACK)),
             human_bytes(cg)
         ),
         format!(
@@ -165,7 +165,7 @@ fn probe_failure(
     res.tolerance = Some(rec.machine.stat_batch_explained());
     res.at = Some(t);
     res.bound = Some(want_lo - tol);
-    res.column = Some(short_sum(cgroup, &DIRTY_WRITEBACK));
+    res.columns = super::group_columns(cgroup, &DIRTY_WRITEBACK);
     res
 }
 

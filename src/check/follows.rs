@@ -16,7 +16,7 @@ use crate::model::{Column, Record};
 pub fn follows(
     name: String,
     rec: &Record,
-    (from, to): (&str, &str),
+    (from, to): (&Column, &Column),
     step: StepKind,
     needs_moving: bool,
 ) -> CheckResult {
@@ -78,7 +78,7 @@ pub fn follows(
                 ),
             );
             res.at = Some(rec.series.t[r1]);
-            res.column = Some(to.to_string());
+            res.columns = vec![to.clone()];
             res.tolerance = Some(format!(
                 "{} + 1/32 of the amount",
                 rec.machine.stat_batch_explained()
@@ -153,8 +153,8 @@ impl CheckSpec for Follows {
             self.name(),
             rec,
             (
-                &Column::group(&self.from, &self.counter).to_string(),
-                &Column::group(&self.to, &self.counter).to_string(),
+                &Column::group(&self.from, &self.counter),
+                &Column::group(&self.to, &self.counter),
             ),
             self.step,
             self.needs_moving,

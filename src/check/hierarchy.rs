@@ -2,16 +2,16 @@
 
 use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, groups, missing};
+use crate::model::Column;
 use crate::model::Record;
 use crate::model::counter::{self, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
-use crate::model::{Column, PASS_COLUMN};
 
 /// How much a set of columns can move while one sampler pass reads the files one after another:
 /// their rate of change around the row times the pass duration (the `sampler.pass_us` column).
 fn read_skew(rec: &Record, row: usize, cols: &[usize]) -> i64 {
-    let Some(pc) = rec.series.col(PASS_COLUMN) else {
+    let Some(pc) = rec.series.col(&Column::pass()) else {
         return 0;
     };
     let pass = rec.series.get(row, pc) as f64 / 1e6;
@@ -88,14 +88,14 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
     // The longest a parent was seen stale, and where.
     let mut lag: Option<(f64, f64, String)> = None;
     for c in counters {
-        let column = Column::group(parent, c).to_string();
+        let column = Column::group(parent, c);
         let Some(p) = rec.series.col(&column) else {
             return missing(name, format!("column {column} was not sampled"));
         };
-        let own = rec.series.col(&Column::local(parent, c).to_string());
+        let own = rec.series.col(&Column::local(parent, c));
         let mut kids = Vec::new();
         for ch in &children {
-            let child = Column::group(ch, c).to_string();
+            let child = Column::group(ch, c);
             match rec.series.col(&child) {
                 Some(i) => kids.push(i),
                 None => return missing(name, format!("column {child} was not sampled")),
@@ -115,7 +115,7 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
         // The parent's page counter (exact at every read), for counters of pages in memory: a
         // parent counting more than it is charged for shows statistics not yet flushed.
         let usage = (counter::global_key(c).is_some())
-            .then(|| rec.series.col(&Column::group(parent, USAGE).to_string()))
+            .then(|| rec.series.col(&Column::group(parent, USAGE)))
             .flatten();
         // When the current run of gaps began.
         let mut gap_since: Option<f64> = None;
@@ -214,7 +214,7 @@ struct Broken {
 }
 
 /// The failure for a difference that is neither a one-sample burst nor a stale parent.
-fn broken(name: String, rec: &Record, column: &str, c: &str, b: Broken) -> CheckResult {
+fn broken(name: String, rec: &Record, column: &Column, c: &str, b: Broken) -> CheckResult {
     let Broken {
         r,
         pv,
@@ -250,7 +250,7 @@ fn broken(name: String, rec: &Record, column: &str, c: &str, b: Broken) -> Check
         rec.machine.stat_batch_explained()
     ));
     res.at = Some(t);
-    res.column = Some(column.to_string());
+    res.columns = vec![column.clone()];
     res
 }
 

@@ -57,7 +57,7 @@ pub fn holds_files(name: String, rec: &Record, cgroup: &str, phase: Option<&str>
         Err(e) => return missing(name, e),
     };
     let s = &rec.series;
-    let truth = |pre| s.col(&Column::files(cgroup, FILE, pre).to_string());
+    let truth = |pre| s.col(&Column::files(cgroup, FILE, pre));
     let (Some(pre), Some(post)) = (truth(true), truth(false)) else {
         return missing(
             name,
@@ -120,7 +120,7 @@ pub fn holds_files(name: String, rec: &Record, cgroup: &str, phase: Option<&str>
                 ),
             );
             res.at = Some(t);
-            res.column = Some(s.columns[file].clone());
+            res.columns = vec![s.columns()[file].clone()];
             return res;
         }
     }

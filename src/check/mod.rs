@@ -166,15 +166,17 @@ pub const KINDS: &[Kind] = &[
     Kind { kind: "numa-stat", parse: numa_stat::parse },
 ];
 
-fn columns(
-    rec: &Record,
-    cgroup: &str,
-    counters: &[String],
-) -> Result<Vec<(String, usize)>, String> {
+/// A group's columns of `counters`, as a check names the sum it judges.
+fn group_columns(cgroup: &str, counters: &[&str]) -> Vec<Column> {
+    counters.iter().map(|c| Column::group(cgroup, c)).collect()
+}
+
+/// The columns of `cgroup`'s `counters` (as scenarios name them), or which was not sampled.
+fn columns(rec: &Record, cgroup: &str, counters: &[String]) -> Result<Columns, String> {
     counters
         .iter()
         .map(|c| {
-            let col = Column::group(cgroup, c).to_string();
+            let col = Column::group(cgroup, c);
             rec.series
                 .col(&col)
                 .map(|i| (col.clone(), i))
@@ -188,7 +190,7 @@ fn columns(
 /// hierarchy).
 fn stale_lag(rec: &Record, cgroup: &str) -> f64 {
     let below = format!("{cgroup}/");
-    if rec.series.columns.iter().any(|c| c.starts_with(&below)) {
+    if rec.series.groups().iter().any(|g| g.starts_with(&below)) {
         hierarchy::ANCESTOR_LAG
     } else {
         STALE_WINDOW
@@ -211,11 +213,11 @@ fn ratio_tolerance(min_ratio: f64) -> String {
     )
 }
 
-/// Named series columns: (column name, index).
-type Columns = Vec<(String, usize)>;
+/// Sampled columns and where they are in a row.
+type Columns = Vec<(Column, usize)>;
 
 /// Sum of some columns at a row.
-fn sum(rec: &Record, row: usize, cols: &[(String, usize)]) -> i64 {
+fn sum(rec: &Record, row: usize, cols: &[(Column, usize)]) -> i64 {
     cols.iter().map(|(_, c)| rec.series.get(row, *c)).sum()
 }
 
@@ -232,18 +234,9 @@ fn row_at_or_after(rec: &Record, t: f64) -> Option<usize> {
     (0..rec.series.len()).find(|&r| rec.series.t[r] >= t)
 }
 
-/// Groups sampled in a record (column prefixes before the first '.').
+/// Groups sampled in a record.
 fn groups(rec: &Record) -> Vec<String> {
-    let mut g: Vec<String> = Vec::new();
-    for c in &rec.series.columns {
-        if let Some(Column::Group { group: name, .. }) = Column::parse(c)
-            && !crate::model::is_meta_column(c)
-            && !g.contains(&name)
-        {
-            g.push(name);
-        }
-    }
-    g
+    rec.series.groups().into_iter().map(String::from).collect()
 }
 
 fn signed(b: i64) -> String {

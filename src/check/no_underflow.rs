@@ -30,7 +30,7 @@ pub fn no_underflow(name: String, rec: &Record, cgroup: &str, counters: &[String
                 );
                 r.at = Some(t);
                 r.bound = Some(0);
-                r.column = Some(col.clone());
+                r.columns = vec![col.clone()];
                 return r;
             }
         }

@@ -72,7 +72,7 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
         if top <= tol {
             quiet.push(counter.as_str());
         }
-        let numa = |pre| s.col(&Column::numa(cgroup, counter, pre).to_string());
+        let numa = |pre| s.col(&Column::numa(cgroup, counter, pre));
         let (Some(pre), Some(post)) = (numa(true), numa(false)) else {
             return missing(
                 name,
@@ -113,7 +113,7 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
                 ),
             );
             res.at = Some(t);
-            res.column = Some(col.clone());
+            res.columns = vec![col.clone()];
             return res;
         }
     }

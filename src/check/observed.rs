@@ -4,8 +4,8 @@ use super::args::CheckArgs;
 use super::reference::group_and_reference;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, missing, sum};
 use crate::model::Record;
-use crate::model::column::short_sum;
 use crate::model::error::ScenarioError;
+use crate::model::sum_label;
 use crate::model::units::human_bytes;
 
 /// observed: the group's counters were seen above 0 while its reference was — with the per-file
@@ -29,7 +29,7 @@ pub fn observed(
     let rmax = all.iter().map(|&r| reference.lo(rec, r)).max().unwrap_or(0);
     let cmax = all.iter().map(|&r| sum(rec, r, &cols)).max().unwrap_or(0);
     let names: Vec<&str> = counters.iter().map(String::as_str).collect();
-    let cl = short_sum(cgroup, &names);
+    let cl = sum_label(&super::group_columns(cgroup, &names));
     if rmax <= floor {
         return missing(
             name,

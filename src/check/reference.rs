@@ -141,13 +141,13 @@ pub(super) fn reference(
     counters: &[String],
     global: &[String],
 ) -> Result<Reference, String> {
-    let col = |name: &str| rec.series.col(name);
+    let col = |c: &Column| rec.series.col(c);
     let files: Option<(Vec<usize>, Vec<usize>)> = counters
         .iter()
         .map(|c| {
             Some((
-                col(&Column::files(cgroup, c, true).to_string())?,
-                col(&Column::files(cgroup, c, false).to_string())?,
+                col(&Column::files(cgroup, c, true))?,
+                col(&Column::files(cgroup, c, false))?,
             ))
         })
         .collect::<Option<Vec<_>>>()
@@ -173,16 +173,14 @@ pub(super) fn reference(
     let mut pre = Vec::new();
     let mut post = Vec::new();
     for k in global {
-        let i = col(&Column::vmstat(k).to_string())
+        let i = col(&Column::vmstat(k))
             .ok_or_else(|| format!("/proc/vmstat {k} was not sampled (missing on this kernel?)"))?;
         post.push(i);
-        pre.push(col(&Column::vmstat_pre(k).to_string()).unwrap_or(i));
+        pre.push(col(&Column::vmstat_pre(k)).unwrap_or(i));
     }
     let dw = DIRTY_WRITEBACK;
     let machine = |which: &str| -> Option<Vec<usize>> {
-        dw.iter()
-            .map(|c| col(&Column::machine(which, c).to_string()))
-            .collect()
+        dw.iter().map(|c| col(&Column::machine(which, c))).collect()
     };
     let foreign = machine("run").map(|run| match machine("root") {
         Some(total) => Foreign {
@@ -194,7 +192,7 @@ pub(super) fn reference(
         None => Foreign {
             total: ["nr_dirty", "nr_writeback"]
                 .iter()
-                .filter_map(|k| col(&Column::vmstat(k).to_string()))
+                .filter_map(|k| col(&Column::vmstat(k)))
                 .collect(),
             unit: page,
             run,

@@ -134,7 +134,7 @@ fn never_settled(
     res.tolerance = Some(tol);
     res.at = Some(rec.series.t[r]);
     res.bound = Some(bound);
-    res.column = Some(col.clone());
+    res.columns = vec![col.clone()];
     res
 }
 

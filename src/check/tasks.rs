@@ -82,7 +82,7 @@ fn broke(
     name: String,
     rec: &Record,
     r: usize,
-    col: &str,
+    col: &Column,
     v: i64,
     (floor, ceil, tol, lag): (i64, i64, i64, f64),
     tol_text: String,
@@ -113,7 +113,7 @@ fn broke(
         ),
     );
     res.at = Some(t);
-    res.column = Some(col.to_string());
+    res.columns = vec![col.clone()];
     res.tolerance = Some(tol_text);
     res
 }
@@ -124,7 +124,7 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         Err(e) => return missing(name, e),
     };
     let s = &rec.series;
-    let truth = |pre| s.col(&Column::tasks(cgroup, ANON, pre).to_string());
+    let truth = |pre| s.col(&Column::tasks(cgroup, ANON, pre));
     let (Some(pre), Some(post)) = (truth(true), truth(false)) else {
         return missing(name, format!("the tasks of {cgroup} were not sampled"));
     };

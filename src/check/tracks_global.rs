@@ -7,10 +7,10 @@ use super::reference::{
 use super::{
     Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before, sum,
 };
-use crate::model::Record;
 use crate::model::StepKind;
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
+use crate::model::{Column, Record, join_names};
 
 /// tracks-global: during each of the group's write steps, the rise of its counters follows the
 /// rise of the reference, sample by sample. Each sample reads the reference before and after the
@@ -53,15 +53,8 @@ pub fn tracks_global(
             }
         }
     }
-    let cg_label = label(&cols);
-    verdict(name, rec, &reference, during, &cg_label, whole)
-}
-
-fn label(cols: &[(String, usize)]) -> String {
-    cols.iter()
-        .map(|(c, _)| c.as_str())
-        .collect::<Vec<_>>()
-        .join("+")
+    let judged: Vec<Column> = cols.iter().map(|(c, _)| c.clone()).collect();
+    verdict(name, rec, &reference, during, &judged, whole)
 }
 
 /// Follows `cols` against `reference` over the windows, sample by sample: the tally, or the
@@ -69,7 +62,7 @@ fn label(cols: &[(String, usize)]) -> String {
 fn judge(
     name: &str,
     rec: &Record,
-    cols: &[(String, usize)],
+    cols: &[(Column, usize)],
     reference: &Reference,
     spans: &[(f64, f64, String)],
 ) -> Result<Tally, Box<CheckResult>> {
@@ -147,7 +140,7 @@ fn judge(
                 name.to_string(),
                 rec,
                 reference,
-                &label(cols),
+                &cols.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>(),
                 w_what,
                 gap,
             )));
@@ -194,10 +187,11 @@ fn stale_gap(
     name: String,
     rec: &Record,
     reference: &Reference,
-    cg_label: &str,
+    judged: &[Column],
     w_what: &str,
     g: Gap,
 ) -> CheckResult {
+    let cg_label = join_names(judged);
     let Gap {
         t,
         r,
@@ -244,7 +238,7 @@ fn stale_gap(
     );
     res.tolerance = Some(tol_text(rec, reference, Some(tol - slack)));
     res.at = Some(t);
-    res.column = Some(cg_label.to_string());
+    res.columns = judged.to_vec();
     res
 }
 
@@ -254,9 +248,10 @@ fn verdict(
     rec: &Record,
     reference: &Reference,
     during: &[StepKind],
-    cg_label: &str,
+    judged_cols: &[Column],
     tally: Tally,
 ) -> CheckResult {
+    let cg_label = join_names(judged_cols);
     let batch = rec.machine.stat_batch_bytes() as i64;
     let Tally {
         judged,

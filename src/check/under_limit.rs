@@ -82,7 +82,7 @@ pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         );
         res.at = Some(t);
         res.bound = Some(limit as i64);
-        res.column = Some(rec.series.columns[c].clone());
+        res.columns = vec![rec.series.columns()[c].clone()];
         res
     } else {
         CheckResult::new(

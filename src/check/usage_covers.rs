@@ -7,9 +7,9 @@
 
 use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, stale_lag};
-use crate::model::column::short_sum;
 use crate::model::counter::{ANON, FILE, USAGE};
 use crate::model::error::ScenarioError;
+use crate::model::sum_label;
 use crate::model::units::human_bytes;
 use crate::model::{Machine, Record};
 
@@ -68,7 +68,8 @@ pub fn usage_covers(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         Err(e) => return missing(name, e),
     };
     let [usage, anon, file] = [cols[0].1, cols[1].1, cols[2].1];
-    let sum = short_sum(cgroup, &[ANON, FILE]);
+    let sum_cols = super::group_columns(cgroup, &[ANON, FILE]);
+    let sum = sum_label(&sum_cols);
     let s = &rec.series;
     let (tol, tol_text) = tolerance(&rec.machine);
     // Statistics may lag the page counter (a parent's up to the periodic flush): pages freed a
@@ -112,7 +113,7 @@ pub fn usage_covers(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             );
             res.at = Some(t);
             res.bound = Some(ceil);
-            res.column = Some(sum);
+            res.columns = sum_cols;
             res.tolerance = Some(tol_text);
             return res;
         }

@@ -26,7 +26,7 @@ pub(super) fn sampler_sources(
     groups: &[(String, Cgroup)],
     scratch: &std::path::Path,
     result: &mut ScenarioResult,
-) -> Result<(Vec<String>, Vec<Source>), Stop> {
+) -> Result<(Vec<Column>, Vec<Source>), Stop> {
     // Sampler columns: <group>.<counter> for every group, then vmstat.<key> present on this kernel.
     let mut columns = Vec::new();
     let mut sources = Vec::new();
@@ -62,7 +62,7 @@ pub(super) fn sampler_sources(
         .filter(|k| k.starts_with("nr_") && vm_now.get(k).is_some())
     {
         pre_keys.push((k.clone(), columns.len()));
-        columns.push(Column::vmstat_pre(k).to_string());
+        columns.push(Column::vmstat_pre(k));
     }
     if !pre_keys.is_empty() {
         sources.push(Source::keyed(&vmstat_path, pre_keys)?);
@@ -84,7 +84,7 @@ pub(super) fn sampler_sources(
     for k in &sc.sample.vmstat {
         if vm_now.get(k).is_some() {
             vm_keys.push((k.clone(), columns.len()));
-            columns.push(Column::vmstat(k).to_string());
+            columns.push(Column::vmstat(k));
         } else {
             result.notes.push(format!(
                 "/proc/vmstat has no {k} on this kernel; not sampled"
@@ -108,7 +108,7 @@ fn group_sources(
     groups: &[(String, Cgroup)],
     (counters, sampled): (&[String], &[String]),
     (tasks, numa): (bool, bool),
-    columns: &mut Vec<String>,
+    columns: &mut Vec<Column>,
 ) -> Result<Vec<Source>, Stop> {
     let mut sources = Vec::new();
     if tasks {
@@ -117,7 +117,7 @@ fn group_sources(
     let mut keyed = Vec::new();
     for c in counters {
         let col = columns.len();
-        columns.push(Column::group(name, c).to_string());
+        columns.push(Column::group(name, c));
         match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
             Some(key) => keyed.push((key, col)),
             // A counter of its own kept in memory.stat (v1 swap): read with the others.
@@ -152,13 +152,13 @@ fn numa_source(
     cg: &Cgroup,
     counters: &[String],
     pre: bool,
-    columns: &mut Vec<String>,
+    columns: &mut Vec<Column>,
 ) -> Result<Source, Stop> {
     let mut keys = Vec::new();
     for c in counters {
         if let Some(k) = crate::model::counter::numa_key(c) {
             keys.push((k.to_string(), columns.len()));
-            columns.push(Column::numa(name, c, pre).to_string());
+            columns.push(Column::numa(name, c, pre));
         }
     }
     Ok(Source::node_sums(&cg.file("memory.numa_stat"), keys)?)
@@ -170,11 +170,11 @@ fn tasks_source(
     name: &str,
     groups: &[(String, Cgroup)],
     pre: bool,
-    columns: &mut Vec<String>,
+    columns: &mut Vec<Column>,
 ) -> Result<Source, Stop> {
     use crate::exec::sample::tasks::{COUNTER, TaskMemory};
     let first = columns.len();
-    columns.push(Column::tasks(name, COUNTER, pre).to_string());
+    columns.push(Column::tasks(name, COUNTER, pre));
     // The group and every group below it: their tasks' memory is in its hierarchical counters.
     let below = format!("{name}/");
     let procs: Vec<_> = groups
@@ -207,7 +207,7 @@ fn oracle_sources(
     root: &Cgroup,
     groups: &[(String, Cgroup)],
     scratch: &std::path::Path,
-    columns: &mut Vec<String>,
+    columns: &mut Vec<Column>,
     result: &mut ScenarioResult,
 ) -> Result<OracleSources, Stop> {
     use crate::exec::sample::pagecache::{self, FileTruth};
@@ -241,7 +241,7 @@ fn oracle_sources(
                 let first = columns.len();
                 for g in &truth_groups {
                     for c in pagecache::COUNTERS {
-                        columns.push(Column::files(g, c, pre).to_string());
+                        columns.push(Column::files(g, c, pre));
                     }
                 }
                 let base = |g: &str| first + 3 * truth_groups.iter().position(|x| *x == g).unwrap();
@@ -278,7 +278,7 @@ fn oracle_sources(
             for c in DIRTY_WRITEBACK {
                 if let Some(key) = stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
                     keyed.push((key, columns.len()));
-                    columns.push(Column::machine(which, c).to_string());
+                    columns.push(Column::machine(which, c));
                 }
             }
             machine.push(Source::keyed(&cg.file("memory.stat"), keyed)?);

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Column;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
@@ -26,9 +28,9 @@ pub struct CheckResult {
     pub at: Option<f64>,
     /// The bound the failing counter was held to (bytes), for timelines.
     pub bound: Option<i64>,
-    /// The sampled column (or `a+b` sum) that broke, for timelines.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub column: Option<String>,
+    /// The sampled columns the check judged; on failure, those whose sum broke (for timelines).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<Column>,
 }
 
 impl CheckResult {
@@ -49,7 +51,7 @@ impl CheckResult {
             detail,
             at: None,
             bound: None,
-            column: None,
+            columns: Vec::new(),
         }
     }
 }

@@ -1,25 +1,14 @@
-//! Column ids: what each column of a sampled series holds. The text form (`Display`, `parse`) is
-//! the CSV header and the record's column names; it is built and taken apart only here.
+//! Column ids: what each column of a sampled series holds. Series, checks and reports key on the
+//! `Column` value; text is made only here: `Display` for messages, `csv_header` for the CSV file
+//! (with the unit), serde for results.json.
 
 use std::fmt;
 
-/// Column-name prefixes that are not test groups: /proc/vmstat, the sampler's own timing, and the
-/// references the checks compare with (per-file truth, the run's and the memcg root's totals,
-/// memory.numa_stat, the tasks' own memory).
-pub const META_PREFIXES: [&str; 5] = ["vmstat", "sampler", "oracle", "numa", "tasks"];
-
-/// Whether a column belongs to no test group (see META_PREFIXES).
-pub fn is_meta_column(column: &str) -> bool {
-    META_PREFIXES
-        .iter()
-        .any(|p| column.strip_prefix(p).is_some_and(|r| r.starts_with('.')))
-}
-
-/// The sampler's own column: how long each pass over the sources took (µs).
-pub const PASS_COLUMN: &str = "sampler.pass_us";
+use serde::{Deserialize, Serialize};
 
 /// One column of a sampled series.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Column {
     /// A test group's counter, `<group>.<counter>`; `local`: its own value, `<group>.<counter>.local`.
     Group {
@@ -115,7 +104,9 @@ impl Column {
         }
     }
 
-    /// Reads a column name back; `None` for names that are not columns (no `.`).
+    /// Reads a column name back (tests build series from names); `None` for names that are not
+    /// columns (no `.`). Ambiguous for a group named like a prefix: results never need it.
+    #[cfg(test)]
     pub fn parse(name: &str) -> Option<Column> {
         let (head, rest) = name.split_once('.')?;
         Some(match head {
@@ -154,12 +145,108 @@ impl Column {
         })
     }
 
+    /// The sampler's own column: how long each pass over the sources took (µs).
+    pub fn pass() -> Column {
+        Column::Sampler("pass_us".into())
+    }
+
     /// The test group a column belongs to, if any.
     pub fn test_group(&self) -> Option<&str> {
         match self {
             Column::Group { group, .. } => Some(group),
             _ => None,
         }
+    }
+
+    /// The counter of a test group's column (`dirty` for `a.dirty` and `a.dirty.local`).
+    pub fn counter(&self) -> Option<&str> {
+        match self {
+            Column::Group { counter, .. } => Some(counter),
+            _ => None,
+        }
+    }
+
+    /// The unit of the column's values.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Column::Group { counter, .. } => match super::counter::counter(counter) {
+                Some(c) if c.unit == super::counter::Unit::Events => "events",
+                _ => "B",
+            },
+            Column::Vmstat { key, .. } if key.starts_with("nr_") => "pages",
+            Column::Vmstat { .. } => "events",
+            Column::Sampler(_) => "us",
+            Column::Files { .. }
+            | Column::Machine { .. }
+            | Column::Numa { .. }
+            | Column::Tasks { .. } => "B",
+        }
+    }
+
+    /// The CSV header: unambiguous (a prefix with `:`, which no group name has, for every column
+    /// that is not a test group's) and with the unit: `test.dirty[B]`, `vmstat:nr_dirty[pages]`.
+    pub fn csv_header(&self) -> String {
+        let pre = |p: bool| if p { "pre:" } else { "" };
+        let name = match self {
+            Column::Group { .. } => self.to_string(),
+            Column::Vmstat { key, pre: p } => format!("vmstat:{}{key}", pre(*p)),
+            Column::Files {
+                group,
+                counter,
+                pre: p,
+            } => format!("files:{}{group}.{counter}", pre(*p)),
+            Column::Machine { which, counter } => format!("machine:{which}.{counter}"),
+            Column::Numa {
+                group,
+                counter,
+                pre: p,
+            } => format!("numa:{}{group}.{counter}", pre(*p)),
+            Column::Tasks {
+                group,
+                counter,
+                pre: p,
+            } => format!("tasks:{}{group}.{counter}", pre(*p)),
+            Column::Sampler(n) => format!("sampler:{n}"),
+        };
+        format!("{name}[{}]", self.unit())
+    }
+}
+
+/// Columns joined by `+` with their full names (`a.dirty+a.writeback`), for messages.
+pub fn join_names(cols: &[Column]) -> String {
+    let names: Vec<String> = cols.iter().map(|c| format!("{c}")).collect();
+    names.join("+")
+}
+
+/// A sum of columns as messages show it: `a.dirty+a.writeback`, or `a.dirty+writeback` when the
+/// parts are one group's.
+pub fn sum_label(cols: &[Column]) -> String {
+    let group = cols.first().and_then(|c| c.test_group());
+    let mut s = String::new();
+    for (i, c) in cols.iter().enumerate() {
+        if i > 0 {
+            s.push('+');
+        }
+        match (i, c) {
+            (
+                1..,
+                Column::Group {
+                    group: g,
+                    counter,
+                    local: false,
+                },
+            ) if Some(g.as_str()) == group => s.push_str(counter),
+            _ => s.push_str(&c.to_string()),
+        }
+    }
+    s
+}
+
+/// Tests build series from names.
+#[cfg(test)]
+impl From<&str> for Column {
+    fn from(name: &str) -> Column {
+        Column::parse(name).unwrap_or_else(|| panic!("not a column: {name}"))
     }
 }
 
@@ -207,41 +294,6 @@ impl fmt::Display for Column {
     }
 }
 
-/// The columns a check's failing value is the sum of, written `a.x+a.y` or `a.x+y` (parts without
-/// a group are the first part's group's), as `CheckResult::column` holds them.
-pub fn sum_parts(sum: &str) -> Vec<String> {
-    let group = sum.split('.').next().unwrap_or("");
-    sum.split('+')
-        .map(|part| {
-            if part.contains('.') {
-                part.to_string()
-            } else {
-                format!("{group}.{part}")
-            }
-        })
-        .collect()
-}
-
-/// A sum of a group's counters in the short form (`g.dirty+writeback`).
-pub fn short_sum(group: &str, counters: &[&str]) -> String {
-    let mut s = Column::group(group, counters[0]).to_string();
-    for c in &counters[1..] {
-        s.push('+');
-        s.push_str(c);
-    }
-    s
-}
-
-/// Whether a `CheckResult::column` (a column or a sum) shows `counter` (`dirty` matches `a.dirty`,
-/// `a.dirty.local` and the sums holding them).
-pub fn sum_shows(sum: &str, counter: &str) -> bool {
-    !counter.is_empty()
-        && sum.split('+').any(|part| {
-            let part = part.strip_suffix(".local").unwrap_or(part);
-            part == counter || part.ends_with(&format!(".{counter}"))
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,8 +332,36 @@ mod tests {
 
     #[test]
     fn sums() {
-        assert_eq!(sum_parts("a.dirty+writeback"), ["a.dirty", "a.writeback"]);
-        assert_eq!(sum_parts("a.dirty+a.writeback"), ["a.dirty", "a.writeback"]);
-        assert_eq!(short_sum("a", &["dirty", "writeback"]), "a.dirty+writeback");
+        let (d, w) = (Column::group("a", "dirty"), Column::group("a", "writeback"));
+        assert_eq!(sum_label(&[d.clone(), w]), "a.dirty+writeback");
+        assert_eq!(
+            sum_label(&[d, Column::group("b", "writeback")]),
+            "a.dirty+b.writeback"
+        );
+    }
+
+    #[test]
+    fn csv_headers_are_unambiguous_and_carry_units() {
+        assert_eq!(
+            Column::group("vmstat", "dirty").csv_header(),
+            "vmstat.dirty[B]"
+        );
+        assert_eq!(
+            Column::vmstat("nr_dirty").csv_header(),
+            "vmstat:nr_dirty[pages]"
+        );
+        assert_eq!(
+            Column::vmstat_pre("pgfault").csv_header(),
+            "vmstat:pre:pgfault[events]"
+        );
+        assert_eq!(
+            Column::group("a", "limit_hits").csv_header(),
+            "a.limit_hits[events]"
+        );
+        assert_eq!(Column::pass().csv_header(), "sampler:pass_us[us]");
+        assert_eq!(
+            Column::files("a", "dirty", true).csv_header(),
+            "files:pre:a.dirty[B]"
+        );
     }
 }

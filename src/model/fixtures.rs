@@ -60,7 +60,7 @@ pub fn check(name: &str, outcome: Outcome) -> CheckResult {
         detail: format!("{name} looked at something"),
         at: None,
         bound: None,
-        column: None,
+        columns: Vec::new(),
     }
 }
 

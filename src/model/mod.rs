@@ -23,7 +23,7 @@ pub mod units;
 pub mod version;
 
 pub use check::{CheckResult, Outcome};
-pub use column::{Column, META_PREFIXES, PASS_COLUMN, is_meta_column};
+pub use column::{Column, join_names, sum_label};
 pub use event::Event;
 pub use format::Format;
 pub use record::{

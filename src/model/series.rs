@@ -1,20 +1,56 @@
 //! The sampled time series: one row per sampler pass, one column per counter.
 
+use std::collections::HashMap;
+
+use super::Column;
+
 /// A time series: one row of values per sample, `t` in seconds since the scenario started.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Series {
-    pub columns: Vec<String>,
+    columns: Vec<Column>,
+    /// Where each column is in a row.
+    index: HashMap<Column, usize>,
     pub t: Vec<f64>,
     /// Row-major, `columns.len()` values per row.
     pub values: Vec<i64>,
 }
 
 impl Series {
-    pub fn new(columns: Vec<String>) -> Self {
+    pub fn new(columns: Vec<Column>) -> Self {
+        let index = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.clone(), i))
+            .collect();
         Series {
             columns,
+            index,
             ..Default::default()
         }
+    }
+    /// A series of columns given by name (tests).
+    #[cfg(test)]
+    pub fn named(names: &[&str]) -> Self {
+        Series::new(
+            names
+                .iter()
+                .map(|n| Column::parse(n).unwrap_or_else(|| panic!("not a column: {n}")))
+                .collect(),
+        )
+    }
+    /// Puts `column` in place of column `i` (tests: a record with one column less or renamed).
+    #[cfg(test)]
+    pub fn rename(&mut self, i: usize, column: Column) {
+        self.columns[i] = column;
+        *self = Series {
+            t: std::mem::take(&mut self.t),
+            values: std::mem::take(&mut self.values),
+            ..Series::new(std::mem::take(&mut self.columns))
+        };
+    }
+    /// The columns, in row order.
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
     }
     pub fn len(&self) -> usize {
         self.t.len()
@@ -22,8 +58,9 @@ impl Series {
     pub fn is_empty(&self) -> bool {
         self.t.is_empty()
     }
-    pub fn col(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c == name)
+    /// Where `column` is in a row, if it was sampled.
+    pub fn col(&self, column: &Column) -> Option<usize> {
+        self.index.get(column).copied()
     }
     pub fn get(&self, row: usize, col: usize) -> i64 {
         self.values[row * self.columns.len() + col]
@@ -37,6 +74,18 @@ impl Series {
     pub fn rows_between(&self, from: f64, to: f64) -> impl Iterator<Item = usize> + '_ {
         (0..self.len()).filter(move |&i| self.t[i] >= from && self.t[i] <= to)
     }
+    /// The test groups sampled, in column order.
+    pub fn groups(&self) -> Vec<&str> {
+        let mut g: Vec<&str> = Vec::new();
+        for c in &self.columns {
+            if let Some(name) = c.test_group()
+                && !g.contains(&name)
+            {
+                g.push(name);
+            }
+        }
+        g
+    }
     /// "name=value" for every column of a row, for diagnostics.
     pub fn describe_row(&self, row: usize) -> String {
         let parts: Vec<String> = self
@@ -47,12 +96,12 @@ impl Series {
             .collect();
         format!("t={:.3}s {}", self.t[row], parts.join(" "))
     }
-    /// CSV: a header line, then one line per sample.
+    /// CSV: a header line (each column's name and unit), then one line per sample.
     pub fn to_csv(&self) -> String {
-        let mut s = String::from("t");
+        let mut s = String::from("t[s]");
         for c in &self.columns {
             s.push(',');
-            s.push_str(c);
+            s.push_str(&c.csv_header());
         }
         s.push('\n');
         for r in 0..self.len() {

@@ -11,7 +11,6 @@ use std::fmt::Write;
 use crate::model::Column;
 use crate::model::Record;
 use crate::model::ScenarioResult;
-use crate::model::column::{sum_parts, sum_shows};
 use crate::model::{CheckResult, Outcome};
 
 const WIDTH: f64 = 1100.0;
@@ -48,22 +47,20 @@ struct Panel {
 
 /// Groups the series' columns into panels.
 fn panels(rec: &Record) -> Vec<Panel> {
-    let cols = &rec.series.columns;
+    let cols = rec.series.columns();
     let mut by_counter: BTreeMap<String, Panel> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     let mut groups: Vec<String> = Vec::new();
     for (i, c) in cols.iter().enumerate() {
-        if crate::model::is_meta_column(c) {
-            continue;
-        }
-        let Some(Column::Group {
+        let Column::Group {
             group,
             counter,
             local,
-        }) = Column::parse(c)
+        } = c
         else {
             continue;
         };
+        let local = *local;
         let (group, counter) = (group.as_str(), counter.as_str());
         if !groups.iter().any(|g| g == group) {
             groups.push(group.to_string());
@@ -94,10 +91,7 @@ fn panels(rec: &Record) -> Vec<Panel> {
     // The per-file truth (cachestat of the files a group wrote): dashed, in the group's colour.
     for (gi, group) in groups.iter().enumerate() {
         for (counter, p) in by_counter.iter_mut() {
-            if let Some(i) = rec
-                .series
-                .col(&Column::files(group, counter, false).to_string())
-            {
+            if let Some(i) = rec.series.col(&Column::files(group, counter, false)) {
                 p.lines.push(Line {
                     label: format!("{group}'s files (cachestat)"),
                     col: i,
@@ -112,7 +106,7 @@ fn panels(rec: &Record) -> Vec<Panel> {
     let page = rec.machine.page_size as i64;
     for (counter, p) in by_counter.iter_mut() {
         let global = crate::model::counter::global_key(counter)
-            .and_then(|k| Some((k, rec.series.col(&Column::vmstat(k).to_string())?)));
+            .and_then(|k| Some((k, rec.series.col(&Column::vmstat(k))?)));
         if let Some((k, i)) = global {
             p.lines.insert(
                 0,
@@ -144,11 +138,11 @@ fn panels(rec: &Record) -> Vec<Panel> {
 }
 
 /// The vmstat event counters (not nr_* levels), as deltas since the start.
-fn event_lines(cols: &[String]) -> Vec<Line> {
+fn event_lines(cols: &[Column]) -> Vec<Line> {
     cols.iter()
         .enumerate()
         .filter_map(|(i, c)| {
-            let Some(Column::Vmstat { key, pre: false }) = Column::parse(c) else {
+            let Column::Vmstat { key, pre: false } = c else {
                 return None;
             };
             (!key.starts_with("nr_")).then_some((i, key))
@@ -386,10 +380,7 @@ fn value_range(rec: &Record, p: &Panel, failed: &[&CheckResult]) -> (f64, f64, f
             hi = hi.max(v);
         }
     }
-    for c in failed
-        .iter()
-        .filter(|c| sum_shows(c.column.as_deref().unwrap_or(""), &p.counter))
-    {
+    for c in failed.iter().filter(|c| shows(c, &p.counter)) {
         if let Some(b) = c.bound {
             lo = lo.min(b as f64);
             hi = hi.max(b as f64);
@@ -535,6 +526,11 @@ fn lines_and_legend(
     }
 }
 
+/// Whether a check's columns show `counter` (the panel of that counter draws its marks).
+fn shows(c: &CheckResult, counter: &str) -> bool {
+    c.columns.iter().any(|col| col.counter() == Some(counter))
+}
+
 /// Failed checks: the bound, the failing time and the failing value.
 fn failed_marks(
     o: &mut String,
@@ -548,8 +544,7 @@ fn failed_marks(
     let s = &rec.series;
     let plot_w = WIDTH - LEFT - RIGHT;
     for c in failed {
-        let col = c.column.as_deref().unwrap_or("");
-        let here = sum_shows(col, &p.counter);
+        let here = shows(c, &p.counter);
         if let (true, Some(b)) = (here, c.bound) {
             let yb = y(b as f64);
             let _ = writeln!(
@@ -582,8 +577,8 @@ fn failed_marks(
                 let row = (0..s.len()).rev().find(|&k| s.t[k] <= at).unwrap_or(0);
                 let mut sum = 0i64;
                 let mut any = false;
-                for name in sum_parts(col) {
-                    if let Some(ci) = s.col(&name) {
+                for column in &c.columns {
+                    if let Some(ci) = s.col(column) {
                         sum += s.get(row, ci);
                         any = true;
                     }
@@ -604,13 +599,75 @@ fn failed_marks(
 mod tests {
     use super::*;
 
+    /// A failed accounting check on a record whose group stayed at 0 while global dirty rose (a
+    /// clamped underflow): the timeline draws the global band, names the check at the failing
+    /// sample and rings the failing value.
+    #[test]
+    fn a_failed_check_is_marked_at_its_sample() {
+        use crate::model::{Machine, PhaseRecord, Record, Series, StepRecord};
+        let mut series = Series::new(vec![
+            Column::vmstat("nr_dirty"),
+            Column::group("test", "dirty"),
+            Column::group("test", "writeback"),
+        ]);
+        for i in 0..50 {
+            series.push(i as f64 * 0.1, &[i * 256, 0, 0]);
+        }
+        let rec = Record {
+            series,
+            phases: vec![PhaseRecord {
+                name: "write".into(),
+                start: 0.0,
+                end: 4.9,
+                antagonists: vec![],
+                warmup: false,
+                vmstat_start: Default::default(),
+                vmstat_end: Default::default(),
+            }],
+            steps: vec![StepRecord {
+                kind: crate::model::StepKind::Write,
+                describe: "write".into(),
+                start: 0.5,
+                end: 4.5,
+                ..Default::default()
+            }],
+            machine: Machine {
+                cpus: 2,
+                page_size: 4096,
+                node_drift_pages: 64,
+            },
+            moves: vec![],
+            charge_moving: None,
+            cgroups: vec![],
+            stopped: None,
+        };
+        let mut c = crate::model::fixtures::check("tracks-global(test)", Outcome::Fail);
+        c.columns = vec![
+            Column::group("test", "dirty"),
+            Column::group("test", "writeback"),
+        ];
+        c.at = Some(2.0);
+        c.bound = Some(1 << 20);
+        let svg = render("clamped", "fail", &c.actual, std::slice::from_ref(&c), &rec);
+        assert!(svg.contains("global nr_dirty"));
+        assert!(svg.contains("tracks-global(test) failed"));
+        assert!(svg.contains("<circle"));
+        // MEMCGTEST_SVG_OUT=path keeps the picture for looking at.
+        if let Ok(p) = std::env::var("MEMCGTEST_SVG_OUT") {
+            std::fs::write(p, svg).unwrap();
+        }
+    }
+
     #[test]
     fn counters_match_failed_columns() {
-        assert!(sum_shows("a.dirty+writeback", "dirty"));
-        assert!(sum_shows("a.dirty+writeback", "writeback"));
-        assert!(sum_shows("p.dirty.local", "dirty"));
-        assert!(!sum_shows("a.dirty", "writeback"));
-        assert!(!sum_shows("a.dirty", ""));
+        let mut c = crate::model::fixtures::check("x", Outcome::Fail);
+        c.columns = vec![Column::group("a", "dirty"), Column::group("a", "writeback")];
+        assert!(shows(&c, "dirty"));
+        assert!(shows(&c, "writeback"));
+        c.columns = vec![Column::local("p", "dirty")];
+        assert!(shows(&c, "dirty"));
+        assert!(!shows(&c, "writeback"));
+        assert!(!shows(&c, ""));
     }
 
     #[test]

@@ -159,8 +159,8 @@ fn features(cx: &Text, raw: &RawScenario) -> Result<Vec<Feature>, ScenarioError>
     Ok(features)
 }
 
-/// A `[[cgroup]]` name: [A-Za-z0-9_-] parts joined by '/', none a meta column prefix or the
-/// helper group, declared once, after its parent.
+/// A `[[cgroup]]` name: [A-Za-z0-9_-] parts joined by '/', not the helper group, declared once,
+/// after its parent.
 fn check_group_name(
     cx: &Text,
     n: &Spanned<String>,
@@ -176,15 +176,6 @@ fn check_group_name(
         return Err(cx.err(
             n.span(),
             "cgroup name must be [A-Za-z0-9_-] parts joined by '/'",
-        ));
-    }
-    if let Some(p) = crate::model::META_PREFIXES
-        .iter()
-        .find(|p| nm.split('/').next() == Some(**p))
-    {
-        return Err(cx.err(
-            n.span(),
-            format!("cgroup {nm:?}: {p:?} names sampled columns that are not a group's; pick another name"),
         ));
     }
     if nm.split('/').next() == Some(HELPER_GROUP) {

@@ -495,13 +495,24 @@ fn exercised_with_min_below_1_is_rejected() {
     ));
 }
 
+/// Columns are typed: a group may be called like a column that is not a group's (vmstat, numa,
+/// tasks, ...), and its columns stay apart from those, in the series and in the CSV header.
 #[test]
-fn cgroups_named_like_column_prefixes_are_rejected() {
-    for p in crate::model::META_PREFIXES {
-        let e = err(&GOOD.replace("name = \"a/b\"", &format!("name = \"{p}\"")));
-        assert!(e.msg.contains("not a group's"), "{e}");
-        assert_eq!(e.line, 12, "{e}");
+fn cgroups_named_like_other_columns_are_their_own() {
+    use crate::model::Column;
+    for p in ["vmstat", "oracle", "numa", "tasks", "sampler"] {
+        let s = parse(
+            "f.toml",
+            &GOOD
+                .replace("name = \"a/b\"", &format!("name = \"a/{p}\""))
+                .replace("cgroup = \"a/b\"", &format!("cgroup = \"a/{p}\"")),
+        )
+        .unwrap();
+        assert!(s.cgroups.iter().any(|c| c.name == format!("a/{p}")));
     }
+    let g = Column::group("vmstat", "pgfault");
+    assert_ne!(g, Column::vmstat("pgfault"));
+    assert_ne!(g.csv_header(), Column::vmstat("pgfault").csv_header());
 }
 
 #[test]

@@ -254,6 +254,12 @@ pub fn user_cpu_seconds(proc: &Path) -> Result<f64> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn zoneinfo_threshold_takes_the_largest_per_node() {
+        let z = "Node 0, zone DMA\n  vm stats threshold: 4\nNode 0, zone Normal\n  vm stats threshold: 24\nNode 1, zone Normal\n  vm stats threshold: 16\n";
+        assert_eq!(zoneinfo_threshold(z), 40);
+    }
+
     /// A /proc with what a real one has of the files read here.
     fn fake_proc() -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();

@@ -32,14 +32,15 @@ fn ktap_and_report_dir() {
         }
         let csv = std::fs::read_to_string(rep.path().join("dirty-migration.csv")).unwrap();
         // The per-file truth is read first (where cachestat exists), then /proc/vmstat, the
-        // groups, /proc/vmstat again and the truth again.
+        // groups, /proc/vmstat again and the truth again; every header carries its unit.
         let header = csv.lines().next().unwrap();
         assert!(
-            header.contains("vmstat.pre.nr_dirty,vmstat.pre.nr_writeback,test.dirty,test.writeback,test.file,test.usage,control.dirty,"),
+            header.contains("vmstat:pre:nr_dirty[pages],vmstat:pre:nr_writeback[pages],test.dirty[B],test.writeback[B],test.file[B],test.usage[B],control.dirty[B],"),
             "{header}"
         );
         assert!(
-            header.starts_with("t,oracle.files.pre.test.file,") || header.starts_with("t,vmstat."),
+            header.starts_with("t[s],files:pre:test.file[B],")
+                || header.starts_with("t[s],vmstat:"),
             "{header}"
         );
         assert!(csv.lines().count() > 10);

@@ -142,12 +142,6 @@ fn observed_needs_global_activity() {
     assert_eq!(c.outcome, Outcome::NotExercised);
 }
 
-#[test]
-fn zoneinfo_threshold_takes_the_largest_per_node() {
-    let z = "Node 0, zone DMA\n  vm stats threshold: 4\nNode 0, zone Normal\n  vm stats threshold: 24\nNode 1, zone Normal\n  vm stats threshold: 16\n";
-    assert_eq!(crate::sys::proc::zoneinfo_threshold(z), 40);
-}
-
 /// A group limited to 64 MiB whose usage is `peak` at t=1.0 and 60 MiB otherwise.
 fn limited(peak: i64) -> Record {
     let mut r = move_record(0, None);
@@ -361,7 +355,7 @@ fn throttled_usage_above_high_grows_only_as_the_sleeps_allow() {
     // 60 MiB up to t=0.9, 66 MiB at t=1.0, then `per_tenth` more every 0.1 s.
     let record = |per_tenth: i64| {
         let mut r = high_record(60 * MIB, 40);
-        r.series = Series::new(r.series.columns.clone());
+        r.series = Series::new(r.series.columns().to_vec());
         for i in 0..30 {
             let u = if i >= 10 {
                 66 * MIB + per_tenth * (i - 10)
@@ -518,8 +512,8 @@ fn file_truth(counted: impl Fn(i64) -> i64) -> Record {
     let mut r = move_record(0, None);
     r.series = Series::new(vec![
         "a.file".into(),
-        Column::files("a", "file", true).to_string(),
-        Column::files("a", "file", false).to_string(),
+        Column::files("a", "file", true),
+        Column::files("a", "file", false),
     ]);
     for i in 0..30 {
         let t = i as f64 * 0.1;
@@ -552,9 +546,9 @@ fn numa_pair(numa: impl Fn(usize, i64) -> i64) -> Record {
     use crate::model::Column;
     let mut r = move_record(0, None);
     r.series = Series::new(vec![
-        Column::numa("a", "dirty", true).to_string(),
+        Column::numa("a", "dirty", true),
         "a.dirty".into(),
-        Column::numa("a", "dirty", false).to_string(),
+        Column::numa("a", "dirty", false),
     ]);
     for i in 0..30usize {
         let d = 64 * MIB * (15 - (i as i64 - 15).abs()) / 15;
@@ -585,7 +579,7 @@ fn the_nodes_sum_to_the_group() {
     assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
     assert!(r.detail.contains("no longer move together"), "{}", r.detail);
     let mut flat = numa_pair(|_, _| 0);
-    flat.series = Series::new(flat.series.columns.clone());
+    flat.series = Series::new(flat.series.columns().to_vec());
     flat.series.push(0.0, &[0, 0, 0]);
     assert_eq!(check(&flat).outcome, Outcome::NotExercised);
 }
@@ -620,7 +614,7 @@ fn a_parent_above_its_page_counter_is_stale_for_a_while() {
     assert_eq!(c.outcome, Outcome::Fail, "{}", c.detail);
     // Without the page counter sampled, nothing says it is stale.
     let mut r = unflushed_parent(0.5);
-    r.series.columns[2] = "p.shmem".into();
+    r.series.rename(2, "p.shmem".into());
     assert_eq!(check(&r).outcome, Outcome::Fail);
 }
 
@@ -629,7 +623,7 @@ fn a_parent_above_its_page_counter_is_stale_for_a_while() {
 #[test]
 fn a_parent_between_two_samples_of_its_parts_is_stale() {
     let mut r = tree(0, 0, 0, 0);
-    let ncols = r.series.columns.len();
+    let ncols = r.series.columns().len();
     // p/a rises 0 -> 40 MiB between samples 3 and 4; p shows 24 MiB at samples 4 and 5.
     for i in 4..10 {
         r.series.values[i * ncols + 2] = 40 * MIB;
@@ -645,7 +639,7 @@ fn a_parent_between_two_samples_of_its_parts_is_stale() {
 fn a_one_sample_burst_is_read_skew_but_a_lasting_gap_fails() {
     // A task exits between the parent's read and its child's: one sample disagrees.
     let mut r = tree(30 * MIB, MIB, 20 * MIB, 9 * MIB);
-    let ncols = r.series.columns.len();
+    let ncols = r.series.columns().len();
     r.series.values[4 * ncols] = 62 * MIB;
     let c = hierarchy("h".into(), &r, "p", &["dirty".into()]);
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");

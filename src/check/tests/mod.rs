@@ -1,8 +1,8 @@
 use super::*;
 use crate::model::Series;
+use crate::model::Stat;
 use crate::model::StepKind;
 use crate::model::{Machine, PhaseRecord, Record, StepRecord};
-use crate::sys::cgroup::stat::Stat;
 
 const MIB: i64 = 1 << 20;
 
@@ -552,29 +552,6 @@ fn clamped_underflow_fails_tracks_global_naming_counter_sample_and_deficit() {
     // Sample 1 (t=0.1) is the first bad one; the gap counts once it has lasted 100 ms.
     assert!(c.detail.contains("sample 2,"), "{}", c.detail);
     assert!(c.at.is_some());
-}
-
-#[test]
-fn clamped_underflow_timeline_marks_the_failing_sample() {
-    let r = global_record(|_, _| 0);
-    let c = tracks_global(
-        "tracks-global(test)".into(),
-        &r,
-        "test",
-        &dw(),
-        &gl(),
-        &[StepKind::Write],
-        None,
-    );
-    let svg =
-        crate::report::svg::render("clamped", "fail", &c.actual, std::slice::from_ref(&c), &r);
-    assert!(svg.contains("global nr_dirty"));
-    assert!(svg.contains("tracks-global(test) failed"));
-    assert!(svg.contains("<circle"));
-    // MEMCGTEST_SVG_OUT=path keeps the picture for looking at.
-    if let Ok(p) = std::env::var("MEMCGTEST_SVG_OUT") {
-        std::fs::write(p, svg).unwrap();
-    }
 }
 
 /// A probe-only record: the probe (64 MiB) runs 4.35..4.95 s while global dirty rises 100 MiB/s;

@@ -55,7 +55,7 @@ fn change_follows_a_moved_charge_and_catches_a_partial_move() {
     let c = change(
         "c".into(),
         &ok,
-        "b.anon",
+        &"b.anon".into(),
         StepKind::Move,
         Expect::exactly(64 * MIB),
         true,
@@ -64,7 +64,7 @@ fn change_follows_a_moved_charge_and_catches_a_partial_move() {
     let c = change(
         "c".into(),
         &ok,
-        "a.anon",
+        &"a.anon".into(),
         StepKind::Move,
         Expect::exactly(-64 * MIB),
         true,
@@ -75,7 +75,7 @@ fn change_follows_a_moved_charge_and_catches_a_partial_move() {
     let c = change(
         "c".into(),
         &half,
-        "b.anon",
+        &"b.anon".into(),
         StepKind::Move,
         Expect::exactly(64 * MIB),
         true,
@@ -93,7 +93,7 @@ fn change_follows_a_moved_charge_and_catches_a_partial_move() {
     let c = change(
         "c".into(),
         &none,
-        "b.anon",
+        &"b.anon".into(),
         StepKind::Move,
         Expect::exactly(64 * MIB),
         true,
@@ -104,7 +104,7 @@ fn change_follows_a_moved_charge_and_catches_a_partial_move() {
     let c = change(
         "c".into(),
         &none,
-        "b.anon",
+        &"b.anon".into(),
         StepKind::Move,
         Expect::exactly(0),
         false,
@@ -121,7 +121,7 @@ fn at_least_fails_only_short_of_what_was_asked() {
         tolerance: None,
         at_least: true,
     };
-    let check = |col, e| change("c".into(), &rec, col, StepKind::Move, e, false);
+    let check = |col: &str, e| change("c".into(), &rec, &col.into(), StepKind::Move, e, false);
     // Asked to free 32 MiB, freed 64: beyond, allowed, said in the detail.
     let c = check("a.anon", at_least(-32 * MIB));
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
@@ -151,21 +151,33 @@ fn at_least_fails_only_short_of_what_was_asked() {
 fn follows_needs_everything_to_move() {
     // a held 64 MiB; after the move b has all of it.
     let all = move_record(64 * MIB, None);
-    let c = follows("f".into(), &all, ("a.anon", "b.anon"), StepKind::Move, true);
+    let c = follows(
+        "f".into(),
+        &all,
+        (&"a.anon".into(), &"b.anon".into()),
+        StepKind::Move,
+        true,
+    );
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
     // Half stayed behind.
     let half = move_record(32 * MIB, None);
     let c = follows(
         "f".into(),
         &half,
-        ("a.anon", "b.anon"),
+        (&"a.anon".into(), &"b.anon".into()),
         StepKind::Move,
         true,
     );
     assert_eq!(c.outcome, Outcome::Fail);
     assert!(c.detail.contains("stayed behind"), "{}", c.detail);
     // Nothing held in the source: not exercised.
-    let c = follows("f".into(), &all, ("b.anon", "a.anon"), StepKind::Move, true);
+    let c = follows(
+        "f".into(),
+        &all,
+        (&"b.anon".into(), &"a.anon".into()),
+        StepKind::Move,
+        true,
+    );
     assert_eq!(c.outcome, Outcome::NotExercised);
     assert!(c.detail.contains("nothing to move"), "{}", c.detail);
 }
@@ -248,7 +260,7 @@ fn change_in_one_phase_judges_only_that_phases_steps() {
     let c = change_in(
         "c".into(),
         &rec,
-        "b.anon",
+        &"b.anon".into(),
         (StepKind::Move, Some(&name)),
         e,
         false,
@@ -257,7 +269,7 @@ fn change_in_one_phase_judges_only_that_phases_steps() {
     let c = change_in(
         "c".into(),
         &rec,
-        "b.anon",
+        &"b.anon".into(),
         (StepKind::Move, Some("other")),
         e,
         false,
@@ -267,7 +279,7 @@ fn change_in_one_phase_judges_only_that_phases_steps() {
     let c = change_in(
         "c".into(),
         &rec,
-        "a.anon",
+        &"a.anon".into(),
         (StepKind::Move, None),
         Expect::exactly(0),
         false,

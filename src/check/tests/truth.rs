@@ -6,7 +6,7 @@ use crate::model::StepKind;
 /// A record sampled every `dt` seconds for 5 s with one write step of `test` over [0.5, 4.5];
 /// `row(t)` gives the values of `columns` at time t.
 fn sampled(dt: f64, columns: &[&str], row: impl Fn(f64) -> Vec<i64>) -> Record {
-    let mut series = Series::new(columns.iter().map(|c| c.to_string()).collect());
+    let mut series = Series::new(columns.iter().map(|c| Column::from(*c)).collect());
     let n = (5.0 / dt).round() as usize;
     for i in 0..=n {
         let t = i as f64 * dt;
@@ -216,7 +216,7 @@ fn tasks_passes_when_the_group_counts_what_its_tasks_hold() {
 fn tasks_catches_a_group_that_misses_half_of_its_tasks_anon() {
     let c = tasks_check(&tasks_record(|_, anon| anon / 2));
     assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
-    assert_eq!(c.column.as_deref(), Some("test.anon"));
+    assert_eq!(crate::model::sum_label(&c.columns), "test.anon");
     assert!(
         c.detail.contains("short of what its tasks counted"),
         "{}",
@@ -281,7 +281,7 @@ fn usage_covers_anon_and_file_and_catches_pages_counted_twice() {
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
     let c = usage_covers("u".into(), &covers_record(|_, f| 2 * f), "test");
     assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
-    assert_eq!(c.column.as_deref(), Some("test.anon+file"));
+    assert_eq!(crate::model::sum_label(&c.columns), "test.anon+file");
     assert!(
         c.detail.contains("never charged to it, or twice"),
         "{}",
@@ -297,7 +297,7 @@ fn usage_covers_allows_statistics_a_moment_behind_a_falling_counter() {
     for row in 0..r.series.len() {
         let t = r.series.t[row];
         if t >= 3.0 {
-            let n = r.series.columns.len();
+            let n = r.series.columns().len();
             r.series.values[row * n + u] = 17 * MIB;
             r.series.values[row * n + f] = if t < 3.01 { 250 * MIB } else { 0 };
         }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::model::{PASS_COLUMN, Series};
+use crate::model::{Column, Series};
 use crate::sys::cgroup::stat;
 
 pub mod pagecache;
@@ -175,12 +175,12 @@ impl Sampler {
     /// A last column, `sampler.pass_us`, records how long each pass over the sources took (the
     /// checks bound the skew between files read in one pass by it).
     pub fn start(
-        mut columns: Vec<String>,
+        mut columns: Vec<Column>,
         sources: Vec<Source>,
         interval: Duration,
         t0: Instant,
     ) -> Result<Sampler> {
-        columns.push(PASS_COLUMN.into());
+        columns.push(Column::pass());
         let ncols = columns.len();
         let mut series = Series::new(columns);
         let mut buf = Vec::with_capacity(8192);
@@ -331,7 +331,7 @@ mod tests {
         assert!(
             series
                 .to_csv()
-                .starts_with("t,t.dirty,t.writeback,t.usage,sampler.pass_us\n")
+                .starts_with("t[s],t.dirty[B],t.writeback[B],t.usage[B],sampler:pass_us[us]\n")
         );
     }
 
@@ -364,7 +364,7 @@ mod tests {
         std::fs::write(&stat, "cache 1\n").unwrap();
         let src = Source::keyed(&stat, vec![("total_dirty".into(), 0)]).unwrap();
         let e = Sampler::start(
-            vec!["x".into()],
+            vec!["t.x".into()],
             vec![src],
             Duration::from_millis(1),
             Instant::now(),
