@@ -6,7 +6,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use memcgtest::model::units;
 use memcgtest::sys::cgroup::detect::Choice;
-use memcgtest::{compare, env, report, vm};
+use memcgtest::sys::env;
+use memcgtest::{compare, report, vm};
 
 #[derive(Parser)]
 #[command(

@@ -5,12 +5,10 @@
 pub mod ab;
 pub mod check;
 pub mod compare;
-pub mod env;
 pub mod exec;
 pub mod model;
-pub mod oracle;
-pub mod progress;
 pub mod report;
 pub mod scenario;
+pub mod suite;
 pub mod sys;
 pub mod vm;

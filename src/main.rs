@@ -5,11 +5,13 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use memcgtest::exec::{suite, workload};
+use memcgtest::exec::workload;
 use memcgtest::model::error::{Error, exit};
+use memcgtest::suite;
 use memcgtest::sys::cgroup::detect::{self, Choice};
+use memcgtest::sys::env;
 use memcgtest::sys::{cgroup, cleanup, lock, sysctl};
-use memcgtest::{ab, compare, env, report, scenario, vm};
+use memcgtest::{ab, compare, report, scenario, vm};
 
 mod cli;
 
@@ -68,7 +70,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             if *json {
                 println!("{}", serde_json::to_string_pretty(&e).map_err(internal)?);
             } else {
-                print!("{}", env::render(&e));
+                print!("{}", report::env::render(&e));
             }
             Ok(exit::OK)
         }

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::runner::{Context, Guard, Stop};
+use super::context::{Context, Guard, Stop};
 use super::sample::Sampler;
 use super::steps::{
     Holders, StepEnv, execute_step, idle_by_design, prepare_probe, waits_on_writeback,

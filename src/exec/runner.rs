@@ -3,20 +3,19 @@
 //! and undoes everything on every exit path (a guard's Drop covers errors, timeouts and panics; the
 //! signal flag covers Ctrl-C, SIGTERM and SIGHUP).
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Instant;
 
-use anyhow::{Context as _, Result, anyhow};
+use anyhow::{Context as _, Result};
 
+use super::context::{Context, Guard, Stop};
 use super::phases::Run;
 use super::sample::Sampler;
 use super::sources::sampler_sources;
-use super::workload::Worker;
 use crate::model::error::Error;
 use crate::model::{CheckResult, Outcome};
-use crate::model::{Machine, PhaseResult, Record, ScenarioResult, Series, Status};
-use crate::scenario::{Feature, Scenario, ScratchDisk, Step};
-use crate::sys::cgroup::stat::Stat;
+use crate::model::{PhaseResult, Record, ScenarioResult, Series, Status};
+use crate::scenario::{Feature, SamplePlan, Scenario, ScratchDisk, Step};
 use crate::sys::cgroup::{Cgroup, Version};
 use crate::sys::sysctl::SysctlGuard;
 use crate::sys::{cleanup, proc};
@@ -24,92 +23,6 @@ use crate::sys::{cleanup, proc};
 impl ScenarioResult {
     fn new(sc: &Scenario, status: Status, reason: String) -> Self {
         ScenarioResult::empty(&sc.name, &sc.summary, status, reason)
-    }
-}
-
-/// Where and how scenarios run.
-pub struct Context {
-    /// The cgroup test groups are created below (own cgroup or --parent).
-    pub parent: Cgroup,
-    pub scratch: PathBuf,
-    /// The slow disk's directory for scenarios with `scratch = "slow"` (`--slow-scratch`).
-    pub slow_scratch: Option<PathBuf>,
-    /// Wait for another run that owns the vm sysctls (else the scenario stops: 125).
-    pub wait_sysctls: bool,
-    pub quick: bool,
-    pub timeout: Option<Duration>,
-    /// The progress watchdog's time (see `super::watchdog`); None turns it off.
-    pub stall: Option<Duration>,
-    pub machine: Machine,
-    pub progress: Progress,
-}
-
-pub use crate::progress::Progress;
-
-/// Why a scenario could not go on. A timeout is the kernel's fault (a writer throttled forever, a
-/// hang); `Failed` says whose fault it is: the kernel's for a worker it killed or failed (see
-/// `Error::of_worker_status`), a move it refused, a counter file that broke mid-run; the
-/// machine's for everything the runner sets up (groups, a marker directory left over, sysctls the
-/// kernel refuses, the scratch directory, opening counter files).
-pub(super) enum Stop {
-    Timeout(String),
-    /// The progress watchdog fired: no workload progress for its time (the kernel's, like a
-    /// timeout, but seen in seconds).
-    Stalled(String),
-    Interrupted,
-    Failed(Error),
-}
-
-/// Untyped errors come from setting up: the machine's (see `Error::from`).
-impl From<anyhow::Error> for Stop {
-    fn from(e: anyhow::Error) -> Self {
-        Stop::Failed(e.into())
-    }
-}
-
-/// Everything a scenario created; undone on drop.
-pub(super) struct Guard {
-    root: Option<Cgroup>,
-    scratch: Option<PathBuf>,
-    pub(super) workers: Vec<Worker>,
-    pub(super) sysctls: SysctlGuard,
-}
-
-impl Guard {
-    fn cleanup(&mut self) -> Result<()> {
-        let mut errs = Vec::new();
-        for w in &mut self.workers {
-            w.kill(Duration::from_secs(5));
-        }
-        self.workers.clear();
-        if let Err(e) = self.sysctls.restore() {
-            errs.push(format!("{e:#}"));
-        }
-        if let Some(root) = self.root.take()
-            && let Err(e) = root
-                .kill_all(Duration::from_secs(10))
-                .and_then(|_| root.remove_tree(Duration::from_secs(10)))
-        {
-            errs.push(e.to_string());
-        }
-        if let Some(dir) = self.scratch.take()
-            && let Err(e) = std::fs::remove_dir_all(&dir)
-        {
-            errs.push(format!("remove {}: {e}", dir.display()));
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(anyhow!("cleanup: {}", errs.join("; ")))
-        }
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Err(e) = self.cleanup() {
-            eprintln!("memcgtest: {e:#}");
-        }
     }
 }
 
@@ -134,11 +47,6 @@ pub fn unmet_requirement(sc: &Scenario, version: Version) -> Option<String> {
         }
     }
     None
-}
-
-/// /proc/vmstat now, all keys.
-pub(super) fn read_vmstat() -> Result<Stat> {
-    proc::vmstat_snapshot(Path::new(proc::PROC))
 }
 
 /// Runs one scenario and always cleans up after it.
@@ -302,7 +210,8 @@ fn execute(
     std::fs::create_dir(&scratch).with_context(|| format!("mkdir {}", scratch.display()))?;
     guard.scratch = Some(scratch.clone());
 
-    let (columns, sources) = sampler_sources(ctx, sc, &root, &groups, &scratch, result)?;
+    let plan = SamplePlan::new(sc, root.version);
+    let (columns, sources) = sampler_sources(ctx, &plan, &root, &groups, &scratch, result)?;
     let t0 = Instant::now();
     let sampler = Sampler::start(columns, sources, sc.sample.interval, t0)?;
     let mut run = Run {
@@ -339,6 +248,7 @@ fn execute(
         .map_err(|e| Stop::Failed(Error::Kernel(format!("{e:#}"))))?;
     conclude(
         sc,
+        &plan,
         result,
         Record {
             series,
@@ -448,7 +358,7 @@ fn forbid_swap(cg: &Cgroup, spec: &crate::model::CgroupSpec) -> Result<(), Stop>
 
 /// The scenario's result from its record: notes on moves, per-phase results, the checks and the
 /// status they give.
-fn conclude(sc: &Scenario, result: &mut ScenarioResult, record: Record) {
+fn conclude(sc: &Scenario, plan: &SamplePlan, result: &mut ScenarioResult, record: Record) {
     result.samples = record.series.len();
     for m in &record.moves {
         result.notes.push(format!(
@@ -475,8 +385,7 @@ fn conclude(sc: &Scenario, result: &mut ScenarioResult, record: Record) {
         result.phases.push(PhaseResult {
             measure: record.phase_measure(i),
             antagonists: p.antagonists.clone(),
-            vmstat_delta: sc
-                .sample
+            vmstat_delta: plan
                 .vmstat
                 .iter()
                 .filter(|k| !k.starts_with("nr_"))
@@ -545,6 +454,7 @@ fn scratch_base<'a>(ctx: &'a Context, sc: &Scenario, result: &mut ScenarioResult
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anyhow::anyhow;
 
     #[test]
     fn numa_stat_is_found_in_the_hierarchy_only() {

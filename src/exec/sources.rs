@@ -1,62 +1,42 @@
-//! What the sampler reads for a scenario, in order, and the column each value goes to: the
-//! references of the accounting checks, every group's counter files, memory.numa_stat where a check
-//! needs it, /proc/vmstat.
+//! The sampler's sources, built from the scenario's `SamplePlan`: what each pass reads, in order,
+//! and the column each value goes to. The references of the accounting checks first, /proc/vmstat's
+//! node counters, every group's files (with its tasks and memory.numa_stat around them where the
+//! plan asks), /proc/vmstat again, the per-file truth again.
 
 use std::path::Path;
 
 use anyhow::anyhow;
 
-use super::runner::{Context, Stop, read_vmstat};
+use super::context::{Context, Stop, read_vmstat};
 use super::sample::Source;
-use crate::model::Column;
-use crate::model::ScenarioResult;
-use crate::model::counter::DIRTY_WRITEBACK;
-use crate::model::counter::Loc;
-use crate::scenario::Scenario;
-use crate::sys::cgroup::stat;
-use crate::sys::cgroup::{Cgroup, Version};
+use super::sample::pagecache::{self, FileTruth};
+use crate::model::counter::{self, DIRTY_WRITEBACK, Loc, stat_key};
+use crate::model::{Column, ScenarioResult};
+use crate::scenario::SamplePlan;
+use crate::sys::cgroup::{Cgroup, file_name, hierarchy_root};
 use crate::sys::proc;
 
-/// What the sampler reads, in order, and the column each value goes to: the references before
-/// the cgroup files, every group's counters, /proc/vmstat, the per-file truth after them.
+/// The columns and sources of a sampler pass for `plan`, in read order. Notes say what this
+/// machine cannot give (a /proc/vmstat key it lacks, no per-file truth).
 pub(super) fn sampler_sources(
     ctx: &Context,
-    sc: &Scenario,
+    plan: &SamplePlan,
     root: &Cgroup,
     groups: &[(String, Cgroup)],
-    scratch: &std::path::Path,
+    scratch: &Path,
     result: &mut ScenarioResult,
 ) -> Result<(Vec<Column>, Vec<Source>), Stop> {
-    // Sampler columns: <group>.<counter> for every group, then vmstat.<key> present on this kernel.
     let mut columns = Vec::new();
     let mut sources = Vec::new();
-    let oracle = oracle_sources(ctx, sc, root, groups, scratch, &mut columns, result)?;
+    let oracle = oracle_sources(ctx, plan, root, groups, scratch, &mut columns, result)?;
     sources.extend(oracle.before);
     sources.extend(oracle.machine);
-    let numa: Vec<String> = match root.version {
-        Version::V2 => sc.checks.iter().filter_map(|c| c.needs().numa).collect(),
-        Version::V1 => Vec::new(),
-    };
-    // On v1 the hierarchy check also needs each group's own (non-hierarchical) value.
-    let mut counters = sc.sample.counters.clone();
-    if root.version == Version::V1 {
-        for c in &sc.checks {
-            for x in c.needs().local_counters {
-                let l = crate::model::counter::local(&x);
-                // Once each: two parents' checks name the same local counters.
-                if !counters.contains(&l) {
-                    counters.push(l);
-                }
-            }
-        }
-    }
     // /proc/vmstat's node counters are read before and after the cgroup files, so the global value
     // at the moment a cgroup file was read lies between the two.
     let vm_now = read_vmstat()?;
     let vmstat_path = Path::new(proc::PROC).join("vmstat");
     let mut pre_keys = Vec::new();
-    for k in sc
-        .sample
+    for k in plan
         .vmstat
         .iter()
         .filter(|k| k.starts_with("nr_") && vm_now.get(k).is_some())
@@ -67,21 +47,11 @@ pub(super) fn sampler_sources(
     if !pre_keys.is_empty() {
         sources.push(Source::keyed(&vmstat_path, pre_keys)?);
     }
-    let tasks: Vec<String> = sc.checks.iter().filter_map(|c| c.needs().tasks).collect();
     for (name, cg) in groups {
-        let wants = (tasks.contains(name), numa.contains(name));
-        let sampled = &sc.sample.counters;
-        sources.extend(group_sources(
-            name,
-            cg,
-            groups,
-            (&counters, sampled),
-            wants,
-            &mut columns,
-        )?);
+        sources.extend(group_sources(plan, name, cg, groups, &mut columns)?);
     }
     let mut vm_keys = Vec::new();
-    for k in &sc.sample.vmstat {
+    for k in &plan.vmstat {
         if vm_now.get(k).is_some() {
             vm_keys.push((k.clone(), columns.len()));
             columns.push(Column::vmstat(k));
@@ -95,36 +65,33 @@ pub(super) fn sampler_sources(
         sources.push(Source::keyed(&vmstat_path, vm_keys)?);
     }
     sources.extend(oracle.after);
-
     Ok((columns, sources))
 }
 
 /// One group's sources, in read order: its tasks (before), its numa_stat (before), its memory.stat
-/// and own files, its numa_stat (after), its tasks (after). `counters` are read from its files
-/// (with the `.local` ones v1 needs), `sampled` the scenario's own (numa_stat's).
+/// and own files, its numa_stat (after), its tasks (after).
 fn group_sources(
+    plan: &SamplePlan,
     name: &str,
     cg: &Cgroup,
     groups: &[(String, Cgroup)],
-    (counters, sampled): (&[String], &[String]),
-    (tasks, numa): (bool, bool),
     columns: &mut Vec<Column>,
 ) -> Result<Vec<Source>, Stop> {
+    let tasks = plan.tasks.iter().any(|g| g == name);
+    let numa = plan.numa.iter().any(|g| g == name);
     let mut sources = Vec::new();
     if tasks {
         sources.push(tasks_source(name, groups, true, columns)?);
     }
     let mut keyed = Vec::new();
-    for c in counters {
+    for c in &plan.counters {
         let col = columns.len();
         columns.push(Column::group(name, c));
-        match stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
+        match stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
             Some(key) => keyed.push((key, col)),
             // A counter of its own kept in memory.stat (v1 swap): read with the others.
-            None => match crate::model::counter::file(cg.version, c) {
-                Some(Loc { file, key: Some(k) })
-                    if file == crate::sys::cgroup::file_name(cg.version, "stat") =>
-                {
+            None => match counter::file(cg.version, c) {
+                Some(Loc { file, key: Some(k) }) if file == file_name(cg.version, "stat") => {
                     keyed.push((k.to_string(), col))
                 }
                 _ => sources.push(own_file(cg, c, col)?),
@@ -132,11 +99,11 @@ fn group_sources(
         }
     }
     if numa {
-        sources.push(numa_source(name, cg, sampled, true, columns)?);
+        sources.push(numa_source(plan, name, cg, true, columns)?);
     }
     sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
     if numa {
-        sources.push(numa_source(name, cg, sampled, false, columns)?);
+        sources.push(numa_source(plan, name, cg, false, columns)?);
     }
     if tasks {
         sources.push(tasks_source(name, groups, false, columns)?);
@@ -148,24 +115,23 @@ fn group_sources(
 /// before (`pre`) and after the group's memory.stat, so what memory.stat showed lies between the
 /// two reads while the counter moves one way.
 fn numa_source(
+    plan: &SamplePlan,
     name: &str,
     cg: &Cgroup,
-    counters: &[String],
     pre: bool,
     columns: &mut Vec<Column>,
 ) -> Result<Source, Stop> {
     let mut keys = Vec::new();
-    for c in counters {
-        if let Some(k) = crate::model::counter::numa_key(c) {
-            keys.push((k.to_string(), columns.len()));
-            columns.push(Column::numa(name, c, pre));
-        }
+    for (c, key) in plan.numa_counters() {
+        keys.push((key.to_string(), columns.len()));
+        columns.push(Column::numa(name, c, pre));
     }
     Ok(Source::node_sums(&cg.file("memory.numa_stat"), keys)?)
 }
 
-/// A group's tasks' own anonymous memory (see `sample::tasks`): read just before (`pre`) and after the
-/// group's files, so what they showed lies between the two reads while the memory moves one way.
+/// A group's tasks' own anonymous memory (see `sample::tasks`): read just before (`pre`) and after
+/// the group's files, so what they showed lies between the two reads while the memory moves one
+/// way.
 fn tasks_source(
     name: &str,
     groups: &[(String, Cgroup)],
@@ -180,17 +146,13 @@ fn tasks_source(
     let procs: Vec<_> = groups
         .iter()
         .filter(|(g, _)| g == name || g.starts_with(&below))
-        .map(|(_, cg)| cg.file(crate::sys::cgroup::file_name(cg.version, "procs")))
+        .map(|(_, cg)| cg.file(file_name(cg.version, "procs")))
         .collect();
     let t = TaskMemory::new(procs, first, Path::new(proc::PROC))
         .map_err(|e| anyhow!("open the cgroup.procs of {name} and below: {e}"))?;
     Ok(Source::Tasks(t))
 }
 
-/// The references the accounting checks need (see `oracle`): the per-file truth, read before and
-/// after the cgroup files (so the truth at the moment of the cgroup read lies in that bracket),
-/// and, for groups without it, the run's top group and the memcg root, read before the test groups
-/// (a parent read after its children can be stale on 6.18 v1, see README Findings).
 /// What the sampler reads for the accounting checks' references; each part may be empty.
 #[derive(Default)]
 struct OracleSources {
@@ -201,31 +163,29 @@ struct OracleSources {
     machine: Vec<Source>,
 }
 
+/// The references the accounting checks need: the per-file truth, read before and after the
+/// cgroup files (so the truth at the moment of the cgroup read lies in that bracket), and, for
+/// groups without it, the run's top group and the memcg root, read before the test groups (a
+/// parent read after its children can be stale on 6.18 v1, see docs/findings.md).
 fn oracle_sources(
     ctx: &Context,
-    sc: &Scenario,
+    plan: &SamplePlan,
     root: &Cgroup,
     groups: &[(String, Cgroup)],
-    scratch: &std::path::Path,
+    scratch: &Path,
     columns: &mut Vec<Column>,
     result: &mut ScenarioResult,
 ) -> Result<OracleSources, Stop> {
-    use crate::exec::sample::pagecache::{self, FileTruth};
-    use crate::oracle;
-    let accounting: Vec<String> = sc
-        .checks
-        .iter()
-        .filter_map(|c| c.needs().reference)
-        .collect();
+    let accounting = &plan.reference;
     if accounting.is_empty() {
         return Ok(OracleSources::default());
     }
-    let plan = oracle::plan(sc);
+    let files = &plan.files;
     let mut truth_groups: Vec<&str> = Vec::new();
     let mut truth = None;
     match pagecache::support() {
         Ok(()) => {
-            for (g, why) in &plan.unavailable {
+            for (g, why) in &files.unavailable {
                 if accounting.contains(g) {
                     result.notes.push(format!(
                         "no per-file truth for {g}: {why}; its accounting checks compare with machine-wide /proc/vmstat"
@@ -233,7 +193,7 @@ fn oracle_sources(
                 }
             }
             for (name, _) in groups {
-                if plan.files.iter().any(|(_, gs)| gs.contains(name)) {
+                if files.files.iter().any(|(_, gs)| gs.contains(name)) {
                     truth_groups.push(name);
                 }
             }
@@ -246,7 +206,7 @@ fn oracle_sources(
                 }
                 let base = |g: &str| first + 3 * truth_groups.iter().position(|x| *x == g).unwrap();
                 Source::Truth(FileTruth {
-                    files: plan
+                    files: files
                         .files
                         .iter()
                         .map(|(f, gs)| (scratch.join(f), gs.iter().map(|g| base(g)).collect()))
@@ -269,14 +229,14 @@ fn oracle_sources(
         .any(|g| !truth_groups.contains(&g.as_str()))
     {
         let mut views = vec![("run", root.clone())];
-        let top = oracle::hierarchy_root(&root.path);
+        let top = hierarchy_root(&root.path);
         if top.join("memory.stat").exists() {
             views.insert(0, ("root", Cgroup::new(top, root.version)));
         }
         for (which, cg) in views {
             let mut keyed = Vec::new();
             for c in DIRTY_WRITEBACK {
-                if let Some(key) = stat::stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
+                if let Some(key) = stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
                     keyed.push((key, columns.len()));
                     columns.push(Column::machine(which, c));
                 }
@@ -293,9 +253,9 @@ fn oracle_sources(
 }
 
 /// The source of a counter read from a file of its own: the whole file, or one key of it.
-fn own_file(cg: &Cgroup, counter: &str, col: usize) -> Result<Source, Stop> {
-    let loc = crate::model::counter::file(cg.version, counter)
-        .ok_or_else(|| anyhow!("{counter}: no file on cgroup {}", cg.version.as_str()))?;
+fn own_file(cg: &Cgroup, name: &str, col: usize) -> Result<Source, Stop> {
+    let loc = counter::file(cg.version, name)
+        .ok_or_else(|| anyhow!("{name}: no file on cgroup {}", cg.version.as_str()))?;
     Ok(match loc.key {
         None => Source::single(&cg.file(loc.file), col)?,
         Some(k) => Source::keyed(&cg.file(loc.file), vec![(k.to_string(), col)])?,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
 
-use super::runner::{Context, Guard, Stop};
+use super::context::{Context, Guard, Stop};
 use super::watchdog::Watchdog;
 use super::workload::{self, Holder, Job, JobResult, Limits, WaitError};
 use crate::model::MoveRecord;

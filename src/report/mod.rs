@@ -12,9 +12,11 @@ use crate::model::Outcome;
 use crate::model::units::human_bytes;
 use crate::model::{RunReport, ScenarioResult, Status};
 
+pub mod env;
 pub mod html;
 pub mod junit;
 pub mod kcidb;
+pub mod progress;
 pub mod svg;
 
 pub use crate::model::Format;

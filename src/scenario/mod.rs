@@ -498,7 +498,8 @@ pub struct Phase {
     pub antagonists: Vec<Antagonist>,
 }
 
-/// What the sampler reads: counters of every scenario cgroup, and /proc/vmstat keys.
+/// The scenario's `[sample]` table: the interval, and counters and /proc/vmstat keys sampled
+/// beside those its checks need (see `SamplePlan`).
 #[derive(Debug, Clone)]
 pub struct SampleSpec {
     pub interval: Duration,
@@ -633,10 +634,12 @@ pub fn load_all(dir: Option<&Path>) -> Result<Vec<Scenario>, ScenarioError> {
 }
 
 mod checks;
+pub mod plan;
 mod raw;
 mod resolve;
 mod steps;
 
+pub use plan::SamplePlan;
 pub use resolve::parse;
 pub use steps::{Key, STEPS, StepSyntax, syntax};
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::checks::{outline, resolve_check};
+use super::plan::{stat_counters, wanted};
 use super::raw::RawScenario;
 use super::steps::read_step;
 use super::{
@@ -54,7 +55,7 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
 
     let outline = outline(&cgroups, &phases, &cgroup_versions);
     let (counters, vmstat, mut checks) = sampled(cx, &raw, &outline)?;
-    checks.extend(implied_hierarchy(&cgroups, &counters, &checks));
+    checks.extend(implied_hierarchy(&cgroups, &counters, &vmstat, &checks));
 
     let interval = match &raw.sample.interval {
         Some(i) => cx.duration_within(i, MIN_INTERVAL)?,
@@ -334,14 +335,15 @@ fn phases(cx: &Text, raw: &RawScenario, groups: &[String]) -> Result<Vec<Phase>,
 
 /// The hierarchy is checked in every scenario with nested groups: a `hierarchy` check of the
 /// sampled memory.stat counters for each declared group with declared children that has none.
-fn implied_hierarchy(cgroups: &[CgroupSpec], counters: &[String], checks: &[Check]) -> Vec<Check> {
+fn implied_hierarchy(
+    cgroups: &[CgroupSpec],
+    counters: &[String],
+    vmstat: &[String],
+    checks: &[Check],
+) -> Vec<Check> {
     use crate::check::Hierarchy;
-    use crate::model::counter::{Source, counter};
-    let stat: Vec<String> = counters
-        .iter()
-        .filter(|c| counter(c).is_some_and(|k| matches!(k.source, Source::Stat { .. })))
-        .cloned()
-        .collect();
+    let needs: Vec<_> = checks.iter().map(|c| c.needs()).collect();
+    let stat = stat_counters(&wanted(counters, vmstat, &needs).0);
     if stat.is_empty() {
         return Vec::new();
     }
@@ -372,7 +374,7 @@ fn implied_hierarchy(cgroups: &[CgroupSpec], counters: &[String], checks: &[Chec
         .collect()
 }
 
-/// What is sampled (`[sample]` plus whatever a check looks at) and the checks.
+/// What `[sample]` lists, and the checks (whose needs are sampled too: see `SamplePlan`).
 #[allow(clippy::type_complexity)]
 fn sampled(
     cx: &Text,
@@ -393,21 +395,7 @@ fn sampled(
 
     let mut checks = Vec::new();
     for c in &raw.check {
-        let chk = resolve_check(*cx, c, outline)?;
-        // Whatever a check looks at is sampled, without repeating it under [sample].
-        let needs = chk.needs();
-        let (cs, vs) = (needs.counters, needs.vmstat);
-        for x in cs {
-            if !counters.contains(&x) {
-                counters.push(x);
-            }
-        }
-        for v in vs {
-            if !vmstat.contains(&v) {
-                vmstat.push(v);
-            }
-        }
-        checks.push(chk);
+        checks.push(resolve_check(*cx, c, outline)?);
     }
 
     Ok((counters, vmstat, checks))

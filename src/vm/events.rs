@@ -5,8 +5,8 @@
 use std::time::Instant;
 
 use crate::model::{Event, RunReport, ScenarioResult};
-use crate::progress::Progress;
 use crate::report::Format;
+use crate::report::progress::Progress;
 
 /// The scenario that began and has not ended yet.
 #[derive(Debug)]
@@ -140,7 +140,7 @@ pub(super) fn complete_lines(pending: &mut Vec<u8>, bytes: &[u8]) -> Vec<String>
 pub(crate) mod tests {
     use super::*;
     use crate::model::Status;
-    use crate::progress::Mode;
+    use crate::report::progress::Mode;
 
     /// The stream of a run of the test report's scenarios a, b, c in `format`.
     pub(crate) fn run_events(format: Format) -> String {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::model::error::{Error, exit};
-use crate::progress::{Mode, Progress};
+use crate::report::progress::{Mode, Progress};
 use crate::sys::cleanup;
 use events::Stream;
 use image::{build_initramfs, make_disk};

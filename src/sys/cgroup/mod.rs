@@ -91,6 +91,20 @@ pub fn file_name(version: Version, what: &str) -> &'static str {
     }
 }
 
+/// The root of the cgroup hierarchy `dir` lies in: the highest ancestor that is still a cgroup
+/// directory (has cgroup.procs). Its memory.stat, where it has one (always on v1; on v2 only on
+/// newer kernels), counts every page on the machine.
+pub fn hierarchy_root(dir: &Path) -> PathBuf {
+    let mut root = dir.to_path_buf();
+    while let Some(up) = root.parent() {
+        if !up.join("cgroup.procs").exists() {
+            break;
+        }
+        root = up.to_path_buf();
+    }
+    root
+}
+
 /// A handle on one cgroup directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cgroup {
@@ -309,6 +323,17 @@ mod tests {
         assert_eq!(cg.procs().unwrap(), vec![12, 34]);
         fs::write(cg.file("cgroup.procs"), "12\nx\n").unwrap();
         assert!(cg.procs().unwrap_err().to_string().contains("line 2"));
+    }
+
+    #[test]
+    fn the_hierarchy_root_is_the_top_cgroup_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let leaf = d.path().join("memory/a/b");
+        std::fs::create_dir_all(&leaf).unwrap();
+        for p in ["memory", "memory/a", "memory/a/b"] {
+            std::fs::write(d.path().join(p).join("cgroup.procs"), "").unwrap();
+        }
+        assert_eq!(hierarchy_root(&leaf), d.path().join("memory"));
     }
 
     #[test]

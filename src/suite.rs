@@ -5,11 +5,13 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::runner;
+use crate::exec::runner;
 use crate::model::error::{Error, exit};
+use crate::report::progress;
 use crate::sys::cgroup::{self, detect, detect::Choice};
+use crate::sys::env;
 use crate::sys::{cleanup, lock};
-use crate::{env, model, progress, report, scenario, vm};
+use crate::{model, report, scenario, vm};
 
 /// Where a run puts its groups and files, and where it finds its scenarios (the global options).
 pub struct Place<'a> {
@@ -77,7 +79,7 @@ pub fn run_scenarios(place: &Place, o: &Options) -> Result<u8, Error> {
     } else {
         progress::Mode::Off
     };
-    let ctx = runner::Context {
+    let ctx = crate::exec::Context {
         parent,
         scratch,
         slow_scratch,
@@ -87,11 +89,11 @@ pub fn run_scenarios(place: &Place, o: &Options) -> Result<u8, Error> {
         stall: match stall {
             Some(d) if d.is_zero() => None,
             Some(d) => Some(d),
-            None if quick => Some(super::watchdog::QUICK_STALL),
-            None => Some(super::watchdog::STALL),
+            None if quick => Some(crate::exec::watchdog::QUICK_STALL),
+            None => Some(crate::exec::watchdog::STALL),
         },
         machine: crate::sys::proc::machine(Path::new(crate::sys::proc::PROC)),
-        progress: runner::Progress::new(mode),
+        progress: crate::exec::Progress::new(mode),
     };
     let ids = report::kcidb::Ids::new(origin, build_id, &environment, started);
     let header = model::RunReport::new(environment.clone(), quick, started, ids.clone(), vec![]);
@@ -216,7 +218,7 @@ fn scratch_dir(dir: &Path, flag: &str, writeback: bool) -> Result<PathBuf, Error
 /// Runs the scenarios one after another (until interrupted), with progress and remembered
 /// durations.
 fn run_each(
-    ctx: &runner::Context,
+    ctx: &crate::exec::Context,
     selected: &[scenario::Scenario],
     quick: bool,
     in_vm: bool,
