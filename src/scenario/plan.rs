@@ -56,11 +56,15 @@ impl SamplePlan {
             ..SamplePlan::default()
         };
         for n in needs {
-            n.tasks.map(|g| add(&mut plan.tasks, &g));
-            if version == Version::V2 {
-                n.numa.map(|g| add(&mut plan.numa, &g));
+            if let Some(g) = n.tasks {
+                add(&mut plan.tasks, &g);
             }
-            n.reference.map(|g| add(&mut plan.reference, &g));
+            if let Some(g) = n.numa.filter(|_| version == Version::V2) {
+                add(&mut plan.numa, &g);
+            }
+            if let Some(g) = n.reference {
+                add(&mut plan.reference, &g);
+            }
         }
         plan
     }
