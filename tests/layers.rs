@@ -91,15 +91,12 @@ fn imports(module: &[String], code: &str) -> Vec<Vec<String>> {
     // `use super::*` there is the file itself).
     let mut rest = code;
     while let Some(i) = rest.find("super::") {
-        let before = &rest[..i];
         let mut ups = 1;
         let mut after = &rest[i + "super::".len()..];
         while let Some(a) = after.strip_prefix("super::") {
             ups += 1;
             after = a;
         }
-        // A path like `super::super::x` is counted whole; `x::super::` does not occur.
-        let _ = before;
         if ups <= module.len() {
             let mut p: Vec<String> = module[..module.len() - ups].to_vec();
             if let Some(group) = after.strip_prefix('{') {
@@ -195,7 +192,7 @@ fn cycle(g: &Graph) -> Option<Vec<String>> {
             .edges
             .get(n)
             .map(|e| e.keys().cloned().collect())
-            .unwrap_or_else(Vec::new)
+            .unwrap_or_default()
         {
             if let Some(c) = visit(&m, g, stack, done) {
                 return Some(c);
