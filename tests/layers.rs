@@ -188,12 +188,12 @@ fn cycle(g: &Graph) -> Option<Vec<String>> {
             return None;
         }
         stack.push(n.to_string());
-        for m in g
+        let next: Vec<String> = g
             .edges
             .get(n)
             .map(|e| e.keys().cloned().collect())
-            .unwrap_or_default()
-        {
+            .unwrap_or_default();
+        for m in next {
             if let Some(c) = visit(&m, g, stack, done) {
                 return Some(c);
             }
