@@ -104,7 +104,7 @@ pub struct AbReport {
     pub rows: Vec<Row>,
     /// Wall times of each side's runs and scenarios (boot not included).
     pub cost: Vec<compare::Cost>,
-    /// Exit code: see [`exit_code`].
+    /// Exit code and verdict line: see [`judge`].
     pub exit: u8,
     pub verdict: String,
 }
@@ -134,23 +134,116 @@ fn failed(boots: &[BootResult], side: Side) -> BTreeSet<String> {
     out
 }
 
-/// The verdict of an A/B run and its exit code. 2 when a guest refused the command or nothing
-/// was compared. 1 when the new kernel regressed a measurement or failed a scenario the base
-/// kernel passed (the kernel under test is at fault). 125 when a boot could not test, or a
-/// kernel failed a scenario the other failed too or only the base failed one (a broken reference
-/// neither clears nor blames), or no measurement had enough boots for a verdict. Else 0.
-pub fn exit_code(boots: &[BootResult], rows: &[Row]) -> (u8, String) {
+/// The verdict of an A/B run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AbVerdict {
+    /// A guest refused the command (a usage error): 2.
+    Refused {
+        round: u32,
+        side: Side,
+        why: Option<String>,
+    },
+    /// The new kernel regressed these measurements (`scenario: measurement +x%`): 1.
+    Regressions(Vec<String>),
+    /// The new kernel failed these scenarios and the base kernel did not: 1.
+    NewFailed(Vec<String>),
+    /// A boot could not test: 125, nothing is judged.
+    CouldNotTest {
+        round: u32,
+        side: Side,
+        why: Option<String>,
+    },
+    /// The base kernel failed these scenarios (the new one too, or not): 125, a broken reference
+    /// neither clears nor blames.
+    BaseFailed { failed: Vec<String>, new_too: bool },
+    /// Nothing was measured to compare: 2.
+    NothingToCompare,
+    /// No measurement had enough boots for a verdict: 125.
+    TooFewBoots { measurements: usize },
+    /// No regression: 0.
+    NoRegression { judged: usize, measurements: usize },
+}
+
+impl AbVerdict {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            AbVerdict::Refused { .. } | AbVerdict::NothingToCompare => exit::USAGE,
+            AbVerdict::Regressions(_) | AbVerdict::NewFailed(_) => exit::FAIL,
+            AbVerdict::CouldNotTest { .. }
+            | AbVerdict::BaseFailed { .. }
+            | AbVerdict::TooFewBoots { .. } => exit::UNTESTABLE,
+            AbVerdict::NoRegression { .. } => exit::OK,
+        }
+    }
+}
+
+impl std::fmt::Display for AbVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AbVerdict::Refused { round, side, why } => write!(
+                f,
+                "round {round} ({} kernel): the command was refused{}",
+                side.as_str(),
+                why.as_deref().unwrap_or(" (the guest's message is above)")
+            ),
+            AbVerdict::Regressions(r) => write!(
+                f,
+                "{} regression(s) of the new kernel: {}",
+                r.len(),
+                r.join("; ")
+            ),
+            AbVerdict::NewFailed(n) => write!(
+                f,
+                "the new kernel failed {} (the base kernel did not)",
+                n.join(", ")
+            ),
+            AbVerdict::CouldNotTest { round, side, why } => write!(
+                f,
+                "round {round} ({} kernel) could not test{}; nothing is judged",
+                side.as_str(),
+                why.as_deref().unwrap_or_default()
+            ),
+            AbVerdict::BaseFailed { failed, new_too } => write!(
+                f,
+                "the base kernel failed {}{}: a broken reference neither clears nor blames the new one",
+                failed.join(", "),
+                if *new_too {
+                    " (the new kernel too)"
+                } else {
+                    ""
+                }
+            ),
+            AbVerdict::NothingToCompare => write!(
+                f,
+                "no measurement to compare (run scenarios that measure, e.g. fault-overhead)"
+            ),
+            AbVerdict::TooFewBoots { measurements } => write!(
+                f,
+                "none of {measurements} measurements had enough boots for a verdict"
+            ),
+            AbVerdict::NoRegression {
+                judged,
+                measurements,
+            } => write!(
+                f,
+                "no regression: {judged} of {measurements} measurements judged"
+            ),
+        }
+    }
+}
+
+/// The verdict of an A/B run, in this order: a refused command; a regression of the new kernel
+/// or a scenario it failed and the base kernel passed (the kernel under test is at fault); a
+/// boot that could not test, or a scenario the base kernel failed (a broken reference neither
+/// clears nor blames); nothing measured; no measurement with enough boots; else no regression.
+pub fn judge(boots: &[BootResult], rows: &[Row]) -> AbVerdict {
     let used = || boots.iter().filter(|b| b.used);
     if let Some(b) = used().find(|b| b.code == exit::USAGE) {
-        return (
-            exit::USAGE,
-            format!(
-                "round {} ({} kernel): the command was refused{}",
-                b.round,
-                b.side.as_str(),
-                b.why().unwrap_or(" (the guest's message is above)".into())
-            ),
-        );
+        return AbVerdict::Refused {
+            round: b.round,
+            side: b.side,
+            why: b.why(),
+        };
     }
     let regressions: Vec<String> = rows
         .iter()
@@ -158,85 +251,42 @@ pub fn exit_code(boots: &[BootResult], rows: &[Row]) -> (u8, String) {
         .map(|r| format!("{}: {} {:+.1}%", r.scenario, r.measurement, r.change_pct))
         .collect();
     if !regressions.is_empty() {
-        return (
-            exit::FAIL,
-            format!(
-                "{} regression(s) of the new kernel: {}",
-                regressions.len(),
-                regressions.join("; ")
-            ),
-        );
+        return AbVerdict::Regressions(regressions);
     }
     let (base_failed, new_failed) = (failed(boots, Side::Base), failed(boots, Side::New));
-    let new_only: Vec<&String> = new_failed.difference(&base_failed).collect();
+    let new_only: Vec<String> = new_failed.difference(&base_failed).cloned().collect();
     if !new_only.is_empty() {
-        return (
-            exit::FAIL,
-            format!(
-                "the new kernel failed {} (the base kernel did not)",
-                join(new_only)
-            ),
-        );
+        return AbVerdict::NewFailed(new_only);
     }
     if let Some(b) = used().find(|b| b.code == exit::UNTESTABLE) {
-        return (
-            exit::UNTESTABLE,
-            format!(
-                "round {} ({} kernel) could not test{}; nothing is judged",
-                b.round,
-                b.side.as_str(),
-                b.why().unwrap_or_default()
-            ),
-        );
+        return AbVerdict::CouldNotTest {
+            round: b.round,
+            side: b.side,
+            why: b.why(),
+        };
     }
     if !base_failed.is_empty() {
-        return (
-            exit::UNTESTABLE,
-            format!(
-                "the base kernel failed {}{}: a broken reference neither clears nor blames the new one",
-                join(base_failed.iter().collect()),
-                if new_failed.is_empty() {
-                    ""
-                } else {
-                    " (the new kernel too)"
-                }
-            ),
-        );
+        return AbVerdict::BaseFailed {
+            failed: base_failed.into_iter().collect(),
+            new_too: !new_failed.is_empty(),
+        };
     }
     if rows.is_empty() {
-        return (
-            exit::USAGE,
-            "no measurement to compare (run scenarios that measure, e.g. fault-overhead)".into(),
-        );
+        return AbVerdict::NothingToCompare;
     }
     let judged = rows
         .iter()
         .filter(|r| r.verdict != Verdict::TooFewSamples)
         .count();
     if judged == 0 {
-        return (
-            exit::UNTESTABLE,
-            format!(
-                "none of {} measurements had enough boots for a verdict",
-                rows.len()
-            ),
-        );
+        return AbVerdict::TooFewBoots {
+            measurements: rows.len(),
+        };
     }
-    (
-        exit::OK,
-        format!(
-            "no regression: {judged} of {} measurements judged",
-            rows.len()
-        ),
-    )
-}
-
-fn join(names: Vec<&String>) -> String {
-    names
-        .iter()
-        .map(|s| s.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+    AbVerdict::NoRegression {
+        judged,
+        measurements: rows.len(),
+    }
 }
 
 /// What `ab` needs besides the VM options: the two kernels with their module trees.
@@ -315,7 +365,7 @@ pub fn run(
         threshold_pct,
     );
     let cost = compare::costs(&pools[0], &pools[1]);
-    let (code, verdict) = exit_code(&boots, &rows);
+    let verdict = judge(&boots, &rows);
     let rep = AbReport {
         tool: "memcgtest",
         base: kernels.base.0.clone(),
@@ -325,8 +375,8 @@ pub fn run(
         boots,
         rows,
         cost,
-        exit: code,
-        verdict,
+        exit: verdict.exit_code(),
+        verdict: verdict.to_string(),
     };
     if let Some(d) = report {
         save(&d.join("ab.json"), &serde_json::to_value(&rep)?)?;
@@ -559,21 +609,26 @@ mod tests {
     #[test]
     fn exit_codes_blame_the_new_kernel_only() {
         let ok = [boot(Side::Base, 0), boot(Side::New, 0)];
-        assert_eq!(exit_code(&ok, &[row(Verdict::NoSignificantChange)]).0, 0);
-        let (c, why) = exit_code(&ok, &[row(Verdict::Regression)]);
+        assert_eq!(
+            judge(&ok, &[row(Verdict::NoSignificantChange)]).exit_code(),
+            0
+        );
+        let v = judge(&ok, &[row(Verdict::Regression)]);
+        let (c, why) = (v.exit_code(), v.to_string());
         assert_eq!(c, 1);
         assert!(why.contains("fault outside -33.3%"), "{why}");
-        assert_eq!(exit_code(&ok, &[row(Verdict::Improvement)]).0, 0);
+        assert_eq!(judge(&ok, &[row(Verdict::Improvement)]).exit_code(), 0);
         // Too few samples is no verdict: not a failure, and alone not a pass either.
-        assert_eq!(exit_code(&ok, &[row(Verdict::TooFewSamples)]).0, 125);
+        assert_eq!(judge(&ok, &[row(Verdict::TooFewSamples)]).exit_code(), 125);
         let some = [
             row(Verdict::TooFewSamples),
             row(Verdict::NoSignificantChange),
         ];
-        assert_eq!(exit_code(&ok, &some).0, 0);
-        assert_eq!(exit_code(&ok, &[]).0, 2);
+        assert_eq!(judge(&ok, &some).exit_code(), 0);
+        assert_eq!(judge(&ok, &[]).exit_code(), 2);
         let new_fails = [boot(Side::Base, 0), boot(Side::New, 1)];
-        let (c, why) = exit_code(&new_fails, &[]);
+        let v = judge(&new_fails, &[]);
+        let (c, why) = (v.exit_code(), v.to_string());
         assert_eq!(c, 1);
         assert!(why.contains("(boot exit 1)"), "{why}");
         // A failure the base kernel shares is not the new kernel's.
@@ -581,37 +636,43 @@ mod tests {
         b.failures = vec![("oom-kill".into(), "x".into())];
         let mut n = boot(Side::New, 1);
         n.failures = vec![("oom-kill".into(), "y".into())];
-        let (c, why) = exit_code(&[b.clone(), n.clone()], &[]);
+        let v = judge(&[b.clone(), n.clone()], &[]);
+        let (c, why) = (v.exit_code(), v.to_string());
         assert_eq!(c, 125, "{why}");
         assert!(why.contains("oom-kill (the new kernel too)"), "{why}");
         n.failures.push(("memory-high".into(), "z".into()));
-        let (c, why) = exit_code(&[b, n], &[]);
+        let v = judge(&[b, n], &[]);
+        let (c, why) = (v.exit_code(), v.to_string());
         assert_eq!(c, 1);
         assert!(why.contains("failed memory-high (the base"), "{why}");
         // A guest that refused the command: 2.
-        assert_eq!(exit_code(&[boot(Side::Base, 2)], &[]).0, 2);
+        assert_eq!(judge(&[boot(Side::Base, 2)], &[]).exit_code(), 2);
         let stopped = BootResult::stopped(1, Side::New, "mkfs: disk full".into());
-        let (c, why) = exit_code(&[boot(Side::Base, 0), stopped], &[]);
+        let v = judge(&[boot(Side::Base, 0), stopped], &[]);
+        let (c, why) = (v.exit_code(), v.to_string());
         assert_eq!(c, 125);
         assert!(why.contains("mkfs: disk full"), "{why}");
         let base_fails = [boot(Side::Base, 1), boot(Side::New, 0)];
         assert_eq!(
-            exit_code(&base_fails, &[row(Verdict::NoSignificantChange)]).0,
+            judge(&base_fails, &[row(Verdict::NoSignificantChange)]).exit_code(),
             125
         );
         let untestable = [boot(Side::Base, 0), boot(Side::New, 125)];
-        assert_eq!(exit_code(&untestable, &[]).0, 125);
+        assert_eq!(judge(&untestable, &[]).exit_code(), 125);
         // A regression stands even when a later boot could not test.
-        assert_eq!(exit_code(&untestable, &[row(Verdict::Regression)]).0, 1);
+        assert_eq!(
+            judge(&untestable, &[row(Verdict::Regression)]).exit_code(),
+            1
+        );
         // A boot run again does not count.
         let mut rerun = boot(Side::New, 1);
         rerun.used = false;
         assert_eq!(
-            exit_code(
+            judge(
                 &[rerun, boot(Side::New, 0)],
                 &[row(Verdict::NoSignificantChange)]
             )
-            .0,
+            .exit_code(),
             0
         );
     }

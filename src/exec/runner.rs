@@ -299,30 +299,22 @@ fn create_groups(
             forbid_swap(&cg, spec)?;
         }
         if spec.oom_group {
-            let f = cg.file("memory.oom.group");
-            std::fs::write(&f, "1").map_err(|e| {
+            cg.write("memory.oom.group", "1").map_err(|e| {
                 Stop::Failed(Error::Environment(format!(
-                    "write 1 to {}: {e} (memory.oom.group needs Linux 4.19)",
-                    f.display()
+                    "{e} (memory.oom.group needs Linux 4.19)"
                 )))
             })?;
         }
         if let Some(m) = spec.move_charge {
-            let f = cg.path.join("memory.move_charge_at_immigrate");
-            match std::fs::write(&f, m.to_string()) {
+            match cg.write("memory.move_charge_at_immigrate", &m.to_string()) {
                 Ok(()) => {}
-                Err(e) if m > 0 && e.raw_os_error() == Some(libc::EINVAL) => {
+                Err(e) if m > 0 && e.errno() == Some(libc::EINVAL) => {
                     charge_moving = Some(format!(
                         "writing {m} to {} gives EINVAL (charge moving was deprecated in 6.2 and removed in 6.13)",
-                        f.display()
+                        cg.file("memory.move_charge_at_immigrate").display()
                     ));
                 }
-                Err(e) => {
-                    return Err(Stop::Failed(Error::Environment(format!(
-                        "write {m} to {}: {e}",
-                        f.display()
-                    ))));
-                }
+                Err(e) => return Err(Stop::Failed(Error::Environment(e.to_string()))),
             }
         }
         groups.push((spec.name.clone(), cg));
@@ -343,14 +335,12 @@ fn forbid_swap(cg: &Cgroup, spec: &crate::model::CgroupSpec) -> Result<(), Stop>
                 .to_string(),
         ),
     };
-    let f = cg.file(file);
-    if !f.exists() && !crate::sys::proc::swap_enabled() {
+    if !cg.file(file).exists() && !crate::sys::proc::swap_enabled() {
         return Ok(());
     }
-    std::fs::write(&f, &value).map_err(|e| {
+    cg.write(file, &value).map_err(|e| {
         Stop::Failed(Error::Environment(format!(
-            "write {value} to {}: {e} (group {} must not swap, and this machine has swap)",
-            f.display(),
+            "{e} (writing {value}: group {} must not swap, and this machine has swap)",
             spec.name
         )))
     })

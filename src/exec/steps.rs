@@ -276,18 +276,16 @@ pub(super) fn hold(env: &mut StepEnv, hold: &Hold) -> Result<JobResult, Stop> {
 
 pub(super) fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobResult, Stop> {
     let to_cg = env.group(to).clone();
-    let procs = to_cg.file(crate::sys::cgroup::file_name(to_cg.version, "procs"));
     let from_cg = env.group(&env.holders[task].1).clone();
     let (src0, dst0) = (move_snapshot(&from_cg), move_snapshot(&to_cg));
     let (h, from, bytes) = env.holder(task);
     let sys0 = thread_sys_seconds();
     let t = Instant::now();
     // We are root and the group is ours: a refused move is the kernel's doing.
-    std::fs::write(&procs, h.pid.to_string()).map_err(|e| {
+    to_cg.add_process(h.pid).map_err(|e| {
         Stop::Failed(Error::Kernel(format!(
-            "move task {task}: write {} to {}: {e}",
-            h.pid,
-            procs.display()
+            "move task {task} (pid {}): {e}",
+            h.pid
         )))
     })?;
     let wall = t.elapsed().as_secs_f64();
@@ -421,24 +419,19 @@ pub(super) fn reclaim(env: &StepEnv, cgroup: &str, size: u64) -> Result<JobResul
             crate::model::units::human_bytes(size as i64)
         ))));
     }
-    let file = cg.file("memory.reclaim");
     let t = Instant::now();
-    match std::fs::write(&file, size.to_string()) {
+    match cg.write("memory.reclaim", &size.to_string()) {
         Ok(()) => Ok(JobResult {
             bytes: size,
             seconds: t.elapsed().as_secs_f64(),
             ..Default::default()
         }),
-        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-            Err(Stop::Failed(Error::Kernel(format!(
-                "write {size} to {}: the kernel reclaimed less than asked (EAGAIN) in {:.3} s",
-                file.display(),
-                t.elapsed().as_secs_f64()
-            ))))
-        }
+        Err(e) if e.errno() == Some(libc::EAGAIN) => Err(Stop::Failed(Error::Kernel(format!(
+            "{e}: the kernel reclaimed less than the {size} bytes asked (EAGAIN) in {:.3} s",
+            t.elapsed().as_secs_f64()
+        )))),
         Err(e) => Err(Stop::Failed(Error::Environment(format!(
-            "write {size} to {}: {e} (memory.reclaim needs cgroup v2 and Linux 5.19+)",
-            file.display()
+            "{e} (memory.reclaim needs cgroup v2 and Linux 5.19+)"
         )))),
     }
 }

@@ -180,59 +180,119 @@ pub struct Boot {
     pub first_output: Option<f64>,
 }
 
-/// The verdict of a boot: exit code and the reason (empty when the guest's own verdict stands).
-pub fn verdict(b: &Boot, timeout: Duration) -> (u8, String) {
+/// How a boot ended, as the host judges it: from the clock, the kernel console and the guest's
+/// status line, in that order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BootVerdict {
+    /// A signal stopped the host.
+    Interrupted,
+    /// The guest did not finish in time: a hung kernel, or a workload it throttles forever.
+    Timeout { seconds: u64, console: String },
+    /// The kernel panicked: its panic line and the lines before it.
+    Panic { line: String, excerpt: String },
+    /// A fatal splat (BUG, Oops, ...) outside any scenario's allowance.
+    Splat {
+        kind: String,
+        first: String,
+        excerpt: String,
+    },
+    /// The guest's own exit status (0, 1, 2 or 125): its verdict stands.
+    Guest(u8),
+    /// The guest exited with a code memcgtest never uses.
+    UnexpectedCode(u8),
+    /// The kernel printed nothing: qemu could not start it.
+    DidNotStart { qemu: String },
+    /// The guest died without an exit status.
+    Died { console: String },
+}
+
+impl BootVerdict {
+    /// The exit code of the boot.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            BootVerdict::Interrupted | BootVerdict::DidNotStart { .. } => exit::UNTESTABLE,
+            BootVerdict::Timeout { .. }
+            | BootVerdict::Panic { .. }
+            | BootVerdict::Splat { .. }
+            | BootVerdict::UnexpectedCode(_)
+            | BootVerdict::Died { .. } => exit::FAIL,
+            BootVerdict::Guest(c) => *c,
+        }
+    }
+}
+
+/// The reason, for stderr and for the scenario the guest died in; empty when the guest's own
+/// verdict stands.
+impl std::fmt::Display for BootVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BootVerdict::Interrupted => write!(f, "interrupted"),
+            BootVerdict::Timeout { seconds, console } => write!(
+                f,
+                "timeout: the guest did not finish within {seconds}s (hung kernel?); qemu was killed\nLast console lines:\n{console}"
+            ),
+            BootVerdict::Panic { line, excerpt } => write!(f, "kernel panic: {line}\n{excerpt}"),
+            BootVerdict::Splat {
+                kind,
+                first,
+                excerpt,
+            } => write!(f, "kernel {kind} during the run: {first}\n{excerpt}"),
+            BootVerdict::Guest(_) => Ok(()),
+            BootVerdict::UnexpectedCode(c) => {
+                write!(f, "the guest exited with unexpected code {c}")
+            }
+            BootVerdict::DidNotStart { qemu } => write!(
+                f,
+                "the VM did not start: the kernel printed nothing. qemu said:\n{qemu}"
+            ),
+            BootVerdict::Died { console } => write!(
+                f,
+                "the guest died without an exit status\nLast console lines:\n{console}"
+            ),
+        }
+    }
+}
+
+/// The verdict of a boot.
+pub fn verdict(b: &Boot, timeout: Duration) -> BootVerdict {
     if b.interrupted {
-        return (exit::UNTESTABLE, "interrupted".into());
+        return BootVerdict::Interrupted;
     }
     if b.timed_out {
-        return (
-            exit::FAIL,
-            format!(
-                "timeout: the guest did not finish within {}s (hung kernel?); qemu was killed\nLast console lines:\n{}",
-                timeout.as_secs(),
-                console::tail(&b.console, 15)
-            ),
-        );
+        return BootVerdict::Timeout {
+            seconds: timeout.as_secs(),
+            console: console::tail(&b.console, 15),
+        };
     }
     if let Some(p) = console::panic(&b.console) {
         let last = p.lines().last().unwrap_or("");
         let line = last.find("Kernel panic").map_or(last, |i| &last[i..]);
-        return (exit::FAIL, format!("kernel panic: {line}\n{p}"));
+        return BootVerdict::Panic {
+            line: line.to_string(),
+            excerpt: p.clone(),
+        };
     }
-    let fatal: Vec<_> = console::splats(&b.console)
+    let fatal = console::splats(&b.console)
         .into_iter()
-        .filter(|s| console::is_fatal(s.kind))
-        .collect();
-    if let Some(s) = fatal.first() {
-        let first = s.excerpt.lines().next().unwrap_or("").trim();
-        return (
-            exit::FAIL,
-            format!("kernel {} during the run: {first}\n{}", s.kind, s.excerpt),
-        );
+        .find(|s| console::is_fatal(s.kind));
+    if let Some(s) = fatal {
+        return BootVerdict::Splat {
+            kind: s.kind.to_string(),
+            first: s.excerpt.lines().next().unwrap_or("").trim().to_string(),
+            excerpt: s.excerpt,
+        };
     }
     match b.status {
         Some(c) if [exit::OK, exit::FAIL, exit::USAGE, exit::UNTESTABLE].contains(&c) => {
-            (c, String::new())
+            BootVerdict::Guest(c)
         }
-        Some(c) => (
-            exit::FAIL,
-            format!("the guest exited with unexpected code {c}"),
-        ),
-        None if !console::kernel_started(&b.console) => (
-            exit::UNTESTABLE,
-            format!(
-                "the VM did not start: the kernel printed nothing. qemu said:\n{}",
-                console::tail(&b.qemu_log, 10)
-            ),
-        ),
-        None => (
-            exit::FAIL,
-            format!(
-                "the guest died without an exit status\nLast console lines:\n{}",
-                console::tail(&b.console, 20)
-            ),
-        ),
+        Some(c) => BootVerdict::UnexpectedCode(c),
+        None if !console::kernel_started(&b.console) => BootVerdict::DidNotStart {
+            qemu: console::tail(&b.qemu_log, 10),
+        },
+        None => BootVerdict::Died {
+            console: console::tail(&b.console, 20),
+        },
     }
 }
 
@@ -326,6 +386,93 @@ fn qemu_command(
     Ok(cmd)
 }
 
+/// The guest's four serial channels (console, events, stderr, status; see `qemu`) as files in
+/// the work directory, and how far each has been read.
+struct Channels {
+    paths: [PathBuf; 4],
+    offsets: [u64; 4],
+    /// A stderr line not complete yet.
+    err_line: Vec<u8>,
+}
+
+impl Channels {
+    const CONSOLE: usize = 0;
+    const EVENTS: usize = 1;
+    const STDERR: usize = 2;
+    const STATUS: usize = 3;
+
+    /// Creates the four files, empty.
+    fn create(dir: &Path) -> Result<Channels> {
+        let paths = ["console", "events", "stderr", "status"].map(|n| dir.join(n));
+        for p in &paths {
+            std::fs::write(p, "").with_context(|| format!("create {}", p.display()))?;
+        }
+        Ok(Channels {
+            paths,
+            offsets: [0; 4],
+            err_line: Vec::new(),
+        })
+    }
+
+    /// What was appended to channel `i` since the last read.
+    fn read(&mut self, i: usize) -> Vec<u8> {
+        read_new(&self.paths[i], &mut self.offsets[i])
+    }
+
+    /// Passes on what arrived: events to the stream (and the progress display), the guest's
+    /// stderr as lines, the console to stderr with `show_console`. Returns whether anything came
+    /// on the events or stderr channel.
+    fn poll(&mut self, b: &mut Boot, progress: &Progress, show_console: bool) -> bool {
+        let ev = self.read(Self::EVENTS);
+        let err = self.read(Self::STDERR);
+        b.events.feed(&ev, progress);
+        for l in events::complete_lines(&mut self.err_line, &err) {
+            if !l.is_empty() {
+                progress.say(&l);
+            }
+        }
+        let con = self.read(Self::CONSOLE);
+        if show_console && !con.is_empty() {
+            let _ = std::io::stderr().lock().write_all(&con);
+        }
+        !ev.is_empty() || !err.is_empty()
+    }
+
+    /// Whether the kernel has printed anything yet.
+    fn console_started(&self) -> bool {
+        self.offsets[Self::CONSOLE] > 0
+    }
+
+    /// After qemu is gone: the rest of the events and stderr passed on, and the whole of each
+    /// channel kept in the boot (the status line parsed).
+    fn finish(&mut self, b: &mut Boot, progress: &Progress) {
+        let ev = self.read(Self::EVENTS);
+        b.events.feed(&ev, progress);
+        let mut rest = self.read(Self::STDERR);
+        rest.push(b'\n');
+        for l in events::complete_lines(&mut self.err_line, &rest) {
+            if !l.is_empty() {
+                progress.say(&l);
+            }
+        }
+        progress.finish();
+        let read =
+            |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).to_string();
+        b.console = read(&self.paths[Self::CONSOLE]);
+        b.results = read(&self.paths[Self::EVENTS]);
+        b.status = read(&self.paths[Self::STATUS])
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(guest::STATUS_PREFIX)?.parse().ok());
+    }
+}
+
+/// Whether a KVM guest failed: qemu reported it, or the kernel stayed silent too long.
+fn kvm_failed(qlog: &Path, channels: &Channels, since: Instant) -> bool {
+    let ql = std::fs::read_to_string(qlog).unwrap_or_default();
+    let silent = !channels.console_started() && since.elapsed() > KVM_SILENCE;
+    ql.contains("KVM internal error") || ql.contains("emulation failure") || silent
+}
+
 /// One boot under `accel`: the guest's events are shown as they come (a live line when stderr is
 /// a terminal, else plain lines), its stderr is forwarded. With `watch_kvm`, a KVM failure is
 /// noticed early and reported as `Ok(None)` so the caller can fall back to TCG.
@@ -338,12 +485,9 @@ fn boot(
     timeout: Duration,
     watch_kvm: bool,
 ) -> Result<Option<Boot>> {
-    let serial: [PathBuf; 4] = ["console", "events", "stderr", "status"].map(|n| work.dir.join(n));
-    for s in &serial {
-        std::fs::write(s, "").with_context(|| format!("create {}", s.display()))?;
-    }
+    let mut channels = Channels::create(&work.dir)?;
     let qlog = work.dir.join("qemu.log");
-    let mut cmd = qemu_command(opts, accel, initrd, disk, &serial, &qlog)?;
+    let mut cmd = qemu_command(opts, accel, initrd, disk, &channels.paths, &qlog)?;
     let start = Instant::now();
     let child = cmd
         .spawn()
@@ -355,35 +499,16 @@ fn boot(
     } else {
         Mode::Lines
     });
-    let (mut off_ev, mut off_err, mut off_con) = (0u64, 0u64, 0u64);
-    let mut err_line = Vec::new();
-    let stderr = std::io::stderr();
     loop {
         std::thread::sleep(Duration::from_millis(100));
-        let ev = read_new(&serial[1], &mut off_ev);
-        let err = read_new(&serial[2], &mut off_err);
-        if !ev.is_empty() || !err.is_empty() {
+        if channels.poll(&mut b, &progress, opts.show_console) {
             b.first_output.get_or_insert(start.elapsed().as_secs_f64());
         }
-        b.events.feed(&ev, &progress);
-        for l in events::complete_lines(&mut err_line, &err) {
-            if !l.is_empty() {
-                progress.say(&l);
-            }
-        }
-        let con = read_new(&serial[0], &mut off_con);
-        if opts.show_console && !con.is_empty() {
-            let _ = stderr.lock().write_all(&con);
-        }
         let exited = work.child.as_mut().unwrap().try_wait()?.is_some();
-        if watch_kvm && !exited {
-            let ql = std::fs::read_to_string(&qlog).unwrap_or_default();
-            let silent = off_con == 0 && start.elapsed() > KVM_SILENCE;
-            if ql.contains("KVM internal error") || ql.contains("emulation failure") || silent {
-                // A failed KVM guest is paused, not gone: qemu still holds the disk image.
-                work.stop_qemu();
-                return Ok(None);
-            }
+        if watch_kvm && !exited && kvm_failed(&qlog, &channels, start) {
+            // A failed KVM guest is paused, not gone: qemu still holds the disk image.
+            work.stop_qemu();
+            return Ok(None);
         }
         if exited {
             break;
@@ -399,26 +524,11 @@ fn boot(
     }
     work.stop_qemu();
     b.seconds = start.elapsed().as_secs_f64();
-    b.events.feed(&read_new(&serial[1], &mut off_ev), &progress);
-    let mut rest = read_new(&serial[2], &mut off_err);
-    rest.push(b'\n');
-    for l in events::complete_lines(&mut err_line, &rest) {
-        if !l.is_empty() {
-            progress.say(&l);
-        }
-    }
-    progress.finish();
-    let read =
-        |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).to_string();
-    b.console = read(&serial[0]);
-    b.results = read(&serial[1]);
-    b.qemu_log = read(&qlog);
+    channels.finish(&mut b, &progress);
+    b.qemu_log = String::from_utf8_lossy(&std::fs::read(&qlog).unwrap_or_default()).to_string();
     if !b.results.is_empty() {
         b.first_output = Some(b.first_output.unwrap_or(b.seconds).min(b.seconds));
     }
-    b.status = read(&serial[3])
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(guest::STATUS_PREFIX)?.parse().ok());
     if watch_kvm && b.status.is_none() && !console::kernel_started(&b.console) {
         return Ok(None);
     }
@@ -497,7 +607,8 @@ pub fn execute(opts: &Options) -> Result<Outcome> {
     if let Some(p) = &opts.console_log {
         std::fs::write(p, &b.console).with_context(|| format!("write {}", p.display()))?;
     }
-    let (mut code, reason) = verdict(&b, timeout);
+    let boot_verdict = verdict(&b, timeout);
+    let (mut code, reason) = (boot_verdict.exit_code(), boot_verdict.to_string());
     let failed = splat_failures(opts, &b.console);
     if !failed.is_empty() && (code == exit::OK || code == exit::UNTESTABLE) {
         code = exit::FAIL;

@@ -154,7 +154,8 @@ fn a_guest_that_died_mid_run_fails_the_scenario_it_was_in() {
     let mut b = streamed(None, &all[..cut]);
     b.console += "[ 9.0] Kernel panic - not syncing: sysrq triggered crash\n";
     let t = Duration::from_secs(60);
-    let (code, reason) = verdict(&b, t);
+    let v = verdict(&b, t);
+    let (code, reason) = (v.exit_code(), v.to_string());
     assert_eq!(code, 1);
     let (rep, _) = typed_report(&b, &reason, &[]).unwrap();
     let k = crate::report::ktap(&rep);
@@ -168,7 +169,8 @@ fn a_guest_that_died_mid_run_fails_the_scenario_it_was_in() {
     // A hang: the timeout is the reason.
     let mut hung = streamed(None, &all[..cut]);
     hung.timed_out = true;
-    let (code, reason) = verdict(&hung, t);
+    let v = verdict(&hung, t);
+    let (code, reason) = (v.exit_code(), v.to_string());
     assert_eq!(code, 1);
     let (rep, _) = typed_report(&hung, &reason, &[]).unwrap();
     assert!(
@@ -195,18 +197,18 @@ fn a_soft_lockup_is_not_fatal() {
     let t = Duration::from_secs(60);
     let log =
         "[0.0] Linux version 6.12\n[5.0] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [x:1]\n";
-    assert_eq!(verdict(&booted(Some(0), log), t).0, 0);
+    assert_eq!(verdict(&booted(Some(0), log), t).exit_code(), 0);
     let log = "[0.0] Linux version 6.12\n[5.0] BUG: kernel NULL pointer dereference, address: 0\n";
-    assert_eq!(verdict(&booted(Some(0), log), t).0, 1);
+    assert_eq!(verdict(&booted(Some(0), log), t).exit_code(), 1);
 }
 
 #[test]
 fn verdicts() {
     let t = Duration::from_secs(60);
     let ok = "[0.0] Linux version 6.12\n";
-    assert_eq!(verdict(&booted(Some(0), ok), t).0, 0);
-    assert_eq!(verdict(&booted(Some(2), ok), t).0, 2);
-    assert_eq!(verdict(&booted(Some(125), ok), t).0, 125);
+    assert_eq!(verdict(&booted(Some(0), ok), t).exit_code(), 0);
+    assert_eq!(verdict(&booted(Some(2), ok), t).exit_code(), 2);
+    assert_eq!(verdict(&booted(Some(125), ok), t).exit_code(), 125);
     let p = verdict(
         &booted(
             None,
@@ -214,17 +216,17 @@ fn verdicts() {
         ),
         t,
     );
-    assert_eq!(p.0, 1);
-    assert!(p.1.starts_with("kernel panic"));
+    assert_eq!(p.exit_code(), 1);
+    assert!(p.to_string().starts_with("kernel panic"));
     let mut hung = booted(None, ok);
     hung.timed_out = true;
     let h = verdict(&hung, t);
-    assert_eq!(h.0, 1);
-    assert!(h.1.starts_with("timeout"));
+    assert_eq!(h.exit_code(), 1);
+    assert!(h.to_string().starts_with("timeout"));
     let dead = verdict(&booted(None, ""), t);
-    assert_eq!(dead.0, 125);
-    assert!(dead.1.contains("did not start"));
-    assert_eq!(verdict(&booted(None, ok), t).0, 1);
+    assert_eq!(dead.exit_code(), 125);
+    assert!(dead.to_string().contains("did not start"));
+    assert_eq!(verdict(&booted(None, ok), t).exit_code(), 1);
     // An oops kills the runner (the guest then reports 125): still a bad kernel.
     let oops = verdict(
         &booted(
@@ -233,6 +235,6 @@ fn verdicts() {
         ),
         t,
     );
-    assert_eq!(oops.0, 1);
-    assert_eq!(verdict(&booted(Some(77), ok), t).0, 1);
+    assert_eq!(oops.exit_code(), 1);
+    assert_eq!(verdict(&booted(Some(77), ok), t).exit_code(), 1);
 }

@@ -3,7 +3,6 @@
 //! any work, so every page it touches is charged to that group from the start.
 
 use std::cell::RefCell;
-use std::fs;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
@@ -16,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::exec::watchdog::Watchdog;
 use crate::model::error::Error;
-use crate::sys::cgroup::{Cgroup, file_name};
+use crate::sys::cgroup::Cgroup;
 
 /// What a worker process does. Sent to the child as JSON on its command line.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -154,13 +153,10 @@ pub fn poll_until<T>(
 /// Starts a worker for `job` inside `cgroup`. The worker gets SIGKILL when the calling thread
 /// ends (PR_SET_PDEATHSIG), so workers are spawned from the runner's main thread only.
 pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
-    let procs = cgroup.file(file_name(cgroup.version, "procs"));
-    // Opened here, written in the child after fork: "0" moves the writing process itself. Only a
-    // write(2) runs between fork and exec, which is safe in a multi-threaded parent.
-    let procs_file = fs::OpenOptions::new()
-        .write(true)
-        .open(&procs)
-        .with_context(|| format!("open {} to place a worker", procs.display()))?;
+    // Opened here, written in the child after fork: "0" moves the writing process itself.
+    let procs_file = cgroup
+        .open_procs()
+        .context("place a worker in its group")?;
     let fd = procs_file.as_raw_fd();
     // SAFETY: getpid has no preconditions.
     let runner = unsafe { libc::getpid() };
@@ -417,10 +413,10 @@ mod tests {
     fn writer_writes_exact_size_and_reports_it() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("f");
-        fs::write(&p, b"old").unwrap();
+        std::fs::write(&p, b"old").unwrap();
         let r = write_file(&p, 3 * 4096 + 100, 4096, true).unwrap();
         assert_eq!(r.bytes, 3 * 4096 + 100);
-        assert_eq!(fs::metadata(&p).unwrap().len(), 3 * 4096 + 100);
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 3 * 4096 + 100);
         assert!(r.seconds >= 0.0);
     }
 

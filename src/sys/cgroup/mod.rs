@@ -169,6 +169,21 @@ impl Cgroup {
         self.write(file, &bytes.to_string())
     }
 
+    /// Moves process `pid` into this group (its cgroup.procs).
+    pub fn add_process(&self, pid: i32) -> Result<(), CgroupError> {
+        self.write(file_name(self.version, "procs"), &pid.to_string())
+    }
+
+    /// cgroup.procs opened for writing, for a child to place itself with one write(2) of "0"
+    /// between fork and exec (the only call safe there in a multi-threaded parent).
+    pub fn open_procs(&self) -> Result<fs::File, CgroupError> {
+        let p = self.file(file_name(self.version, "procs"));
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .map_err(io_err("open for writing", &p))
+    }
+
     /// Parsed memory.stat.
     pub fn stat(&self) -> Result<stat::Stat, CgroupError> {
         let p = self.file("memory.stat");
