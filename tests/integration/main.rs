@@ -54,16 +54,15 @@ fn good_scenarios() -> PathBuf {
     d
 }
 
-/// Whether this test can run: it needs root (it creates real cgroups). Not root: the test says so
-/// on stderr and returns early, so a plain `cargo test` as a user skips instead of failing.
-fn is_root() -> bool {
-    let root = nix::unistd::geteuid().is_root();
-    if !root {
-        eprintln!(
-            "skipped: integration tests need root (they create real cgroups); run them as root"
-        );
-    }
-    root
+/// These tests need root (they create real cgroups): they are `#[ignore]`d, so a plain `cargo
+/// test` reports them as ignored, and `ci/test.sh` runs them as root with `--include-ignored`. Run
+/// that way as another user, a test fails here with the reason rather than pass having tested
+/// nothing.
+fn require_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs root (it creates real cgroups): run it as root"
+    );
 }
 
 /// The directory test cgroups go into, as memcgtest reports it.
@@ -120,9 +119,7 @@ fn sysctls_settle_to(before: &[(String, String)]) {
 /// Runs `f` in a parent cgroup and scratch directory of its own, one test at a time, and checks
 /// it left nothing behind there and no vm sysctl changed.
 fn isolated(f: impl FnOnce()) {
-    if !is_root() {
-        return;
-    }
+    require_root();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let own = test_parent();
     // v2: the new parent gets the memory controller only if its parent hands it down.
@@ -164,6 +161,7 @@ fn text(o: &Output) -> String {
 }
 
 #[test]
+#[ignore = "needs root: creates real cgroups (run as root with --include-ignored)"]
 fn dirty_migration_passes_with_phases_and_migrations() {
     isolated(|| {
         let o = bin()
@@ -187,6 +185,7 @@ fn dirty_migration_passes_with_phases_and_migrations() {
 }
 
 #[test]
+#[ignore = "needs root: creates real cgroups (run as root with --include-ignored)"]
 fn impossible_expectation_fails_with_actual_and_expected() {
     isolated(|| {
         let dir = good_scenarios();
@@ -203,10 +202,9 @@ fn impossible_expectation_fails_with_actual_and_expected() {
 }
 
 #[test]
+#[ignore = "needs root: creates real cgroups (run as root with --include-ignored)"]
 fn malformed_scenario_exits_2_naming_file_line_column() {
-    if !is_root() {
-        return;
-    }
+    require_root();
     let f = scenarios().join("broken.toml");
     let o = bin().args(["check", f.to_str().unwrap()]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
@@ -224,10 +222,9 @@ fn malformed_scenario_exits_2_naming_file_line_column() {
 }
 
 #[test]
+#[ignore = "needs root: creates real cgroups (run as root with --include-ignored)"]
 fn not_root_exits_125() {
-    if !is_root() {
-        return;
-    }
+    require_root();
     use std::os::unix::process::CommandExt;
     let o = bin()
         .args(["run", "dirty-migration"])
@@ -240,6 +237,7 @@ fn not_root_exits_125() {
 }
 
 #[test]
+#[ignore = "needs root: creates real cgroups (run as root with --include-ignored)"]
 fn unknown_scenario_is_a_usage_error_and_tmpfs_scratch_untestable() {
     isolated(|| {
         let o = bin().args(["run", "no-such-scenario"]).output().unwrap();
@@ -263,6 +261,7 @@ fn unknown_scenario_is_a_usage_error_and_tmpfs_scratch_untestable() {
 }
 
 #[test]
+#[ignore = "needs root: creates real cgroups (run as root with --include-ignored)"]
 fn failed_check_stays_1_when_the_report_cannot_be_written() {
     isolated(|| {
         let dir = good_scenarios();
@@ -281,6 +280,7 @@ fn failed_check_stays_1_when_the_report_cannot_be_written() {
 }
 
 #[test]
+#[ignore = "needs root: creates real cgroups (run as root with --include-ignored)"]
 fn a_sysctl_the_kernel_lacks_is_the_machines_fault() {
     isolated(|| {
         let dir = tempfile::tempdir().unwrap();
@@ -334,6 +334,7 @@ fn start_sleeper(extra: &[&str]) -> (std::process::Child, PathBuf) {
 }
 
 #[test]
+#[ignore = "needs root: creates real cgroups (run as root with --include-ignored)"]
 fn sigkill_leftovers_are_removed_by_cleanup() {
     isolated(|| {
         let (mut child, dir) = start_sleeper(&[]);
@@ -355,6 +356,7 @@ fn sigkill_leftovers_are_removed_by_cleanup() {
 }
 
 #[test]
+#[ignore = "needs root: creates real cgroups (run as root with --include-ignored)"]
 fn sigterm_and_sigint_clean_up_and_exit_125() {
     for sig in [
         nix::sys::signal::Signal::SIGTERM,
@@ -372,6 +374,7 @@ fn sigterm_and_sigint_clean_up_and_exit_125() {
 }
 
 #[test]
+#[ignore = "needs root: creates real cgroups (run as root with --include-ignored)"]
 fn timeout_ends_the_scenario_as_error_with_last_sample() {
     isolated(|| {
         let (child, dir) = start_sleeper(&["--timeout", "3s"]);
@@ -387,6 +390,7 @@ fn timeout_ends_the_scenario_as_error_with_last_sample() {
 }
 
 #[test]
+#[ignore = "needs root: creates real cgroups (run as root with --include-ignored)"]
 fn env_describes_this_machine() {
     isolated(env_checks);
 }
