@@ -36,11 +36,10 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// `compare --format`.
+/// `compare --format` and `ab --format`: text for people or one JSON document.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,
-    Ktap,
     Json,
 }
 

@@ -108,6 +108,10 @@ impl CheckArgs<'_> {
                 format!("no cgroup named {:?} is declared", s.get_ref()),
             )),
             None if groups.len() == 1 => Ok(groups[0].clone()),
+            None if groups.is_empty() => Err(self.err(
+                self.span(),
+                "no [[cgroup]] is declared: add one, and cgroup = \"...\" here",
+            )),
             None => Err(self.err(
                 self.span(),
                 "which cgroup? add cgroup = \"...\" (more than one is declared)",
@@ -180,10 +184,17 @@ impl CheckArgs<'_> {
         })
     }
 
-    /// `global`: /proc/vmstat keys, `default` when not set.
+    /// `global`: /proc/vmstat keys ([a-z0-9_]), `default` when not set.
     pub fn global(&self, default: &[&str]) -> Result<Vec<String>, ScenarioError> {
         Ok(match self.get::<Vec<String>>("global")? {
-            Some(g) => g.into_inner(),
+            Some(g) => {
+                for k in g.get_ref() {
+                    self.keys
+                        .text
+                        .vmstat_key(&Spanned::new(g.span(), k.clone()))?;
+                }
+                g.into_inner()
+            }
             None => default.iter().map(|x| x.to_string()).collect(),
         })
     }

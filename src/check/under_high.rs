@@ -31,6 +31,12 @@ pub struct UnderHigh {
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     i.only(&["cgroup", "hit", "throttled"])?;
+    if i.versions().contains(&crate::model::Version::V1) {
+        return Err(i.err(
+            i.span(),
+            "under-high judges memory.high, a cgroup v2 setting: add requires.cgroup = [\"v2\"]",
+        ));
+    }
     let flag = |k| Ok::<_, ScenarioError>(i.get::<bool>(k)?.is_some_and(|b| b.into_inner()));
     Ok(Check::new(UnderHigh {
         cgroup: i.cgroup("cgroup")?,

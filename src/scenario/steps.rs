@@ -407,6 +407,10 @@ impl StepArgs<'_> {
                 format!("no cgroup named {:?} is declared", s.get_ref()),
             )),
             None if key == "cgroup" && self.groups.len() == 1 => Ok(self.groups[0].clone()),
+            None if key == "cgroup" && self.groups.is_empty() => Err(self.err(
+                self.keys.span.clone(),
+                "no [[cgroup]] is declared: add one, and cgroup = \"...\" here",
+            )),
             None if key == "cgroup" => Err(self.err(
                 self.keys.span.clone(),
                 "which cgroup? add cgroup = \"...\" (more than one is declared)",

@@ -789,3 +789,28 @@ fn scratch_is_slow_or_absent() {
     assert!(e.msg.contains("the only choice is \"slow\""), "{e}");
     assert_eq!(e.line, 4, "{e}");
 }
+
+/// What a new user ran into: a missing [origin] pointed at 1:1 with serde's words; a step with
+/// no group declared asked which of several; `global` keys and under-high under v1 went unchecked.
+#[test]
+fn errors_a_new_user_meets_say_what_to_do() {
+    let e = err(&GOOD.replace("[origin]\nsubject = \"x\"\n", ""));
+    assert!(e.msg.contains("missing [origin] table"), "{e}");
+    let none = GOOD
+        .replace(
+            "[[cgroup]]\nname = \"a\"\nlimit = \"64M\"\n[[cgroup]]\nname = \"a/b\"\n",
+            "",
+        )
+        .replace("cgroup = \"a/b\", ", "")
+        .replace("cgroup = \"a\", ", "");
+    let e = err(&none);
+    assert!(e.msg.contains("no [[cgroup]] is declared"), "{e}");
+    let e = err(&format!(
+        "{GOOD}[[check]]\nkind = \"tracks-global\"\ncgroup = \"a\"\ncounters = [\"dirty\"]\nglobal = [\"NR DIRTY\"]\n"
+    ));
+    assert!(e.msg.contains("not a /proc/vmstat key"), "{e}");
+    let e = err(&format!(
+        "{GOOD}[[check]]\nkind = \"under-high\"\ncgroup = \"a\"\n"
+    ));
+    assert!(e.msg.contains("cgroup v2 setting"), "{e}");
+}

@@ -154,9 +154,7 @@ pub fn poll_until<T>(
 /// ends (PR_SET_PDEATHSIG), so workers are spawned from the runner's main thread only.
 pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
     // Opened here, written in the child after fork: "0" moves the writing process itself.
-    let procs_file = cgroup
-        .open_procs()
-        .context("place a worker in its group")?;
+    let procs_file = cgroup.open_procs().context("place a worker in its group")?;
     let fd = procs_file.as_raw_fd();
     // SAFETY: getpid has no preconditions.
     let runner = unsafe { libc::getpid() };
