@@ -12,7 +12,7 @@ use toml::Spanned;
 use crate::model::Version;
 use crate::model::counter::stat_key;
 use crate::model::error::ScenarioError;
-use crate::model::source::Keys;
+use crate::model::source::{Key, Keys};
 use crate::model::step::StepKind;
 
 /// What checks may refer to in the scenario they are part of.
@@ -39,14 +39,12 @@ pub struct PhaseOutline {
 pub struct CheckArgs<'a> {
     pub keys: Keys<'a>,
     pub outline: &'a Outline,
+    /// The kind's keys (`Kind::keys`): the table was checked against them, and the parser reads
+    /// no other (a parser asking for an unlisted key is a bug the tests catch).
+    pub allowed: &'static [Key],
 }
 
 impl CheckArgs<'_> {
-    /// The keys the kind takes: any other key set is an error at that key (the first in the file).
-    pub fn only(&self, keys: &[&str]) -> Result<(), ScenarioError> {
-        self.keys.only(keys)
-    }
-
     /// An error at `span`.
     pub fn err(&self, span: Range<usize>, msg: impl Into<String>) -> ScenarioError {
         self.keys.err(span, msg)
@@ -59,12 +57,18 @@ impl CheckArgs<'_> {
 
     /// The value of `key` as a `T`, if set; a value of another type is an error at the value.
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<Spanned<T>>, ScenarioError> {
+        assert!(
+            self.allowed.iter().any(|k| k.name == key),
+            "{} reads {key:?}, which its keys do not list",
+            self.keys.what
+        );
         self.keys.get(key)
     }
 
     /// The value of a key the kind cannot do without.
     pub fn need<T: DeserializeOwned>(&self, key: &str) -> Result<Spanned<T>, ScenarioError> {
-        self.keys.need(key)
+        self.get(key)?
+            .ok_or_else(|| self.err(self.span(), format!("{} needs {key:?}", self.keys.what)))
     }
 
     /// A declared phase named by `key`, which must be set.
@@ -222,7 +226,9 @@ impl CheckArgs<'_> {
 
     /// A size (`64M`) of at most 1 TiB, if set.
     pub fn size(&self, key: &str) -> Result<Option<u64>, ScenarioError> {
-        self.keys.size(key)
+        self.get::<String>(key)?
+            .map(|s| self.keys.text.size(&s))
+            .transpose()
     }
 
     /// A signed size (`-64M`, `+8M`, `8M`), which must be set.
@@ -237,7 +243,9 @@ impl CheckArgs<'_> {
 
     /// A duration of at most a day, if set.
     pub fn duration(&self, key: &str) -> Result<Option<Duration>, ScenarioError> {
-        self.keys.duration(key)
+        self.get::<String>(key)?
+            .map(|d| self.keys.text.duration(&d))
+            .transpose()
     }
 
     /// A /proc/vmstat key, which must be set.

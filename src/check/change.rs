@@ -2,8 +2,8 @@
 
 use super::args::CheckArgs;
 use super::{
-    Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before,
-    signed,
+    Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, req, row_at_or_after,
+    row_at_or_before, signed,
 };
 use crate::model::StepKind;
 use crate::model::error::ScenarioError;
@@ -218,17 +218,45 @@ pub struct Change {
     pub needs_moving: bool,
 }
 
+/// `change` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "change",
+    doc: "Across each step of kind `step` (of `phase` only, when given), the group's counter \
+changed by `by`: the value at the first sample after the step minus the value at the \
+last sample before it. A step that adds or removes a known amount (a task holding 256 \
+MiB that exits, a move with charge moving, a truncate of a known file, a \
+memory.reclaim request) changes the group's count by that amount. Default tolerance: \
+the unflushed-stats bound + 1/32 of |by| (the task's own kernel memory, page tables \
+and such, stays where it was charged). With `at_least = true` only a change short of \
+`by` in its direction fails; going beyond passes and the detail says by how much. Not \
+exercised when the tolerance is half of |by| or more (a step that did half would pass: \
+a machine with many CPUs under `--quick`), when no such step ran, or, with `needs = \
+\"charge-moving\"`, where charges cannot move. `--quick` divides `by` like the sizes. \
+Result name: `change(<cgroup>.<counter> at <step>)`, or `change(<cgroup>.<counter> at \
+<step> in <phase>)`.",
+    keys: &[
+        opt("cgroup", "the group (default: the only declared group)"),
+        req("counter", "one counter"),
+        req("step", "the step kind across which the change is measured"),
+        req(
+            "by",
+            "the expected change: a signed size (`\"-64M\"`, `\"+8M\"`, `\"8M\"`, `\"0\"`)",
+        ),
+        opt(
+            "tolerance",
+            "the allowed difference (a size) (default: the unflushed-stats bound + 1/32 of |by|)",
+        ),
+        opt("needs", "`\"charge-moving\"`"),
+        opt(
+            "at_least",
+            "only falling short of `by` fails; needs a non-zero `by` (default `false`)",
+        ),
+        opt("phase", "only steps of this declared phase"),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&[
-        "cgroup",
-        "counter",
-        "step",
-        "by",
-        "tolerance",
-        "needs",
-        "at_least",
-        "phase",
-    ])?;
     let counter = i.one_counter()?;
     let step = i.one_step()?;
     let by = i.signed_size("by")?;

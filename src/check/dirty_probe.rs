@@ -3,7 +3,8 @@
 use super::args::CheckArgs;
 use super::reference::{Reference, group_and_reference};
 use super::{
-    Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before, sum,
+    Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, row_at_or_after,
+    row_at_or_before, sum,
 };
 use crate::model::StepKind;
 use crate::model::counter::DIRTY_WRITEBACK;
@@ -209,8 +210,26 @@ pub struct DirtyProbe {
     pub cgroup: String,
 }
 
+/// `dirty-probe` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "dirty-probe",
+    doc: "After each `probe` step (exactly the probe's size written with writeback held off), \
+the group's dirty + writeback equals what its files hold dirty or under writeback \
+(cachestat(2): the probe's bytes plus anything still dirty from before), or without \
+per-file truth the probe's size. A deficit is a hidden negative offset: an underflow \
+from earlier phases that the kernel clamps to 0 when memory.stat is read. Tolerance: \
+the unflushed-stats bound. Not exercised when the reference did not rise by the \
+probe's size (writeback was not held off) or, without per-file truth, when the rest of \
+the machine moved during the probe. The global reference is nr_dirty and nr_writeback. \
+Result name: `dirty-probe(<cgroup>)`.",
+    keys: &[opt(
+        "cgroup",
+        "the group whose dirty + writeback must show the probe (default: the only declared group)",
+    )],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup"])?;
     Ok(Check::new(DirtyProbe {
         cgroup: i.cgroup("cgroup")?,
     }))

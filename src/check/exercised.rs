@@ -1,7 +1,7 @@
 //! exercised: the antagonist did its job (a /proc/vmstat event counter rose).
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, missing};
+use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, req};
 use crate::model::Record;
 use crate::model::error::ScenarioError;
 
@@ -56,8 +56,42 @@ pub struct Exercised {
     pub what: String,
 }
 
+/// `exercised` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "exercised",
+    doc:
+        "A /proc/vmstat counter rose by at least `min` during `phase`: the antagonist did its job \
+(for
+example `pgmigrate_success` for the compaction antagonist). It judges no kernel \
+count; it guards
+the others: a scenario about page migration in which no page migrated \
+has tested nothing, so
+otherwise the scenario is `skip` with the reason, never `pass`; \
+\"cannot verify\" when the counter
+is not in /proc/vmstat (a kernel without \
+CONFIG_VM_EVENT_COUNTERS). Result name:
+`exercised(<phase>: <vmstat>)`.",
+    keys: &[
+        req(
+            "phase",
+            "the declared phase during which the counter must rise",
+        ),
+        req("vmstat", "the /proc/vmstat key (`[a-z0-9_]`)"),
+        opt(
+            "min",
+            "the least rise; an integer of at least 1 (below 1 is an error: the check could not fail) \
+(default `1`)",
+        ),
+        opt(
+            "what",
+            "what the rise proves, in words for the result: one line, no control characters, at most \
+200 characters (default `\"the antagonist\"`)",
+        ),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["phase", "vmstat", "min", "what"])?;
     i.need::<String>("vmstat")?;
     let min = i.get::<i64>("min")?;
     if let Some(m) = &min

@@ -2,8 +2,8 @@
 
 use super::args::CheckArgs;
 use super::{
-    Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before,
-    signed,
+    Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, req, row_at_or_after,
+    row_at_or_before, signed,
 };
 use crate::model::StepKind;
 use crate::model::error::ScenarioError;
@@ -118,8 +118,30 @@ pub struct Follows {
     pub needs_moving: bool,
 }
 
+/// `follows` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "follows",
+    doc: "Across each step of kind `step`, everything `from`'s counter held moves to `to`: \
+`from` falls to about 0 and `to` rises by what `from` had before the step. A move with \
+charge moving carries the task's charges from the old group to the new one. Tolerance: \
+the unflushed-stats bound + 1/32 of the amount. Not exercised when `from` held nothing \
+(no more than the tolerance) before a step, when no such step ran, or, with `needs = \
+\"charge-moving\"`, where charges cannot move. Result name: `follows(<from> -> <to>: \
+<counter> at <step>)`.",
+    keys: &[
+        req("from", "the declared group the counter leaves"),
+        req("to", "the declared group it arrives in"),
+        req("counter", "one counter"),
+        req(
+            "step",
+            "the step kind across which it moves (the built-in scenarios use `move`)",
+        ),
+        opt("needs", "`\"charge-moving\"`"),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["from", "to", "counter", "step", "needs"])?;
     let counter = i.one_counter()?;
     let step = i.one_step()?;
     Ok(Check::new(Follows {

@@ -1,7 +1,7 @@
 //! hierarchy: a parent's hierarchical counter against its own plus its children's.
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, groups, missing};
+use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, groups, missing, req};
 use crate::model::Column;
 use crate::model::Record;
 use crate::model::counter::{self, USAGE};
@@ -262,8 +262,33 @@ pub struct Hierarchy {
     pub counters: Vec<String>,
 }
 
+/// `hierarchy` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "hierarchy",
+    doc: "The parent's hierarchical counter equals its own (v1 `.local`, sampled automatically) \
+plus its children's hierarchical counters (on v2, which has no local value, the sum of \
+its children's), at every sample: memory.stat's hierarchical counters are defined as \
+that sum. It fails when two consecutive samples disagree (one pass reads the files one \
+after another, so a burst, such as a task exiting, between two reads shows in one \
+sample only). A parent that shows what its parts summed to at some sample in the last \
+3 s, or a value between two consecutive samples of theirs, is stale, not wrong (a late \
+stats flush of the ancestor: the memcg's periodic flush runs every 2 s, plus 1 s for \
+the deferred work to run on a busy or emulated machine); so is a parent that counts \
+more pages than its own page counter holds (where `usage` is sampled), for up to 3 s \
+from the start of the gap. The pass line says how long the parent lagged. Tolerance: \
+(children + 1) × the unflushed-stats bound + read skew (rate of change × the sampler's \
+pass time). Not exercised when the parent has no sampled child groups. Every declared \
+group with declared children gets a `hierarchy` check of the scenario's sampled \
+memory.stat counters unless the file has one for it. Result name: \
+`hierarchy(<parent>)`.",
+    keys: &[
+        req("parent", "the declared parent group"),
+        req("counters", "the counters compared"),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["parent", "counters"])?;
     Ok(Check::new(Hierarchy {
         parent: i.named_cgroup("parent")?,
         counters: i.counters()?,

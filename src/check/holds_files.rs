@@ -7,7 +7,8 @@
 
 use super::args::CheckArgs;
 use super::{
-    Check, CheckResult, CheckSpec, Needs, Outcome, STALE_WINDOW, columns, missing, stale_lag,
+    Check, CheckResult, CheckSpec, Kind, Needs, Outcome, STALE_WINDOW, columns, missing, opt,
+    stale_lag,
 };
 use crate::model::counter::FILE;
 use crate::model::error::ScenarioError;
@@ -22,8 +23,31 @@ pub struct HoldsFiles {
     pub phase: Option<String>,
 }
 
+/// `holds-files` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "holds-files",
+    doc: "The group's `file` counter (v1 total_cache, v2 file; hierarchical) is at least the \
+page cache its own files hold, at every sample (of `phase`, when given). cachestat(2) \
+counts each file's cached pages in the page cache itself; every page a task of the \
+group (or of a group below it) added to the cache was charged to the group, so its \
+`file` holds at least their sum. It may hold more (files it only read, filesystem \
+metadata), so the check is one-sided. The truth is read before and after the group's \
+files, and the smaller of the two is used; a shortfall is measured from the least the \
+files held within the group's stale window (0.1 s for a leaf; 3 s for a group with \
+sampled children, whose statistics may lag by up to the periodic flush) and must last \
+2 samples in a row. A move takes mapped pages away, so scenarios that move judge it \
+before the move only (`phase`). Tolerance: the unflushed-stats bound. Not run on a \
+kernel without cachestat (a note says so) or when a group outside the subtree writes \
+the group's files; not exercised when the files never held more than the tolerance. \
+Result name: `holds-files(<cgroup>)`.",
+    keys: &[
+        opt("cgroup", "the group (default: the only declared group)"),
+        opt("phase", "only samples of this declared phase"),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "phase"])?;
     Ok(Check::new(HoldsFiles {
         cgroup: i.cgroup("cgroup")?,
         phase: i.phase()?,

@@ -6,7 +6,7 @@
 //! usage reached it.
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
+use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt};
 use crate::model::Record;
 use crate::model::counter::{LIMIT_HITS, PEAK, USAGE};
 use crate::model::error::ScenarioError;
@@ -20,8 +20,32 @@ pub struct LimitCounters {
     pub hit: bool,
 }
 
+/// `limit-counters` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "limit-counters",
+    doc: "What a group reports about its limit agrees with its usage. The page counter's high \
+watermark (`peak`: v1 memory.max_usage_in_bytes, v2 memory.peak) is at least every \
+sampled usage and, for a limited group, at most its limit. Charges that failed at the \
+limit (`limit_hits`: v1 memory.failcnt, v2 memory.events `max`) stay 0 while the \
+watermark stayed more than 2 MiB + 64 pages (2.25 MiB with 4 KiB pages) below the \
+limit (a charge tries the 64-page batch or a THP at once, and fails only when that \
+would pass the limit; for an unlimited group: never); with `hit = true` (the workload \
+needs more than the limit) they must have risen once the watermark reached it, and the \
+check is not exercised when it never did. On v2 a limited group below this one counts \
+into its events (memory.events is hierarchical), so \"only when\" is not judged then. \
+Tolerance: the unflushed-stats bound + 2 MiB (a THP charge is added before the limit \
+is compared). Result name: `limit-counters(<cgroup>)`.",
+    keys: &[
+        opt("cgroup", "the group (default: the only declared group)"),
+        opt(
+            "hit",
+            "the workload needs more than the limit: charges must fail at it (default `false`)",
+        ),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "hit"])?;
     Ok(Check::new(LimitCounters {
         cgroup: i.cgroup("cgroup")?,
         hit: i.get::<bool>("hit")?.is_some_and(|b| b.into_inner()),

@@ -8,6 +8,7 @@ use std::any::Any;
 use crate::model::Column;
 use crate::model::Record;
 use crate::model::error::ScenarioError;
+use crate::model::source::{Key, opt, req};
 use crate::model::stats;
 use crate::model::units::human_bytes;
 pub use crate::model::{CheckResult, Outcome};
@@ -132,39 +133,94 @@ impl std::fmt::Debug for Check {
     }
 }
 
-/// One check kind: its name in scenario files (`kind = "settles"`) and its parser, which reads
-/// the `[[check]]` table's keys (and says which it takes) into its spec.
+/// One check kind: its name in scenario files (`kind = "settles"`), what it judges, the keys it
+/// takes (the one list: any other key is refused at that key before its parser runs, and the
+/// reference, docs/checks.md, is generated from it) and its parser.
 pub struct Kind {
     pub kind: &'static str,
+    /// What it judges and why, for the reference (Markdown, one paragraph or a few).
+    pub doc: &'static str,
+    pub keys: &'static [Key],
     pub parse: fn(&CheckArgs) -> Result<Check, ScenarioError>,
 }
 
-/// Every check kind, in the order the unknown-check error lists them. A new kind is a file in
-/// this directory (its spec, `CheckSpec` impl and parser) and one line here.
-#[rustfmt::skip]
+/// Every check kind, in the order the unknown-check error and the reference list them. A new
+/// kind is a file in this directory (its spec, `CheckSpec` impl, parser and `KIND`) and one line
+/// here.
 pub const KINDS: &[Kind] = &[
-    Kind { kind: "no-underflow", parse: no_underflow::parse },
-    Kind { kind: "settles", parse: settles::parse },
-    Kind { kind: "throughput", parse: throughput::parse },
-    Kind { kind: "exercised", parse: exercised::parse },
-    Kind { kind: "tracks-global", parse: tracks_global::parse },
-    Kind { kind: "dirty-probe", parse: dirty_probe::parse },
-    Kind { kind: "hierarchy", parse: hierarchy::parse },
-    Kind { kind: "no-ratchet", parse: no_ratchet::parse },
-    Kind { kind: "observed", parse: observed::parse },
-    Kind { kind: "change", parse: change::parse },
-    Kind { kind: "ratio", parse: ratio::parse },
-    Kind { kind: "follows", parse: follows::parse },
-    Kind { kind: "moved", parse: moved::parse },
-    Kind { kind: "limit-counters", parse: limit_counters::parse },
-    Kind { kind: "holds-files", parse: holds_files::parse },
-    Kind { kind: "under-limit", parse: under_limit::parse },
-    Kind { kind: "under-high", parse: under_high::parse },
-    Kind { kind: "tasks", parse: tasks::parse },
-    Kind { kind: "usage-covers", parse: usage_covers::parse },
-    Kind { kind: "oom-kills", parse: oom_kills::parse },
-    Kind { kind: "numa-stat", parse: numa_stat::parse },
+    no_underflow::KIND,
+    settles::KIND,
+    throughput::KIND,
+    exercised::KIND,
+    tracks_global::KIND,
+    dirty_probe::KIND,
+    hierarchy::KIND,
+    no_ratchet::KIND,
+    observed::KIND,
+    change::KIND,
+    ratio::KIND,
+    follows::KIND,
+    moved::KIND,
+    limit_counters::KIND,
+    holds_files::KIND,
+    under_limit::KIND,
+    under_high::KIND,
+    tasks::KIND,
+    usage_covers::KIND,
+    oom_kills::KIND,
+    numa_stat::KIND,
 ];
+
+/// The `cgroup` key most checks take.
+const CGROUP: Key = opt(
+    "cgroup",
+    "the declared group judged; may be left out when the scenario declares one group only",
+);
+
+/// The `needs` key: not exercised where the kernel cannot move charges.
+const NEEDS: Key = opt(
+    "needs",
+    "`\"charge-moving\"`: the check is not exercised where the kernel cannot move charges with a task (cgroup v1 memory.move_charge_at_immigrate refused with EINVAL: 6.13+), with that reason",
+);
+
+/// The check reference (docs/checks.md), generated from `KINDS`.
+pub fn reference() -> String {
+    let mut s = String::from(REFERENCE_HEAD);
+    for k in KINDS {
+        s += &format!("\n## {}\n\n{}\n\n", k.kind, k.doc.trim());
+        if k.keys.is_empty() {
+            s += "It takes no keys but `kind`.\n";
+            continue;
+        }
+        s += "| key | | meaning |\n|---|---|---|\n";
+        for key in k.keys {
+            s += &format!(
+                "| `{}` | {} | {} |\n",
+                key.name,
+                if key.required { "required" } else { "optional" },
+                key.doc.replace('|', "\\|")
+            );
+        }
+    }
+    s
+}
+
+const REFERENCE_HEAD: &str = "# Check kinds
+
+Every `[[check]]` kind a scenario file can use, with the keys it takes. Generated from the check
+table (`KINDS` in src/check/mod.rs); `cargo test --test docs` fails when this page and the code
+differ, and `MEMCGTEST_WRITE_DOCS=1 cargo test --test docs` writes it anew. Back to the
+[README](../README.md); the file format is in [scenario-format.md](scenario-format.md).
+
+`kind` is required in every `[[check]]`; any key a kind does not list below is an error at that
+key (`check \"KIND\" takes no \"KEY\"`). Sizes are strings (`\"64M\"`, at most 1 TiB), durations
+too (`\"10s\"`, at most a day). A counter is a name of the counter table (see
+[scenario-format.md](scenario-format.md)), valid under every cgroup version the scenario runs
+under. A phase is a declared `[[phase]]`; a step kind an `action` of the step table. \"The
+unflushed-stats bound\" is 2 x 64 pages x CPUs x page size: the per-CPU residue below
+MEMCG_CHARGE_BATCH plus the flush threshold MEMCG_CHARGE_BATCH x CPUs. A check that is not
+exercised makes its scenario `skip`, never `pass`.
+";
 
 /// A group's columns of `counters`, as a check names the sum it judges.
 fn group_columns(cgroup: &str, counters: &[&str]) -> Vec<Column> {

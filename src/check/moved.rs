@@ -6,7 +6,7 @@
 //! stays behind) has tested nothing about them: it is `skip`, never `pass`.
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, Outcome};
+use super::{Check, CheckResult, CheckSpec, Kind, Outcome, opt, req};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
 use crate::model::{MoveRecord, Record};
@@ -29,8 +29,42 @@ pub struct Want {
     pub held: Option<u64>,
 }
 
+/// `moved` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "moved",
+    doc: "Every `move` of `task` carried at least `min` of the counters (summed): per counter \
+the least of what left the source and what arrived in the destination, read right \
+before and after the write to cgroup.procs; with `held`, the source held at least that \
+much of them right before the move. `held` alone demands only that: it is for what a \
+broken kernel might not carry, such as writeback a move leaves behind. It judges no \
+count; it proves the scenario tested what it is about: charge moving moves mapped \
+pages only, so a buffered writer's page cache stays behind, and a scenario about \
+moving dirty pages whose move carried none has tested nothing. Otherwise the scenario \
+is `skip`, with what was carried and what the source held. It is always not exercised \
+where charges cannot move, and when the task was never moved. A task that keeps \
+charging new pages in its new group makes \"carried\" an upper bound, so the moved task \
+should touch only memory it already has. `--quick` divides `min` and `held` (to at \
+least 1 byte). Result name: `moved(<task>: <counters joined by +>)`.",
+    keys: &[
+        req("task", "a task started by a `hold` step of the scenario"),
+        req(
+            "counters",
+            "counters a move records: `usage`, `anon`, `file`, `mapped`, `dirty`, `writeback`",
+        ),
+        opt(
+            "min",
+            "the least a move must carry (a size above 0) (default `\"1M\"` when `held` is not set, \
+else no demand)",
+        ),
+        opt(
+            "held",
+            "the least the source must hold right before the move (a size above 0)",
+        ),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["task", "counters", "min", "held"])?;
     let task = i.need::<String>("task")?;
     if !i.holds(task.get_ref()) {
         return Err(i.err(

@@ -1,7 +1,7 @@
 //! no-underflow: no sampled value is negative.
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
+use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt, req};
 use crate::model::Record;
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
@@ -52,8 +52,30 @@ pub struct NoUnderflow {
     pub counters: Vec<String>,
 }
 
+/// `no-underflow` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "no-underflow",
+    doc:
+        "No sampled value of the group's counters is negative, at any sample. A count of pages or \
+bytes
+cannot be below zero; a kernel that subtracts what it never added underflows. Old \
+kernels print an
+underflowed counter as a negative number, or as a value above 2^63 \
+printed unsigned, which the
+parser turns back into the negative number it encodes. No \
+tolerance. Result name:
+`no-underflow(<cgroup>)`.",
+    keys: &[
+        opt(
+            "cgroup",
+            "the group whose counters are checked (default: the only declared group)",
+        ),
+        req("counters", "the counters that must never be negative"),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "counters"])?;
     Ok(Check::new(NoUnderflow {
         cgroup: i.cgroup("cgroup")?,
         counters: i.counters()?,

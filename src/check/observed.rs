@@ -2,7 +2,7 @@
 
 use super::args::CheckArgs;
 use super::reference::group_and_reference;
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, missing, sum};
+use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, req, sum};
 use crate::model::Record;
 use crate::model::error::ScenarioError;
 use crate::model::sum_label;
@@ -90,8 +90,38 @@ pub struct Observed {
     pub global: Vec<String>,
 }
 
+/// `observed` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "observed",
+    doc:
+        "The group's counters (summed) were seen above 0 while their reference was: with per-file \
+truth,
+while the group's own files had such pages (e.g. pages under writeback), else \
+while the `global`
+counters rose. Writeback that happened in the group's files and never \
+showed in the group was not
+accounted. Not exercised when the reference never rose \
+(nothing happened to observe); without
+per-file truth, a miss while other writers moved \
+the machine's counters is inconclusive. Result
+name: `observed(<cgroup>: <counters \
+joined by +>)`.",
+    keys: &[
+        opt(
+            "cgroup",
+            "the group whose counters must be seen (default: the only declared group)",
+        ),
+        req("counters", "the counters (e.g. `[\"writeback\"]`)"),
+        opt(
+            "global",
+            "the /proc/vmstat keys of the machine-wide reference (not checked for spelling) (default \
+`[\"nr_writeback\"]`)",
+        ),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "counters", "global"])?;
     Ok(Check::new(Observed {
         cgroup: i.cgroup("cgroup")?,
         counters: i.counters()?,

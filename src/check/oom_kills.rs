@@ -10,7 +10,7 @@
 
 use super::args::CheckArgs;
 use super::{
-    Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, row_at_or_after,
+    Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt, row_at_or_after,
     row_at_or_before,
 };
 use crate::model::StepKind;
@@ -27,8 +27,36 @@ pub struct OomKills {
     pub events: bool,
 }
 
+/// `oom-kills` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "oom-kills",
+    doc: "Across each `exhaust` step of the group, its OOM-kill count (v1 memory.oom_control \
+`oom_kill`, v2 memory.events `oom_kill`) rises by exactly the number of its tasks the \
+runner saw die of SIGKILL, and over the run by no more than across those steps. The \
+task that needed more than the group can hold must be the one killed, alone (the \
+bystanders live), unless the group has memory.oom.group: then every task of the group \
+dies with it (mm/oom_kill.c: oom_kill_process, mem_cgroup_get_oom_group), and the \
+count may hold the victim twice: oom_kill_process kills it, then every member, the \
+victim again unless it has let go of its mm by then, and each kill counts (6.1 and \
+6.12 do so in 3 of 3 quick runs). With `events = true` (v2), memory.events `oom` rises \
+in a step if and only if a task died, and `oom_group_kill` by one per whole-group \
+kill. Not exercised when no task was killed (the group held it all) or no exhaust step \
+ran in the group. Result name: `oom-kills(<cgroup>)`.",
+    keys: &[
+        opt(
+            "cgroup",
+            "the group of the `exhaust` steps (default: the only declared group)",
+        ),
+        opt(
+            "events",
+            "also judge memory.events `oom` and `oom_group_kill`; `true` needs `requires.cgroup = \
+[\"v2\"]` (cgroup v1 counts no OOM events) (default `false`)",
+        ),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "events"])?;
     let events = match i.get::<bool>("events")? {
         Some(e) if *e.get_ref() && i.versions().contains(&Version::V1) => {
             return Err(i.err(

@@ -1,7 +1,9 @@
 //! ratio: paired A/B rates of a step inside and outside a group.
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, MORE_SAMPLES, Outcome, missing, ratio_tolerance};
+use super::{
+    Check, CheckResult, CheckSpec, Kind, MORE_SAMPLES, Outcome, missing, opt, ratio_tolerance, req,
+};
 use crate::model::Record;
 use crate::model::StepKind;
 use crate::model::error::ScenarioError;
@@ -107,8 +109,37 @@ pub struct Ratio {
     pub phase: Option<String>,
 }
 
+/// `ratio` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "ratio",
+    doc: "Paired A/B: the median rate of the `step` steps that ran in `inside` is at least \
+`min_ratio` times the median in `outside`; the two alternate in the scenario, so drift \
+of the machine hits both. Without `phase`, every phase but warm-up ones counts. As \
+lkp-tests decides, a lower ratio fails only when the sample sets separate (every \
+inside sample below every outside one). With fewer samples than the sample-size rule \
+needs (at least 3 pairs) it is not exercised: \"too few samples\". All samples and the \
+pair ratios' range are printed. The rate is MB/s, or faults/s for `fault` steps. A \
+memcg bug that makes charging in a group slower, or throttles its writers, shows as \
+the group running slower than an identical workload beside it. Not exercised when no \
+such step with a rate ran in one of the groups. Result name: `ratio(<step>: \
+<inside>/<outside>)`, or `ratio(<phase>: <step> <inside>/<outside>)`.",
+    keys: &[
+        req(
+            "step",
+            "the step kind whose rates are compared (`write`, `read`, `fault`, `usemem`, ...)",
+        ),
+        req("inside", "the declared group under test"),
+        req("outside", "the declared group it is compared with"),
+        req(
+            "min_ratio",
+            "the lowest acceptable ratio of the medians: a positive, finite number",
+        ),
+        opt("phase", "only steps of this declared phase"),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["step", "inside", "outside", "min_ratio", "phase"])?;
     let step = i.one_step()?;
     let inside = i.named_cgroup("inside")?;
     let outside = i.named_cgroup("outside")?;

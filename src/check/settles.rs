@@ -3,7 +3,10 @@
 use std::time::Duration;
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, Columns, Needs, Outcome, columns, missing};
+use super::{
+    CGROUP, Check, CheckResult, CheckSpec, Columns, Kind, NEEDS, Needs, Outcome, columns, missing,
+    opt, req,
+};
 use crate::model::StepKind;
 use crate::model::error::ScenarioError;
 use crate::model::step;
@@ -151,8 +154,37 @@ pub struct Settles {
     pub needs_moving: bool,
 }
 
+/// `settles` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "settles",
+    doc: "After every step of a kind in `after`, all the counters fall to at most `bound` within \
+`within`, and before the next step starts (a following `sleep` step does not end the \
+window). After sync(2) the group's pages are clean, so what memory.stat still shows is \
+at most what the memcg statistics have not flushed: the unflushed-stats bound. Not \
+exercised when no step of those kinds ran, or when no sample fell between such a \
+step's end and the next step. Result name: `settles(<cgroup>)`, or `settles(<cgroup> \
+after <kinds>)` when `after` is not `[\"sync\"]`.",
+    keys: &[
+        CGROUP,
+        req("counters", "the counters that must settle"),
+        opt(
+            "within",
+            "how long after the step they may take (default `\"10s\"`)",
+        ),
+        opt(
+            "bound",
+            "the value (a size) they must fall to (default: the unflushed-stats bound)",
+        ),
+        opt(
+            "after",
+            "step kinds after which they must settle (default `[\"sync\"]`)",
+        ),
+        NEEDS,
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "counters", "within", "bound", "after", "needs"])?;
     Ok(Check::new(Settles {
         cgroup: i.cgroup("cgroup")?,
         counters: i.counters()?,

@@ -10,7 +10,9 @@
 //! before its pages are freed).
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, stale_lag};
+use super::{
+    Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt, stale_lag,
+};
 use crate::model::StepKind;
 use crate::model::counter::ANON;
 use crate::model::error::ScenarioError;
@@ -26,8 +28,46 @@ pub struct Tasks {
     pub needs_moving: bool,
 }
 
+/// `tasks` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "tasks",
+    doc:
+        "The group's anon (v1 rss) equals what its tasks, and those of the groups below it, count \
+of their
+own anonymous memory: the sum of RssAnon in /proc/PID/status of every pid in \
+their cgroup.procs.
+Each task's mm keeps that page counter itself, raised at every fault \
+and lowered at every unmap,
+apart from the memcg statistics; a task that entered the \
+group before exec (memcgtest's workers
+do) faults all of its memory there. cgroup.procs \
+is opened on every pass (cgroup v1 serves a kept
+descriptor its first pid list again), \
+and the tasks are read just before and after the group
+files. A gap must last 2 samples \
+beyond the group's stale window (0.1 s; 3 s for a parent).
+Samples during `move` steps \
+(v1 moves the charge after the task) and `release` steps (an exiting
+task's mm is \
+detached before its pages are freed) are not judged. RssShmem is no truth for shmem
+(it \
+counts tmpfs pages charged elsewhere), so only anon is compared. Tolerance: \
+the
+unflushed-stats bound + the mm counter's batch (max(32, 2 × CPUs) × CPUs pages, at \
+least 256). Not
+exercised when the tasks held no more than twice the tolerance; \
+with
+`needs = \"charge-moving\"`, not run where charges cannot move (a task that moved \
+without its charge
+leaves it behind, by design). Result name: `tasks(<cgroup>)`.",
+    keys: &[
+        opt("cgroup", "the group (default: the only declared group)"),
+        opt("needs", "`\"charge-moving\"`"),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "needs"])?;
     Ok(Check::new(Tasks {
         cgroup: i.cgroup("cgroup")?,
         needs_moving: i.needs_moving()?,

@@ -1,7 +1,9 @@
 //! throughput: a phase's write throughput against its baseline's.
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, MORE_SAMPLES, Outcome, missing, ratio_tolerance};
+use super::{
+    Check, CheckResult, CheckSpec, Kind, MORE_SAMPLES, Outcome, missing, ratio_tolerance, req,
+};
 use crate::model::Record;
 use crate::model::StepKind;
 use crate::model::error::ScenarioError;
@@ -83,8 +85,44 @@ pub struct Throughput {
     pub min_ratio: f64,
 }
 
+/// `throughput` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "throughput",
+    doc:
+        "The median write rate (MB/s) of the write steps of `phase` is at least `min_ratio` times \
+the
+median of `baseline`, one sample per repetition. Machines are noisy, so, as \
+lkp-tests decides a
+regression, a lower ratio fails only when the two sample sets \
+separate (every `phase` sample
+below every `baseline` sample); with overlapping sets it \
+passes and says the difference is noise.
+With fewer samples than the sample-size rule \
+needs (the chance that the sets separate by chance
+at most 5 %: at least 3 v 3) it is \
+not exercised (\"too few samples\"). The samples are printed
+either way. A memcg bug \
+that throttles the group's writers (a wrong dirty count makes
+balance_dirty_pages() \
+pause them) shows as writes slower than before it. Both phases must contain
+a `write` \
+step (else a parse error: `phase \"...\" has no write step to measure`). Not \
+exercised
+when one of the phases did not run or wrote nothing measurable. Result \
+name:
+`throughput(<phase>/<baseline>)`.",
+    keys: &[
+        req("phase", "the declared phase whose writes are judged"),
+        req("baseline", "the declared phase they are compared with"),
+        req(
+            "min_ratio",
+            "the lowest acceptable ratio of the medians: a positive, finite number",
+        ),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["phase", "baseline", "min_ratio"])?;
     let phase = i.phase_ref("phase")?;
     let baseline = i.phase_ref("baseline")?;
     let min_ratio = i.min_ratio()?;

@@ -5,7 +5,8 @@ use super::reference::{
     Reference, STALE_WINDOW, group_and_reference, inconclusive_text, tol_text, windows,
 };
 use super::{
-    Check, CheckResult, CheckSpec, Needs, Outcome, missing, row_at_or_after, row_at_or_before, sum,
+    Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, req, row_at_or_after,
+    row_at_or_before, sum,
 };
 use crate::model::StepKind;
 use crate::model::error::ScenarioError;
@@ -323,8 +324,85 @@ pub struct TracksGlobal {
     pub phase: Option<String>,
 }
 
+/// `tracks-global` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "tracks-global",
+    doc:
+        "During each step of a kind in `during`, up to the first sample after it, the rise of the \
+group's
+counters (summed) equals the rise of its reference, sample by sample; then each \
+counter on its
+own against its own reference (dirty against the files' dirty pages, \
+writeback against their
+writeback: a kernel that shows one under the other's name keeps \
+the sum right). The reference is
+the page cache of the files the group and the groups \
+below it wrote (cachestat(2): the page
+cache's own tags, see [the accounting \
+oracle](oracle.md)), or without per-file truth the `global`
+/proc/vmstat counters; it is \
+read before and after the cgroup files, so its value at the cgroup
+read lies in that \
+bracket. The steps judged are those of the group or a group below it (a step
+without a \
+group, such as `sync`, counts when the last step with a group was one of these); \
+with
+`phase`, one window from the first to the last such step of that phase. A clamped \
+underflow (the
+memcg counter pinned at 0 while the files' dirty pages rise) fails here. \
+Tolerance: the
+unflushed-stats bound, plus pages one side held at the window's start and \
+the other did not (per
+file one-sided: the files' extra pages widen only the excess \
+side, the group's only the deficit
+side; globally: other groups' dirty pages), plus node \
+counter drift (global only: \"vm stats
+threshold\" from /proc/zoneinfo × CPUs), plus \
+read skew (memory.stat's lines are read one after
+another: how far the reference's dirty \
+and writeback moved against each other during that
+sample's pass; for one counter alone, \
+how far the others moved). A gap counts when it lasts
+100 ms from its first bad sample \
+(a concurrent stats flush can leave a group stale that long, \
+see
+[Findings](findings.md)). Not exercised when no such step ran with samples, or no \
+dirty data
+reached the counters (the reference rose by no more than the bound); without \
+per-file truth a
+window in which the rest of the machine moved by more than the \
+tolerance is inconclusive, and
+all windows inconclusive is not exercised. Each counter \
+is judged on its own only with per-file
+truth, or where the `global` keys are, in order, \
+the counters' own /proc/vmstat keys. Result
+name: `tracks-global(<cgroup>)`.",
+    keys: &[
+        opt(
+            "cgroup",
+            "the group whose counters are followed (default: the only declared group)",
+        ),
+        req(
+            "counters",
+            "the counters summed and followed (the built-in scenarios use `[\"dirty\", \
+\"writeback\"]`)",
+        ),
+        opt(
+            "global",
+            "the /proc/vmstat keys of the machine-wide reference, used without per-file truth (the \
+parser does not check their spelling) (default `[\"nr_dirty\", \"nr_writeback\"]`)",
+        ),
+        opt(
+            "during",
+            "step kinds during which the counters are followed (default `[\"write\", \"sync\", \
+\"mmap-write\", \"probe\", \"truncate\", \"unlink\"]`)",
+        ),
+        opt("phase", "only steps of this declared phase"),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "counters", "global", "during", "phase"])?;
     Ok(Check::new(TracksGlobal {
         cgroup: i.cgroup("cgroup")?,
         counters: i.counters()?,

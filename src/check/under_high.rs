@@ -12,7 +12,7 @@
 //! bound grows with the time the usage has been above high.
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing};
+use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt};
 use crate::model::counter::{HIGH_EVENTS, PEAK, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
@@ -29,8 +29,49 @@ pub struct UnderHigh {
     pub throttled: bool,
 }
 
+/// `under-high` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "under-high",
+    doc: "cgroup v2: the group's high watermark (`peak`, which also sees what happens between \
+samples; and `usage`) never passes its memory.high by more than the charges in flight, \
+and memory.events `high` rises only once the usage went above high. Above high each \
+charge adds to the charging task's debt, and a task owing more than the 64-page batch \
+reclaims before charging on (mm/memcontrol.c: try_charge, \
+mem_cgroup_handle_over_high); the rest is reclaimed on the way back to user space. The \
+bound: 64 pages × CPUs (the per-CPU charge stock) + 128 pages (a task's debt before it \
+must reclaim) + 2 MiB (a THP) + high/80 (after one round of reclaim a task goes on \
+unthrottled while its penalty, overage² × HZ × debt pages, is at most HZ/100: an \
+overage up to 1/80 of high for a 64-page debt). With `hit = true` the events must have \
+risen; not exercised when the usage never went above high. A group below with a high \
+of its own counts into the events, so \"only when\" is not judged then. With `throttled \
+= true` reclaim can free nothing above high (anon, no swap): the kernel puts the \
+charging task to sleep instead, and the bound grows with the time t since the usage \
+passed high, by high/20 + cbrt(3.75 × high² × t) + 65 pages/s × t: each return to user \
+space owing d pages sleeps min(r² × d s, 2 s), r the overage over high \
+(calculate_high_delay), so the excess x grows as dx/dt ≤ high²/(0.8 x²) (0.8: a jiffy \
+of truncation and one of the timer) and at the 2 s cap by at most 128 pages per sleep. \
+Not exercised when the group has no memory.high (memory.high can be set only in \
+v2-only scenarios; the parser does not require v2 of the check itself). Result name: \
+`under-high(<cgroup>)`.",
+    keys: &[
+        opt(
+            "cgroup",
+            "the group with memory.high (default: the only declared group)",
+        ),
+        opt(
+            "hit",
+            "the workload needs more than high: the usage must go above it and the events count it \
+(default `false`)",
+        ),
+        opt(
+            "throttled",
+            "reclaim can free nothing above high: use the throttling bound (default `false`)",
+        ),
+    ],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup", "hit", "throttled"])?;
     if i.versions().contains(&crate::model::Version::V1) {
         return Err(i.err(
             i.span(),

@@ -6,7 +6,9 @@
 //! does not (that is `holds-files` and `tasks`).
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, Needs, Outcome, columns, missing, stale_lag};
+use super::{
+    Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt, stale_lag,
+};
 use crate::model::counter::{ANON, FILE, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::sum_label;
@@ -19,8 +21,28 @@ pub struct UsageCovers {
     pub cgroup: String,
 }
 
+/// `usage-covers` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "usage-covers",
+    doc: "The group's anon + file (memory.stat) never exceed its usage (the page counter: v1 \
+memory.usage_in_bytes, v2 memory.current). Every anonymous and page cache page counted \
+in the group's statistics was charged to its page counter first and is uncharged only \
+after it left them, so the counter holds them all (and kernel memory, charges in \
+flight, swap cache on top). A statistic that counts a page twice, or keeps a page that \
+left, shows here; a missing one does not (that is `holds-files` and `tasks`). The \
+statistics are compared with the largest usage of their stale window (0.1 s; 3 s for a \
+parent), and an excess must last 2 samples. Tolerance: the unflushed-stats bound + 64 \
+pages × CPUs (charged between the usage read and the memory.stat read). Not exercised \
+when anon + file stayed within twice the tolerance. Result name: \
+`usage-covers(<cgroup>)`.",
+    keys: &[opt(
+        "cgroup",
+        "the group (default: the only declared group)",
+    )],
+    parse,
+};
+
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
-    i.only(&["cgroup"])?;
     Ok(Check::new(UsageCovers {
         cgroup: i.cgroup("cgroup")?,
     }))

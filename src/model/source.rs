@@ -129,6 +129,33 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// A key a kind of step or check takes: the one list its reader refuses other keys against, and
+/// the references are generated from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub name: &'static str,
+    /// The step cannot do without it (the reference marks it).
+    pub required: bool,
+    /// What it holds, and its default when optional.
+    pub doc: &'static str,
+}
+
+pub const fn req(name: &'static str, doc: &'static str) -> Key {
+    Key {
+        name,
+        required: true,
+        doc,
+    }
+}
+
+pub const fn opt(name: &'static str, doc: &'static str) -> Key {
+    Key {
+        name,
+        required: false,
+        doc,
+    }
+}
+
 /// A table of a scenario file as written (`[[check]]`, a step): its keys and values with their
 /// spans, read by the kind its `kind` or `action` key names.
 pub type Table = std::collections::BTreeMap<Spanned<String>, Spanned<toml::Value>>;

@@ -51,7 +51,7 @@ pub(super) fn resolve_check(
             format!("unknown check {kind_name:?} (known: {})", known.join(", ")),
         ));
     };
-    (entry.parse)(&CheckArgs {
+    let args = CheckArgs {
         keys: Keys {
             text,
             table,
@@ -60,5 +60,9 @@ pub(super) fn resolve_check(
             tag: "kind",
         },
         outline,
-    })
+        allowed: entry.keys,
+    };
+    let names: Vec<&str> = entry.keys.iter().map(|k| k.name).collect();
+    args.keys.only(&names)?;
+    (entry.parse)(&args)
 }

@@ -639,9 +639,10 @@ mod raw;
 mod resolve;
 mod steps;
 
+pub use crate::model::source::Key;
 pub use plan::SamplePlan;
 pub use resolve::parse;
-pub use steps::{Key, STEPS, StepSyntax, syntax};
+pub use steps::{STEPS, StepSyntax, reference as steps_reference, syntax};
 
 #[cfg(test)]
 mod tests;

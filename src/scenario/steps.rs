@@ -12,34 +12,8 @@ use toml::Spanned;
 use super::{Hold, ScenarioError, Step};
 use crate::model::StepKind;
 use crate::model::counter::{Counter, Source, counter};
-use crate::model::source::{Keys, Table, Text};
+use crate::model::source::{Key, Keys, Table, Text, opt, req};
 use crate::model::units::MIN_INTERVAL;
-
-/// A key a step kind takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Key {
-    pub name: &'static str,
-    /// The step cannot do without it (the reference marks it).
-    pub required: bool,
-    /// What it holds, and its default when optional.
-    pub doc: &'static str,
-}
-
-const fn req(name: &'static str, doc: &'static str) -> Key {
-    Key {
-        name,
-        required: true,
-        doc,
-    }
-}
-
-const fn opt(name: &'static str, doc: &'static str) -> Key {
-    Key {
-        name,
-        required: false,
-        doc,
-    }
-}
 
 /// `cgroup`: required unless the scenario declares one group only.
 const CGROUP: Key = opt(
@@ -77,13 +51,13 @@ pub const STEPS: &[StepSyntax] = &[
     },
     StepSyntax {
         kind: StepKind::Sync,
-        doc: "sync(2) of everything, from the helper group",
+        doc: "calls sync(2) from the helper group: every dirty page of the machine is written",
         keys: &[],
         read: |_| Ok(Step::Sync),
     },
     StepSyntax {
         kind: StepKind::Fsync,
-        doc: "fsync(2) of one file",
+        doc: "calls fsync(2) on one file",
         keys: &[CGROUP, FILE],
         read: |i| {
             Ok(Step::Fsync {
@@ -350,6 +324,49 @@ pub const STEPS: &[StepSyntax] = &[
         },
     },
 ];
+
+/// The step reference (docs/steps.md), generated from `STEPS`.
+pub fn reference() -> String {
+    let mut s = String::from(
+        "# Step actions
+
+Every action a `[[phase]]` step can take, with its keys. Generated from the step table (`STEPS`
+in src/scenario/steps.rs); `cargo test --test docs` fails when this page and the code differ, and
+`MEMCGTEST_WRITE_DOCS=1 cargo test --test docs` writes it anew. Back to the
+[README](../README.md); the file format is in [scenario-format.md](scenario-format.md).
+
+A step is a table with `action` and the keys of that action, inline
+(`steps = [{ action = \"write\", cgroup = \"test\", size = \"64M\" }]`) or as `[[phase.steps]]`;
+any other key is an error at that key (`action \"sync\" takes no \"counter\"`). Sizes are strings
+(`\"64M\"`, at most 1 TiB), durations too (`\"10s\"`, at most a day). Files are plain names in the
+scenario's own scratch directory. A task is started by `hold` and named by the steps that use it.
+",
+    );
+    for st in STEPS {
+        s += &format!("\n## {}\n\n{}.\n\n", st.kind, capitalized(st.doc));
+        if st.keys.is_empty() {
+            s += "It takes no keys but `action`.\n";
+            continue;
+        }
+        s += "| key | | meaning |\n|---|---|---|\n";
+        for k in st.keys {
+            s += &format!(
+                "| `{}` | {} | {} |\n",
+                k.name,
+                if k.required { "required" } else { "optional" },
+                k.doc
+            );
+        }
+    }
+    s
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}
 
 /// The syntax of a kind.
 pub fn syntax(kind: StepKind) -> &'static StepSyntax {
