@@ -8,7 +8,7 @@ use std::any::Any;
 use crate::model::Column;
 use crate::model::Record;
 use crate::model::error::ScenarioError;
-use crate::model::source::{Key, opt, req};
+use crate::model::source::{Key, key_table, opt, req};
 use crate::model::stats;
 use crate::model::units::human_bytes;
 pub use crate::model::{CheckResult, Outcome};
@@ -188,19 +188,7 @@ pub fn reference() -> String {
     let mut s = String::from(REFERENCE_HEAD);
     for k in KINDS {
         s += &format!("\n## {}\n\n{}\n\n", k.kind, k.doc.trim());
-        if k.keys.is_empty() {
-            s += "It takes no keys but `kind`.\n";
-            continue;
-        }
-        s += "| key | | meaning |\n|---|---|---|\n";
-        for key in k.keys {
-            s += &format!(
-                "| `{}` | {} | {} |\n",
-                key.name,
-                if key.required { "required" } else { "optional" },
-                key.doc.replace('|', "\\|")
-            );
-        }
+        s += &key_table(k.keys, "kind");
     }
     s
 }

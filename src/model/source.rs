@@ -156,6 +156,23 @@ pub const fn opt(name: &'static str, doc: &'static str) -> Key {
     }
 }
 
+/// The Markdown table of a kind's keys for the references; `tag` names the key every table has.
+pub fn key_table(keys: &[Key], tag: &str) -> String {
+    if keys.is_empty() {
+        return format!("It takes no keys but `{tag}`.\n");
+    }
+    let mut s = String::from("| key | | meaning |\n|---|---|---|\n");
+    for k in keys {
+        s += &format!(
+            "| `{}` | {} | {} |\n",
+            k.name,
+            if k.required { "required" } else { "optional" },
+            k.doc.replace('|', "\\|")
+        );
+    }
+    s
+}
+
 /// A table of a scenario file as written (`[[check]]`, a step): its keys and values with their
 /// spans, read by the kind its `kind` or `action` key names.
 pub type Table = std::collections::BTreeMap<Spanned<String>, Spanned<toml::Value>>;

@@ -12,7 +12,7 @@ use toml::Spanned;
 use super::{Hold, ScenarioError, Step};
 use crate::model::StepKind;
 use crate::model::counter::{Counter, Source, counter};
-use crate::model::source::{Key, Keys, Table, Text, opt, req};
+use crate::model::source::{Key, Keys, Table, Text, key_table, opt, req};
 use crate::model::units::MIN_INTERVAL;
 
 /// `cgroup`: required unless the scenario declares one group only.
@@ -344,19 +344,7 @@ scenario's own scratch directory. A task is started by `hold` and named by the s
     );
     for st in STEPS {
         s += &format!("\n## {}\n\n{}.\n\n", st.kind, capitalized(st.doc));
-        if st.keys.is_empty() {
-            s += "It takes no keys but `action`.\n";
-            continue;
-        }
-        s += "| key | | meaning |\n|---|---|---|\n";
-        for k in st.keys {
-            s += &format!(
-                "| `{}` | {} | {} |\n",
-                k.name,
-                if k.required { "required" } else { "optional" },
-                k.doc
-            );
-        }
+        s += &key_table(st.keys, "action");
     }
     s
 }
