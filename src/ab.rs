@@ -299,7 +299,7 @@ pub struct Kernels {
 /// per boot; a boot during which the host was busy runs again), and compares each side's
 /// per-boot medians. With `report`: DIR/SIDE-ROUND is each boot's report directory,
 /// DIR/SIDE-ROUND.console its kernel console, DIR/SIDE/ROUND.json its result (`memcgtest compare
-/// --per-run DIR/base DIR/new` judges them again) and DIR/ab.json the comparison. Stops at the
+/// DIR/base DIR/new` judges them again) and DIR/ab.json the comparison. Stops at the
 /// first boot that could not test or whose guest refused the command; a boot that failed to
 /// start (an error of the host) or a signal ends the series as such a boot, and what was
 /// measured before is still compared and reported.
@@ -359,11 +359,7 @@ pub fn run(
             break;
         }
     }
-    let rows = compare::compare(
-        &compare::per_run(&pools[0]),
-        &compare::per_run(&pools[1]),
-        threshold_pct,
-    );
+    let rows = compare::compare_runs(&pools[0], &pools[1], threshold_pct, compare::Samples::Runs);
     let cost = compare::costs(&pools[0], &pools[1]);
     let verdict = judge(&boots, &rows);
     let rep = AbReport {
@@ -386,7 +382,7 @@ pub fn run(
 
 /// What can be looked at before the first boot, so a typo is not found minutes in: both kernel
 /// images and module trees. The report directory is made, and the results of an earlier A/B in
-/// it removed (they would be pooled by `compare --per-run` with these).
+/// it removed (they would be pooled by `compare` with these).
 fn check_inputs(kernels: &Kernels, report: Option<&Path>) -> Result<()> {
     for (k, m) in [&kernels.base, &kernels.new] {
         if let Err(e) = vm::qemu::check_kernel_image(k) {
@@ -559,7 +555,7 @@ pub fn render(rep: &AbReport) -> String {
     }
     s += "\n";
     if !rep.rows.is_empty() {
-        s += &compare::render(&rep.rows, rep.threshold_pct);
+        s += &compare::render(&rep.rows, rep.threshold_pct, compare::Samples::Runs);
     }
     s += &compare::render_costs(&rep.cost);
     s += &format!("verdict: {} (exit {})\n", rep.verdict, rep.exit);

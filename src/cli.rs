@@ -99,16 +99,20 @@ pub enum Command {
         #[arg(long, hide = true)]
         events: bool,
     },
-    /// Compare the measurements of two `run --format json` result files (exit 1 on a regression).
+    /// Compare the measurements of two sets of `run --format json` results, files or directories
+    /// of them: one sample per run, a verdict from 3 runs a side (exit 1 on a regression).
     Compare {
         base: PathBuf,
         new: PathBuf,
         /// Minimum change of the median, in percent, that can count as a regression.
         #[arg(long, default_value_t = 5.0, value_parser = compare::parse_threshold)]
         threshold: f64,
-        /// Each result file is one sample per measurement, its median (for directories of
-        /// repeated runs: the sample-size rule then counts runs, as `ab` does).
+        /// Pool every repetition of every run as a sample, instead of one sample per run (its
+        /// median). Repetitions of one run are not independent: the output says so.
         #[arg(long)]
+        pool_repetitions: bool,
+        /// One sample per run: the default (kept for scripts written before it was).
+        #[arg(long, hide = true)]
         per_run: bool,
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
@@ -175,7 +179,7 @@ pub enum Command {
         format: Format,
         /// Write every boot's report directory (DIR/base-1, DIR/new-1, ...) and console
         /// (DIR/base-1.console, ...), its result (DIR/base/1.json, ...: `memcgtest compare
-        /// --per-run DIR/base DIR/new` judges them again) and the comparison (DIR/ab.json).
+        /// DIR/base DIR/new` judges them again) and the comparison (DIR/ab.json).
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
         #[command(flatten)]

@@ -1,5 +1,9 @@
-//! `memcgtest compare BASE.json NEW.json`: the measurements of two result files (`run --format
-//! json`, e.g. the kernel before and after a patch series), side by side. The rule is lkp-tests':
+//! `memcgtest compare BASE NEW`: the measurements of two sets of result files (`run --format
+//! json`, a file or a directory of them, e.g. the kernel before and after a patch series), side
+//! by side. A run is the unit of independence: each file gives one sample per measurement, its
+//! median (repetitions inside one run share what the machine did in those seconds, its memory
+//! and cache state: they are not independent samples). `--pool-repetitions` pools them anyway,
+//! and says so. The rule is lkp-tests':
 //! a change counts only when the medians differ by more than the threshold AND the two sample
 //! sets separate (every new sample below every base sample for a regression, above for an
 //! improvement); anything else is "no significant change". Sample sets too small for separation to
@@ -61,12 +65,47 @@ pub fn verdict(base: &[f64], new: &[f64], threshold_pct: f64) -> (f64, Verdict) 
     (change, v)
 }
 
-/// The verdict column: "too few samples" says the counts (base v new).
-fn verdict_text(r: &Row) -> String {
-    match r.verdict {
-        Verdict::TooFewSamples => {
-            format!("too few samples (n={} v n={})", r.base.len(), r.new.len())
+/// What a sample of a comparison is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Samples {
+    /// One per run (result file): its median. The default.
+    Runs,
+    /// Every repetition of every run, pooled (`--pool-repetitions`): not independent.
+    PooledRepetitions,
+}
+
+impl Samples {
+    fn word(self) -> &'static str {
+        match self {
+            Samples::Runs => "runs",
+            Samples::PooledRepetitions => "samples",
         }
+    }
+}
+
+/// Compares the measurements of two sets of result files, a sample per run or pooled.
+pub fn compare_runs(
+    base: &[serde_json::Value],
+    new: &[serde_json::Value],
+    threshold_pct: f64,
+    samples: Samples,
+) -> Vec<Row> {
+    match samples {
+        Samples::Runs => compare(&per_run(base), &per_run(new), threshold_pct),
+        Samples::PooledRepetitions => compare(base, new, threshold_pct),
+    }
+}
+
+/// The verdict column: "too few runs" (or samples) says the counts (base v new).
+fn verdict_text(r: &Row, samples: Samples) -> String {
+    match r.verdict {
+        Verdict::TooFewSamples => format!(
+            "too few {} (n={} v n={})",
+            samples.word(),
+            r.base.len(),
+            r.new.len()
+        ),
         v => v.as_str().to_string(),
     }
 }
@@ -284,13 +323,21 @@ pub fn render_costs(costs: &[Cost]) -> String {
 }
 
 /// The human table.
-pub fn render(rows: &[Row], threshold_pct: f64) -> String {
+pub fn render(rows: &[Row], threshold_pct: f64, samples: Samples) -> String {
     let spread = |v: &[f64]| {
         let lo = v.iter().cloned().fold(f64::MAX, f64::min);
         let hi = v.iter().cloned().fold(f64::MIN, f64::max);
         format!("{lo:.0}..{hi:.0}")
     };
-    let mut s = format!(
+    let mut s = match samples {
+        Samples::Runs => String::from(
+            "one sample per run and measurement: its median (a run, not a repetition, is independent of the others)\n",
+        ),
+        Samples::PooledRepetitions => String::from(
+            "samples: every repetition of every run, pooled (--pool-repetitions). Repetitions of one run share its machine's state and are not independent: the rule's 5 % chance of a false verdict is not 5 % here\n",
+        ),
+    };
+    s += &format!(
         "{:<24} {:<34} {:>12} {:>12} {:>8}  {:<21} {:<21} verdict\n",
         "scenario", "measurement", "base", "new", "change", "base spread (n)", "new spread (n)"
     );
@@ -304,7 +351,7 @@ pub fn render(rows: &[Row], threshold_pct: f64) -> String {
             r.change_pct,
             format!("{} ({})", spread(&r.base), r.base.len()),
             format!("{} ({})", spread(&r.new), r.new.len()),
-            verdict_text(r)
+            verdict_text(r, samples)
         );
     }
     let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
@@ -316,8 +363,14 @@ pub fn render(rows: &[Row], threshold_pct: f64) -> String {
     let few = count(Verdict::TooFewSamples);
     if few > 0 {
         s += &format!(
-            "{few} not judged: too few samples (a verdict needs sets that separate by chance at most {} % of the time, 1 / C(n+m, n): at least 3 v 3). To get more, raise the scenario's repeat (pairs), or repeat the runs and pool them: memcgtest compare BASE_DIR NEW_DIR\n",
-            stats::MAX_CHANCE_PCT
+            "{few} not judged: too few {} (a verdict needs sets that separate by chance at most {} % of the time, 1 / C(n+m, n): at least 3 v 3). {}\n",
+            samples.word(),
+            stats::MAX_CHANCE_PCT,
+            match samples {
+                Samples::Runs =>
+                    "Run each kernel at least 3 times and compare the directories of results (memcgtest compare BASE_DIR NEW_DIR), or let memcgtest ab boot the two kernels alternately",
+                Samples::PooledRepetitions => "Raise the scenario's repeat, or repeat the runs",
+            }
         );
     }
     s
@@ -371,7 +424,7 @@ mod tests {
             #[test]
             fn arbitrary_results(a in json(), b in json(), t in 0.001f64..1000.0) {
                 let rows = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), t);
-                let _ = render(&rows, t);
+                let _ = render(&rows, t, Samples::Runs);
             }
 
             /// Arbitrary bytes as a result file: no panic, and an error names the file.
@@ -447,9 +500,10 @@ mod tests {
         let rows = compare(&[base], &[new], 5.0);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].verdict, Verdict::Regression);
-        let text = render(&rows, 5.0);
+        let text = render(&rows, 5.0, Samples::PooledRepetitions);
         assert!(text.contains("REGRESSION"));
         assert!(text.contains("1 regressions"));
+        assert!(text.contains("not independent"), "{text}");
     }
 
     #[test]
@@ -480,16 +534,47 @@ mod tests {
         };
         let rows = compare(&[file(100.0)], &[file(50.0)], 5.0);
         assert_eq!(rows[0].verdict, Verdict::TooFewSamples);
-        let text = render(&rows, 5.0);
+        let text = render(&rows, 5.0, Samples::PooledRepetitions);
         assert!(text.contains("too few samples (n=1 v n=1)"), "{text}");
         assert!(text.contains("0 regressions"), "{text}");
-        assert!(text.contains("compare BASE_DIR NEW_DIR"), "{text}");
         let base = [file(100.0), file(101.0), file(102.0)];
         let new = [file(50.0), file(51.0), file(52.0)];
         let rows = compare(&base, &new, 5.0);
         assert_eq!((rows[0].base.len(), rows[0].new.len()), (3, 3));
         assert_eq!(rows[0].verdict, Verdict::Regression);
-        assert!(!render(&rows, 5.0).contains("too few"));
+        assert!(!render(&rows, 5.0, Samples::Runs).contains("too few"));
+    }
+
+    /// A run is the unit: two single runs of five repetitions each, every repetition of the
+    /// second below every one of the first (what one busy run does), are too few runs for a
+    /// verdict by default; pooled, the same files call a regression (and say the samples are not
+    /// independent). Three runs a side, each its median, judge.
+    #[test]
+    fn a_run_not_a_repetition_is_a_sample() {
+        let run = |xs: [f64; 5]| {
+            serde_json::json!({"tool": "memcgtest", "scenarios": [
+                {"name": "s", "measurements": [{"name": "m", "unit": "MB/s", "samples": xs}]}]})
+        };
+        let (a, b) = (
+            run([100.0, 101.0, 99.0, 102.0, 98.0]),
+            run([60.0, 61.0, 59.0, 62.0, 58.0]),
+        );
+        let rows = compare_runs(&[a.clone()], &[b.clone()], 5.0, Samples::Runs);
+        assert_eq!(rows[0].verdict, Verdict::TooFewSamples);
+        assert_eq!((rows[0].base.len(), rows[0].new.len()), (1, 1));
+        let text = render(&rows, 5.0, Samples::Runs);
+        assert!(text.contains("too few runs (n=1 v n=1)"), "{text}");
+        assert!(text.contains("memcgtest ab"), "{text}");
+        let rows = compare_runs(&[a.clone()], &[b.clone()], 5.0, Samples::PooledRepetitions);
+        assert_eq!(rows[0].verdict, Verdict::Regression);
+        let rows = compare_runs(
+            &[a.clone(), a.clone(), a],
+            &[b.clone(), b.clone(), b],
+            5.0,
+            Samples::Runs,
+        );
+        assert_eq!((rows[0].base.len(), rows[0].new.len()), (3, 3));
+        assert_eq!(rows[0].verdict, Verdict::Regression);
     }
 
     #[test]

@@ -140,9 +140,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
             base,
             new,
             threshold,
-            per_run,
+            pool_repetitions,
             format,
-        } => compare_results(base, new, *threshold, *per_run, *format),
+            ..
+        } => compare_results(base, new, *threshold, *pool_repetitions, *format),
     }
 }
 
@@ -357,18 +358,19 @@ fn compare_results(
     base: &Path,
     new: &Path,
     threshold: f64,
-    per_run: bool,
+    pool_repetitions: bool,
     format: Format,
 ) -> Result<u8, Error> {
     let (b, n) = match (compare::load(base), compare::load(new)) {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => return Err(Error::Usage(format!("{e:#}"))),
     };
-    let rows = if per_run {
-        compare::compare(&compare::per_run(&b), &compare::per_run(&n), threshold)
+    let samples = if pool_repetitions {
+        compare::Samples::PooledRepetitions
     } else {
-        compare::compare(&b, &n, threshold)
+        compare::Samples::Runs
     };
+    let rows = compare::compare_runs(&b, &n, threshold, samples);
     if rows.is_empty() {
         return Err(Error::Usage(format!(
             "{} and {} have no measurement in common",
@@ -379,12 +381,12 @@ fn compare_results(
     let costs = compare::costs(&b, &n);
     match format {
         Format::Json => {
-            let v = serde_json::json!({ "measurements": rows, "cost": costs });
+            let v = serde_json::json!({ "samples": samples, "measurements": rows, "cost": costs });
             println!("{}", serde_json::to_string_pretty(&v).map_err(internal)?)
         }
         _ => print!(
             "{}{}",
-            compare::render(&rows, threshold),
+            compare::render(&rows, threshold, samples),
             compare::render_costs(&costs)
         ),
     }

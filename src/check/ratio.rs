@@ -4,17 +4,74 @@ use super::args::CheckArgs;
 use super::{
     Check, CheckResult, CheckSpec, Kind, MORE_SAMPLES, Outcome, missing, opt, ratio_tolerance, req,
 };
-use crate::model::Record;
+use std::collections::BTreeMap;
+
 use crate::model::StepKind;
 use crate::model::error::ScenarioError;
 use crate::model::stats::{self, Separation, median};
+use crate::model::{Load, Record};
 
-/// ratio: paired A/B. The rates of `step` steps in `inside` and in `outside` (alternating in the
-/// scenario, so drift hits both); the median ratio must be at least `min_ratio`. Like lkp-tests,
-/// a lower ratio fails only when the two sample sets separate (every inside sample below every
-/// outside one); otherwise the difference is within the noise and is reported as such. With too
-/// few samples to judge (`stats::enough_samples`) it is not exercised. Without `phase`, every
-/// phase but the warm-up ones counts.
+/// One pair of a ratio check: the rates of the inside and outside steps of one repetition of a
+/// phase, and the busiest load measured during either.
+struct Pair {
+    inside: f64,
+    outside: f64,
+    load: Option<Load>,
+}
+
+/// The pairs of `step` steps in `inside` and `outside`: one per repetition of a phase that ran
+/// both (of `phase` only, or of every phase but warm-ups).
+fn pairs(
+    rec: &Record,
+    step: StepKind,
+    (inside, outside): (&str, &str),
+    phase: Option<&str>,
+) -> Vec<Pair> {
+    let mut by_rep: BTreeMap<(usize, u32), (Option<f64>, Option<f64>, Option<Load>)> =
+        BTreeMap::new();
+    for s in rec.steps.iter().filter(|s| s.kind == step) {
+        let in_phase = rec.phases.get(s.phase).is_some_and(|x| match phase {
+            Some(p) => x.name == p,
+            None => !x.warmup,
+        });
+        let Some(rate) = crate::model::step_rate(s).filter(|_| in_phase) else {
+            continue;
+        };
+        let e = by_rep.entry((s.phase, s.rep)).or_default();
+        if s.cgroup == inside {
+            e.0 = Some(rate);
+        } else if s.cgroup == outside {
+            e.1 = Some(rate);
+        } else {
+            continue;
+        }
+        // The pair's load: a busy one if either step's was.
+        e.2 = match (e.2, s.load) {
+            (Some(l), _) if l.busy() => Some(l),
+            (l, None) => l,
+            (_, l) => l,
+        };
+    }
+    by_rep
+        .into_values()
+        .filter_map(|(i, o, load)| {
+            Some(Pair {
+                inside: i?,
+                outside: o?,
+                load,
+            })
+        })
+        .collect()
+}
+
+/// ratio: paired A/B. The rates of `step` steps in `inside` and in `outside`, paired by the
+/// repetition of the phase they ran in (the scenario alternates their order, so drift hits both);
+/// the median ratio must be at least `min_ratio`. A pair measured while the rest of the machine
+/// was busy (`Load::busy`) is left out: with too few quiet pairs left the check is inconclusive,
+/// never a pass or a failure. Like lkp-tests, a lower ratio fails only when the two sample sets
+/// separate (every inside sample below every outside one); otherwise the difference is within the
+/// noise and is reported as such. With too few samples to judge (`stats::enough_samples`) it is
+/// not exercised. Without `phase`, every phase but the warm-up ones counts.
 pub fn ratio(
     name: String,
     rec: &Record,
@@ -23,52 +80,80 @@ pub fn ratio(
     min_ratio: f64,
     phase: Option<&str>,
 ) -> CheckResult {
-    let rates = |g: &str| -> Vec<f64> {
-        rec.steps
-            .iter()
-            .filter(|s| s.kind == step && s.cgroup == g)
-            .filter(|s| {
-                rec.phases.get(s.phase).is_some_and(|x| match phase {
-                    Some(p) => x.name == p,
-                    None => !x.warmup,
-                })
-            })
-            .filter_map(crate::model::step_rate)
-            .collect()
-    };
-    let (a, b) = (rates(inside), rates(outside));
-    if a.is_empty() || b.is_empty() {
+    let all = pairs(rec, step, (inside, outside), phase);
+    if all.is_empty() {
         return missing(
             name,
             format!("no {step} step with a rate ran in {inside} and in {outside}"),
         );
     }
+    let (quiet, busy): (Vec<&Pair>, Vec<&Pair>) =
+        all.iter().partition(|p| !p.load.is_some_and(|l| l.busy()));
+    let a: Vec<f64> = quiet.iter().map(|p| p.inside).collect();
+    let b: Vec<f64> = quiet.iter().map(|p| p.outside).collect();
     let unit = step.rate_unit();
-    let (ma, mb) = (median(&a).unwrap(), median(&b).unwrap());
-    let r = ma / mb;
-    let pairs: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
-    let (pmin, pmax) = pairs
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
     let fmt = |v: &[f64]| {
         v.iter()
             .map(|x| format!("{x:.0}"))
             .collect::<Vec<_>>()
             .join(" ")
     };
+    let busy_text = if busy.is_empty() {
+        String::new()
+    } else {
+        let worst = busy
+            .iter()
+            .filter_map(|p| p.load)
+            .max_by(|x, y| x.others_cpus.total_cmp(&y.others_cpus))
+            .map(|l| l.describe())
+            .unwrap_or_default();
+        format!(
+            "; {} of {} pairs left out, measured while the machine was busy (up to {worst}): {inside} [{}], {outside} [{}]",
+            busy.len(),
+            all.len(),
+            fmt(&busy.iter().map(|p| p.inside).collect::<Vec<_>>()),
+            fmt(&busy.iter().map(|p| p.outside).collect::<Vec<_>>())
+        )
+    };
+    if !stats::enough_samples(a.len(), b.len()) {
+        let why = if busy.is_empty() {
+            format!("{}; {MORE_SAMPLES}", stats::too_few(a.len(), b.len()))
+        } else {
+            format!(
+                "inconclusive: the machine was busy during {} of {} pairs, and the {} quiet ones are too few for a verdict ({})",
+                busy.len(),
+                all.len(),
+                quiet.len(),
+                stats::too_few(a.len(), b.len())
+            )
+        };
+        let mut res = missing(
+            name,
+            format!(
+                "{why}; {unit} samples: {inside} [{}], {outside} [{}]{busy_text}",
+                fmt(&a),
+                fmt(&b)
+            ),
+        );
+        res.tolerance = Some(format!(
+            "{}; {}",
+            ratio_tolerance(min_ratio),
+            Load::thresholds()
+        ));
+        return res;
+    }
+    let (ma, mb) = (median(&a).unwrap(), median(&b).unwrap());
+    let r = ma / mb;
+    let ratios: Vec<f64> = quiet.iter().map(|p| p.inside / p.outside).collect();
+    let (pmin, pmax) = ratios
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
     let samples = format!(
-        "{unit} samples: {inside} [{}], {outside} [{}]; pair ratios {pmin:.2}..{pmax:.2}",
+        "{unit} samples: {inside} [{}], {outside} [{}]; pair ratios {pmin:.2}..{pmax:.2}{busy_text}",
         fmt(&a),
         fmt(&b)
     );
     let (outcome, detail) = match stats::separation(&b, &a) {
-        Separation::TooFewSamples => (
-            Outcome::NotExercised,
-            format!(
-                "{}; {MORE_SAMPLES}; {samples}",
-                stats::too_few(a.len(), b.len())
-            ),
-        ),
         _ if r >= min_ratio => (
             Outcome::Pass,
             format!("{step} in {inside} runs at {r:.2}x the rate in {outside}; {samples}"),
@@ -93,7 +178,11 @@ pub fn ratio(
         format!(">= {min_ratio:.2}"),
         detail,
     );
-    res.tolerance = Some(ratio_tolerance(min_ratio));
+    res.tolerance = Some(format!(
+        "{}; {}",
+        ratio_tolerance(min_ratio),
+        Load::thresholds()
+    ));
     res
 }
 
@@ -113,8 +202,12 @@ pub struct Ratio {
 pub const KIND: Kind = Kind {
     kind: "ratio",
     doc: "Paired A/B: the median rate of the `step` steps that ran in `inside` is at least \
-`min_ratio` times the median in `outside`; the two alternate in the scenario, so drift \
-of the machine hits both. Without `phase`, every phase but warm-up ones counts. As \
+`min_ratio` times the median in `outside`, paired by the repetition they ran in; the \
+phase alternates their order (`alternate = true`), so drift of the machine hits both. \
+A pair measured while the rest of the machine was busy (other processes above a quarter \
+of a CPU, or dirtying more than 4 MB/s; the runner runs such a repetition again) is left \
+out and shown; with too few quiet pairs left the check is inconclusive, never a pass or \
+a failure. Without `phase`, every phase but warm-up ones counts. As \
 lkp-tests decides, a lower ratio fails only when the sample sets separate (every \
 inside sample below every outside one). With fewer samples than the sample-size rule \
 needs (at least 3 pairs) it is not exercised: \"too few samples\". All samples and the \

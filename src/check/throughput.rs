@@ -4,10 +4,10 @@ use super::args::CheckArgs;
 use super::{
     Check, CheckResult, CheckSpec, Kind, MORE_SAMPLES, Outcome, missing, ratio_tolerance, req,
 };
-use crate::model::Record;
 use crate::model::StepKind;
 use crate::model::error::ScenarioError;
 use crate::model::stats::{self, Separation};
+use crate::model::{Load, Record};
 
 /// (c) the write throughput of `phase` is at least `min_ratio` times that of `baseline`: median
 /// over each phase's repetitions. Machines are noisy, so as lkp-tests decides a regression, it
@@ -40,7 +40,25 @@ pub fn throughput(
         fmt(&mp.samples_mb_per_s),
         fmt(&mb.samples_mb_per_s)
     );
+    // Repetitions measured on a busy machine are no samples (see `Load`).
+    let busy: usize = [p, b]
+        .iter()
+        .map(|&i| {
+            let reps = rec.steps.iter().filter(|s| s.phase == i).map(|s| s.rep);
+            let mut reps: Vec<u32> = reps.collect();
+            reps.dedup();
+            reps.iter().filter(|&&r| rec.busy_rep(i, r)).count()
+        })
+        .sum();
     let (outcome, detail) = match stats::separation(&mb.samples_mb_per_s, &mp.samples_mb_per_s) {
+        Separation::TooFewSamples if busy > 0 => (
+            Outcome::NotExercised,
+            format!(
+                "inconclusive: {busy} repetitions were measured while the machine was busy ({}), and the quiet ones are too few for a verdict ({}); {samples}",
+                Load::thresholds(),
+                stats::too_few(mp.samples_mb_per_s.len(), mb.samples_mb_per_s.len())
+            ),
+        ),
         Separation::TooFewSamples => (
             Outcome::NotExercised,
             format!(

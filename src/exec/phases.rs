@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::context::{Context, Guard, Stop};
+use super::load::LoadProbe;
 use super::sample::Sampler;
 use super::steps::{
     Holders, StepEnv, execute_step, idle_by_design, prepare_probe, waits_on_writeback,
@@ -35,6 +36,16 @@ pub(super) struct Run<'a> {
     pub(super) moves: Vec<MoveRecord>,
     /// The step a stall or timeout cut off (see `Record::stopped`).
     pub(super) stopped: Option<StepRecord>,
+    /// The scenario's top group: its workers and tasks are the run's own load.
+    pub(super) root: &'a Cgroup,
+    /// Notes for the result (repetitions run again because the machine was busy).
+    pub(super) notes: Vec<String>,
+}
+
+/// How many repetitions of a measured phase may be run again because the machine was busy
+/// during one of their measured steps: as many as the phase has.
+fn rerun_budget(phase: &Phase) -> u32 {
+    phase.repeat
 }
 
 impl Run<'_> {
@@ -86,13 +97,31 @@ impl Run<'_> {
             };
             guard.workers.push(workload::spawn(&job, self.aux)?);
         }
-        let steps = (0..phase.repeat).flat_map(|r| phase.steps.iter().map(move |s| (r, s)));
+        let (mut rep, mut reps, mut reruns) = (0, phase.repeat, 0);
         let mut ran = Ok(());
-        for (rep, step) in steps {
-            ran = self.step((pi, rep), &phase.name, step, guard, holders);
-            if ran.is_err() {
-                break;
+        'reps: while rep < reps {
+            for step in phase.order(rep) {
+                ran = self.step((pi, rep), &phase.name, step, guard, holders);
+                if ran.is_err() {
+                    break 'reps;
+                }
             }
+            // A repetition measured while the rest of the machine was busy says nothing about
+            // the kernel: it is kept in the record (marked) and run again, within a budget.
+            if let Some(why) = self.busy_rep(pi, rep).filter(|_| phase.measures())
+                && reruns < rerun_budget(phase)
+            {
+                reruns += 1;
+                reps += 1;
+                let note = format!(
+                    "phase {}: repetition {} ran again: the machine was busy during it ({why})",
+                    phase.name,
+                    rep + 1
+                );
+                self.ctx.progress.measured(&self.sc.name, &note);
+                self.notes.push(note);
+            }
+            rep += 1;
         }
         // Antagonists are the last workers started; stop them at the end of their phase.
         for mut w in guard.workers.drain(first..) {
@@ -144,9 +173,16 @@ impl Run<'_> {
             self.sampler.wait_fresh(2);
         }
         let t0 = self.t0;
+        let probe = || {
+            kind.measured()
+                .then(|| LoadProbe::read(self.root))
+                .flatten()
+        };
+        let before = probe();
         let s_start = t0.elapsed().as_secs_f64();
         let ran = execute_step(&mut env);
         let s_end = t0.elapsed().as_secs_f64();
+        let after = probe();
         // A step stopped by a timeout or a stall is recorded up to now (with nothing measured),
         // so the checks judge what the samples show during it.
         let res = match ran {
@@ -186,8 +222,30 @@ impl Run<'_> {
             killed: res.killed,
             task_killed: res.task_killed,
             survived: res.survived,
+            load: match (&before, &after) {
+                (Some(b), Some(a)) => {
+                    let own = if kind == StepKind::Write {
+                        res.bytes
+                    } else {
+                        0
+                    };
+                    Some(a.since(b, own, ctx.machine.page_size))
+                }
+                _ => None,
+            },
         });
         after_step(self.sampler, guard, kind, probe_mark)
+    }
+}
+
+impl Run<'_> {
+    /// Why repetition `rep` of phase `pi` was measured on a busy machine, if it was.
+    fn busy_rep(&self, pi: usize, rep: u32) -> Option<String> {
+        self.steps
+            .iter()
+            .filter(|s| s.phase == pi && s.rep == rep)
+            .find_map(|s| s.load.filter(|l| l.busy()))
+            .map(|l| l.describe())
     }
 }
 

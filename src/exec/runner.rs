@@ -227,6 +227,8 @@ fn execute(
         steps: Vec::new(),
         moves: Vec::new(),
         stopped: None,
+        root: &root,
+        notes: Vec::new(),
     };
     // A timeout or a stall stops the phases, not the judgement: the checks are evaluated on the
     // record so far, so the verdict names what broke rather than only how long it took.
@@ -243,6 +245,7 @@ fn execute(
         Err(other) => return Err(other),
     };
     let (phases, steps, moves, stopped_step) = (run.phases, run.steps, run.moves, run.stopped);
+    result.notes.extend(run.notes);
     let series: Series = sampler
         .stop()
         .map_err(|e| Stop::Failed(Error::Kernel(format!("{e:#}"))))?;

@@ -55,6 +55,59 @@ pub struct StepRecord {
     pub killed: u32,
     pub task_killed: bool,
     pub survived: u32,
+    /// What the rest of the machine did while a measured step ran (write, read, fault, usemem).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<Load>,
+}
+
+/// What the rest of the machine did while a step was measured: other processes' CPU (their user
+/// time: the machine's from /proc/stat minus the run's own and its workers'), the pages they
+/// dirtied (nr_dirtied minus the step's own writes), and where the kernel has PSI, the share of
+/// the step during which some task waited for a CPU or for I/O (the run's own tasks included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Load {
+    /// CPUs other processes kept busy, on average.
+    pub others_cpus: f64,
+    /// MB/s other processes dirtied.
+    pub others_dirtied_mb_s: f64,
+    pub cpu_pressure: Option<f64>,
+    pub io_pressure: Option<f64>,
+}
+
+impl Load {
+    /// Other processes' CPU beyond which a measured step says nothing about the kernel: a quarter
+    /// of a CPU (as `ab` judges a boot: see docs/ab.md).
+    pub const BUSY_CPUS: f64 = 0.25;
+    /// Other processes' writes beyond which a measured step says nothing: 4 MB/s of dirtied
+    /// pages (an idle machine dirties about none; a background writer tens to hundreds).
+    pub const BUSY_DIRTIED_MB_S: f64 = 4.0;
+
+    /// Whether the machine was too busy for the step's rate to mean anything.
+    pub fn busy(&self) -> bool {
+        self.others_cpus > Self::BUSY_CPUS || self.others_dirtied_mb_s > Self::BUSY_DIRTIED_MB_S
+    }
+
+    /// "0.61 CPUs, 12.0 MB/s dirtied by other processes".
+    pub fn describe(&self) -> String {
+        format!(
+            "{:.2} CPUs and {:.1} MB/s of dirtied pages by other processes{}",
+            self.others_cpus,
+            self.others_dirtied_mb_s,
+            match self.cpu_pressure {
+                Some(p) => format!(", CPU pressure {:.0} %", p * 100.0),
+                None => String::new(),
+            }
+        )
+    }
+
+    /// The thresholds, for tolerances.
+    pub fn thresholds() -> String {
+        format!(
+            "a sample counts only when other processes used at most {} CPUs and dirtied at most {} MB/s during its step",
+            Self::BUSY_CPUS,
+            Self::BUSY_DIRTIED_MB_S
+        )
+    }
 }
 
 /// One executed phase.
@@ -229,6 +282,12 @@ impl Record {
             reps[i].0 += s.bytes;
             reps[i].1 += s.seconds;
         }
+        // A repetition measured on a busy machine is no sample (see `Load`).
+        for (i, r) in reps.iter_mut().enumerate() {
+            if self.busy_rep(phase, i as u32) {
+                *r = (0, 0.0);
+            }
+        }
         let samples: Vec<f64> = reps
             .iter()
             .filter(|(_, s)| *s > 0.0)
@@ -243,6 +302,13 @@ impl Record {
             samples_mb_per_s: samples,
             wall_seconds: p.end - p.start,
         }
+    }
+
+    /// Whether a measured step of repetition `rep` of phase `phase` ran on a busy machine.
+    pub fn busy_rep(&self, phase: usize, rep: u32) -> bool {
+        self.steps
+            .iter()
+            .any(|s| s.phase == phase && s.rep == rep && s.load.is_some_and(|l| l.busy()))
     }
 
     pub fn phase_by_name(&self, name: &str) -> Option<usize> {
@@ -312,6 +378,7 @@ impl Record {
                     .steps
                     .iter()
                     .filter(|s| s.phase == i && s.kind == kind && s.cgroup == cg)
+                    .filter(|s| !self.busy_rep(i, s.rep))
                     .collect();
                 out.push(Measurement {
                     name: format!("{}: {kind} in {cg}", p.name),

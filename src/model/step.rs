@@ -96,6 +96,15 @@ impl StepKind {
         StepKind::ALL.map(StepKind::name).join(", ")
     }
 
+    /// Whether a step of this kind is measured: its rate is a sample for `compare` and the ratio
+    /// checks, and the runner records what the rest of the machine did meanwhile.
+    pub fn measured(self) -> bool {
+        matches!(
+            self,
+            StepKind::Write | StepKind::Read | StepKind::Fault | StepKind::Usemem
+        )
+    }
+
     /// The unit of the rate `compare` and the ratio checks measure a step of this kind in:
     /// faults per second for a fault loop, decimal MB/s for everything that moves bytes.
     pub fn rate_unit(self) -> &'static str {

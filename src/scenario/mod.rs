@@ -494,8 +494,42 @@ pub struct Phase {
     pub repeat: u32,
     /// Runs to bring the machine to speed (first-touch faults, cold caches); measures nothing.
     pub warmup: bool,
+    /// Odd repetitions run the steps in blocks reversed (see `Phase::order`): paired measurements
+    /// go A B, B A, A B, ..., so neither side always runs first.
+    pub alternate: bool,
     pub steps: Vec<Step>,
     pub antagonists: Vec<Antagonist>,
+}
+
+impl Phase {
+    /// The steps of repetition `rep`, in the order they run. Without `alternate`, as written.
+    /// With it, odd repetitions reverse the order of the blocks, each block a measured step and
+    /// the steps after it up to the next measured one (`write A, sync, write B, sync` becomes
+    /// `write B, sync, write A, sync`); steps before the first measured one stay first.
+    pub fn order(&self, rep: u32) -> Vec<&Step> {
+        if !self.alternate || rep % 2 == 0 {
+            return self.steps.iter().collect();
+        }
+        let mut head = Vec::new();
+        let mut blocks: Vec<Vec<&Step>> = Vec::new();
+        for s in &self.steps {
+            if s.kind().measured() {
+                blocks.push(vec![s]);
+            } else if let Some(b) = blocks.last_mut() {
+                b.push(s);
+            } else {
+                head.push(s);
+            }
+        }
+        head.into_iter()
+            .chain(blocks.into_iter().rev().flatten())
+            .collect()
+    }
+
+    /// Whether it measures anything: not a warm-up, with a measured step.
+    pub fn measures(&self) -> bool {
+        !self.warmup && self.steps.iter().any(|s| s.kind().measured())
+    }
 }
 
 /// The scenario's `[sample]` table: the interval, and counters and /proc/vmstat keys sampled

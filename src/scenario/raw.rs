@@ -74,6 +74,9 @@ pub(super) struct RawPhase {
     pub(super) repeat: Option<Spanned<u32>>,
     #[serde(default)]
     pub(super) warmup: bool,
+    /// Odd repetitions run the measured steps in reverse order (A B, B A, ...).
+    #[serde(default)]
+    pub(super) alternate: bool,
     #[serde(default)]
     pub(super) steps: Vec<Spanned<Table>>,
     #[serde(default)]

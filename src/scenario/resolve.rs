@@ -323,6 +323,7 @@ fn phases(cx: &Text, raw: &RawScenario, groups: &[String]) -> Result<Vec<Phase>,
             name: rp.name.get_ref().clone(),
             repeat,
             warmup: rp.warmup,
+            alternate: rp.alternate,
             steps,
             antagonists,
         });

@@ -814,3 +814,39 @@ fn errors_a_new_user_meets_say_what_to_do() {
     ));
     assert!(e.msg.contains("cgroup v2 setting"), "{e}");
 }
+
+/// `alternate = true`: odd repetitions run the measured steps' blocks in reverse (A B, B A).
+#[test]
+fn alternating_phases_reverse_their_blocks_on_odd_repetitions() {
+    let s = parse(
+        "f.toml",
+        &GOOD.replace(
+            "name = \"p1\"\n",
+            "name = \"p1\"\nrepeat = 2\nalternate = true\n",
+        )
+        .replace(
+            r#"steps = [{ action = "write", cgroup = "a/b", size = "8M" }, { action = "sync" }]"#,
+            r#"steps = [{ action = "sync" }, { action = "write", cgroup = "a/b", size = "8M" }, { action = "sync" }, { action = "write", cgroup = "a", size = "8M" }, { action = "sync" }]"#,
+        ),
+    )
+    .unwrap();
+    let p = &s.phases[0];
+    let kinds = |rep| {
+        p.order(rep)
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}{}",
+                    s.kind(),
+                    s.cgroup().map(|c| format!(" {c}")).unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kinds(0), ["sync", "write a/b", "sync", "write a", "sync"]);
+    assert_eq!(kinds(1), ["sync", "write a", "sync", "write a/b", "sync"]);
+    assert_eq!(kinds(2), kinds(0));
+    assert!(p.measures());
+    // Without it, the order is as written every time.
+    assert_eq!(s.phases[1].order(1).len(), 1);
+}

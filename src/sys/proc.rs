@@ -250,9 +250,78 @@ pub fn user_cpu_seconds(proc: &Path) -> Result<f64> {
     Ok(ticks as f64 / procfs::LocalSystemInfo.ticks_per_second() as f64)
 }
 
+/// What the whole machine has done so far, for telling what the rest of it did during a measured
+/// step (see `model::Load`): user CPU time (/proc/stat, see [`user_cpu_seconds`]), pages dirtied
+/// (/proc/vmstat nr_dirtied) and, where the kernel has PSI, the time some task waited for a CPU
+/// and for I/O (/proc/pressure/{cpu,io} "some total", µs).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MachineCounters {
+    pub user_seconds: f64,
+    pub dirtied_pages: i64,
+    pub cpu_some_us: Option<u64>,
+    pub io_some_us: Option<u64>,
+}
+
+/// The machine's counters now, under a /proc at `proc`.
+pub fn machine_counters(proc: &Path) -> Result<MachineCounters> {
+    let pressure = |what: &str| {
+        std::fs::read_to_string(proc.join("pressure").join(what))
+            .ok()
+            .and_then(|t| psi_some_total(&t))
+    };
+    Ok(MachineCounters {
+        user_seconds: user_cpu_seconds(proc)?,
+        dirtied_pages: vmstat_snapshot(proc)?.get("nr_dirtied").unwrap_or(0),
+        cpu_some_us: pressure("cpu"),
+        io_some_us: pressure("io"),
+    })
+}
+
+/// The "some" line's total (µs) of a /proc/pressure file.
+pub fn psi_some_total(text: &str) -> Option<u64> {
+    text.lines()
+        .find(|l| l.starts_with("some "))?
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
+/// User CPU seconds of processes `pids` so far (utime of /proc/PID/stat; a process gone since
+/// counts 0), under a /proc at `proc`.
+pub fn user_seconds_of(proc: &Path, pids: &[i32]) -> f64 {
+    let tps = procfs::LocalSystemInfo.ticks_per_second() as f64;
+    pids.iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(proc.join(p.to_string()).join("stat")).ok()?;
+            // utime is field 14; the command (field 2) may hold spaces, so count after its ')'.
+            let rest = &text[text.rfind(')')? + 1..];
+            rest.split_whitespace().nth(11)?.parse::<u64>().ok()
+        })
+        .map(|t| t as f64 / tps)
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pressure_and_process_times_are_read() {
+        let psi = "some avg10=0.00 avg60=0.00 avg300=0.00 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=7\n";
+        assert_eq!(psi_some_total(psi), Some(123456));
+        assert_eq!(psi_some_total("full total=1\n"), None);
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("42")).unwrap();
+        // comm with a space and a ')' in it; utime 250 ticks.
+        std::fs::write(
+            d.path().join("42/stat"),
+            "42 (a b) c) S 1 42 42 0 -1 4194304 100 0 0 0 250 30 0 0 20 0 1 0 5 0 0\n",
+        )
+        .unwrap();
+        let tps = procfs::LocalSystemInfo.ticks_per_second() as f64;
+        assert_eq!(user_seconds_of(d.path(), &[42, 43]), 250.0 / tps);
+    }
 
     #[test]
     fn zoneinfo_threshold_takes_the_largest_per_node() {

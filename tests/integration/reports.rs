@@ -142,11 +142,21 @@ fn one_sample(result: &serde_json::Value, i: usize, scale: f64) -> serde_json::V
 
 /// `memcgtest compare BASE NEW --format json`: exit code and rows.
 fn compare_json(base: &Path, new: &Path) -> (Option<i32>, Vec<serde_json::Value>) {
+    compare_json_with(base, new, &[])
+}
+
+/// `compare --format json` with more options.
+fn compare_json_with(
+    base: &Path,
+    new: &Path,
+    options: &[&str],
+) -> (Option<i32>, Vec<serde_json::Value>) {
     let o = bin()
         .arg("compare")
         .arg(base)
         .arg(new)
         .args(["--format", "json"])
+        .args(options)
         .output()
         .unwrap();
     let rows: serde_json::Value =
@@ -213,10 +223,16 @@ fn fault_overhead_runs_and_compare_judges_only_on_enough_samples() {
         for r in &rows {
             assert_eq!(r["verdict"], "no-significant-change", "{r}");
         }
-        // Two runs: enough samples for a verdict, which may be anything; exit 1 only on a
-        // regression.
+        // Two single runs: a run is one sample (its median), too few for any verdict, exit 0.
         let (code, rows) = compare_json(&a, &b);
         assert!(!rows.is_empty());
+        assert_eq!(code, Some(0), "{rows:?}");
+        for r in &rows {
+            assert_eq!(r["verdict"], "too-few-samples", "{r}");
+        }
+        // Their repetitions pooled (not independent, on request): enough samples for a
+        // verdict, which may be anything; exit 1 only on a regression.
+        let (code, rows) = compare_json_with(&a, &b, &["--pool-repetitions"]);
         for r in &rows {
             assert_ne!(r["verdict"], "too-few-samples", "{r}");
         }
@@ -246,7 +262,7 @@ fn fault_overhead_runs_and_compare_judges_only_on_enough_samples() {
             .unwrap();
         assert_eq!(o.status.code(), Some(0));
         assert!(
-            text(&o).contains("too few samples (n=1 v n=1)"),
+            text(&o).contains("too few runs (n=1 v n=1)"),
             "{}",
             text(&o)
         );

@@ -587,3 +587,53 @@ fn dirty_probe_passes_on_exact_count_and_skips_when_writeback_ran() {
 mod kinds;
 mod moves;
 mod truth;
+
+/// A pair measured while other processes kept the machine busy is left out; with too few quiet
+/// pairs left the check is inconclusive, never a failure (nor a pass), and says why.
+#[test]
+fn busy_pairs_are_left_out_and_too_many_make_the_ratio_inconclusive() {
+    let slow = [
+        (500.0, 1000.0),
+        (510.0, 990.0),
+        (490.0, 1010.0),
+        (505.0, 1000.0),
+        (495.0, 980.0),
+    ];
+    let busy = crate::model::Load {
+        others_cpus: 1.5,
+        others_dirtied_mb_s: 0.0,
+        cpu_pressure: Some(0.4),
+        io_pressure: None,
+    };
+    let mark = |r: &mut Record, reps: &[u32]| {
+        for s in r.steps.iter_mut().filter(|s| reps.contains(&s.rep)) {
+            s.load = Some(busy);
+        }
+    };
+    // Two busy pairs, three quiet ones: still a verdict, the busy pairs shown apart.
+    let mut r = ratio_record(&[], &slow);
+    mark(&mut r, &[0, 1]);
+    let c = ratio_of(&r, Some("pairs"));
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(c.detail.contains("2 of 5 pairs left out"), "{}", c.detail);
+    // Three busy pairs: two quiet ones cannot judge.
+    mark(&mut r, &[2]);
+    let c = ratio_of(&r, Some("pairs"));
+    assert_eq!(c.outcome, Outcome::NotExercised, "{c:?}");
+    assert!(
+        c.detail
+            .starts_with("inconclusive: the machine was busy during 3 of 5 pairs"),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("1.50 CPUs"), "{}", c.detail);
+    // A quiet machine: every pair counts (a load below the thresholds is no reason).
+    let mut r = ratio_record(&[], &slow);
+    for s in &mut r.steps {
+        s.load = Some(crate::model::Load {
+            others_cpus: 0.1,
+            ..busy
+        });
+    }
+    assert_eq!(ratio_of(&r, Some("pairs")).outcome, Outcome::Fail);
+}
