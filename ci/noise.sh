@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # Noise benchmark (not part of CI: it measures, it does not gate): runs this machine's quick suite
-# N times while a background writer, in a cgroup of its own outside the run, writes and deletes
-# 1 GiB files in a loop, and prints how often each scenario passed. Nothing a verdict depends on
-# may come from that writer. Run as root from the repository root:
+# (or the scenarios given) N times beside a load in a cgroup of its own outside the run, and
+# prints how often each scenario passed, failed, was skipped (inconclusive skips of the
+# performance checks counted apart) or errored. Nothing a verdict depends on may come from that
+# load. Two loads:
+#   writer  (default): a background writer writes and deletes 1 GiB files in a loop;
+#   cpu-io  (NOISE=cpu-io): a CPU burner on every CPU, the writer, and an unpacker that unpacks a
+#           tarball of 20,000 small files and deletes them, over and over (page cache churn).
+# Run as root from the repository root:
 #
-#   ci/noise.sh [N]                          # N runs (default 5)
+#   ci/noise.sh [N] [SCENARIO...]            # N runs (default 5), the writer
+#   NOISE=cpu-io ci/noise.sh 30 dirty-migration fault-overhead reclaim-parallel-read
 #   MEMCGTEST_NO_CACHESTAT=1 ci/noise.sh 3   # the fallback (machine-wide counters) under noise
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
+shift || true
+scenarios=("$@")
+mode=${NOISE:-writer}
+case "$mode" in writer|cpu-io) ;; *) echo "NOISE must be writer or cpu-io"; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "ci/noise.sh must run as root"; exit 1; }
 cargo build --release -q
 bin=target/release/memcgtest
@@ -24,39 +34,53 @@ fi
 wdir=$(mktemp -d /var/tmp/noise-writer.XXXXXX)
 mkdir "$wgroup"
 out=$(mktemp -d)
-writer=""
+loads=()
 finish() {
-  [ -n "$writer" ] && kill "$writer" 2>/dev/null && wait "$writer" 2>/dev/null || true
+  for p in "${loads[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${loads[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$wdir" "$out"
   rmdir "$wgroup" 2>/dev/null || true
 }
 trap finish EXIT
 
-(
-  echo $BASHPID > "$wgroup/cgroup.procs"
-  while :; do
-    dd if=/dev/zero of="$wdir/f" bs=1M count=1024 status=none
-    rm -f "$wdir/f"
+# in_group CMD...: runs CMD in the load's group, in the background.
+in_group() {
+  ( echo $BASHPID > "$wgroup/cgroup.procs"; exec "$@" ) &
+  loads+=($!)
+}
+in_group bash -c "while :; do dd if=/dev/zero of='$wdir/f' bs=1M count=1024 status=none; rm -f '$wdir/f'; done"
+echo "background writer in $wgroup writing 1 GiB files to $wdir"
+if [ "$mode" = cpu-io ]; then
+  for _ in $(seq 1 "$(nproc)"); do
+    in_group bash -c 'while :; do :; done'
   done
-) &
-writer=$!
+  mkdir -p "$wdir/src"
+  for d in $(seq 1 20); do
+    mkdir -p "$wdir/src/$d"
+    for f in $(seq 1 1000); do echo "$d $f" > "$wdir/src/$d/$f"; done
+  done
+  tar -cf "$wdir/files.tar" -C "$wdir" src
+  rm -rf "$wdir/src"
+  in_group bash -c "while :; do mkdir -p '$wdir/u'; tar -xf '$wdir/files.tar' -C '$wdir/u'; rm -rf '$wdir/u'; done"
+  echo "and $(nproc) CPU burners and an unpacker of 20,000 small files, in $wgroup"
+fi
 sleep 1
-echo "background writer $writer in $wgroup writing 1 GiB files to $wdir"
 $bin env | grep -E '^(accounting oracle|other writers)'
 
 for i in $(seq 1 "$n"); do
   set +e
-  $bin run --quick --format json > "$out/run$i.json" 2> "$out/run$i.err"
+  $bin run --quick --format json "${scenarios[@]}" > "$out/run$i.json" 2> "$out/run$i.err"
   rc=$?
   set -e
   echo "run $i/$n: exit $rc"
 done
 
-python3 - "$out" "$n" <<'EOF'
+python3 - "$out" "$n" "$mode" <<'EOF'
 import json, sys, glob, collections
 out, n = sys.argv[1], int(sys.argv[2])
 counts = collections.defaultdict(collections.Counter)
 reasons = {}
+inconclusive = collections.Counter()
 for f in sorted(glob.glob(f"{out}/run*.json")):
     try:
         d = json.load(open(f))
@@ -65,14 +89,20 @@ for f in sorted(glob.glob(f"{out}/run*.json")):
         continue
     for s in d["scenarios"]:
         counts[s["name"]][s["status"]] += 1
+        if s["status"] == "skip" and "inconclusive" in s.get("reason", ""):
+            inconclusive[s["name"]] += 1
+        # Checks left inconclusive by a busy machine, in scenarios that passed or skipped.
+        for c in s.get("checks", []):
+            if c.get("outcome") == "not-exercised" and "inconclusive" in c.get("detail", ""):
+                counts[s["name"]]["inconclusive checks"] += 1
         if s["status"] not in ("pass",) and s.get("reason"):
             reasons.setdefault(s["name"], s["reason"][:300])
-print(f"\n{'scenario':26} pass  fail  skip  error  (of {n})")
+print(f"\n{'scenario':26} pass  fail  skip (inconclusive)  error  inconclusive checks  (of {n})")
 bad = 0
 for name, c in counts.items():
-    print(f"{name:26} {c['pass']:4}  {c['fail']:4}  {c['skip']:4}  {c['error']:5}")
+    print(f"{name:26} {c['pass']:4}  {c['fail']:4}  {c['skip']:4} ({inconclusive[name]:2})        {c['error']:5}  {c['inconclusive checks']:4}")
     bad += c["fail"] + c["error"]
 for name, r in reasons.items():
     print(f"  {name}: {r}")
-print(f"\nnoise: {'PASS' if bad == 0 else 'FAIL'}: {bad} failed or errored scenario runs")
+print(f"\nnoise ({sys.argv[3]}): {'PASS' if bad == 0 else 'FAIL'}: {bad} failed or errored scenario runs")
 EOF
