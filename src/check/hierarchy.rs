@@ -82,12 +82,21 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
     if children.is_empty() {
         return missing(name, format!("{parent} has no child groups"));
     }
-    let batch = rec.machine.stat_batch_bytes() as i64;
-    let tol_base = batch * (children.len() as i64 + 1);
     let mut worst = 0i64;
     // The longest a parent was seen stale, and where.
     let mut lag: Option<(f64, f64, String)> = None;
+    // The counters the parent showed above twice the tolerance (with their peaks), and those it
+    // did not: a gap in those could not show.
+    let (mut moved, mut idle) = (Vec::new(), Vec::new());
     for c in counters {
+        let events = counter::counter(c).is_some_and(|k| k.unit == counter::Unit::Events);
+        let batch = rec.machine.stat_batch_bytes() as i64
+            / if events {
+                rec.machine.page_size as i64
+            } else {
+                1
+            };
+        let tol_base = batch * (children.len() as i64 + 1);
         let column = Column::group(parent, c);
         let Some(p) = rec.series.col(&column) else {
             return missing(name, format!("column {column} was not sampled"));
@@ -117,6 +126,22 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
         let usage = (counter::global_key(c).is_some())
             .then(|| rec.series.col(&Column::group(parent, USAGE)))
             .flatten();
+        let top = (0..rec.series.len())
+            .map(|r| rec.series.get(r, p))
+            .max()
+            .unwrap_or(0);
+        if top > 2 * tol_base {
+            moved.push(format!(
+                "{c} up to {}",
+                if events {
+                    top.to_string()
+                } else {
+                    human_bytes(top)
+                }
+            ));
+        } else {
+            idle.push(c.as_str());
+        }
         // When the current run of gaps began.
         let mut gap_since: Option<f64> = None;
         for r in 0..rec.series.len() {
@@ -127,7 +152,10 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
             let tol = tol_base + read_skew(rec, r, &all);
             let t = rec.series.t[r];
             if gap <= tol {
-                worst = worst.max(gap);
+                // The pass line's figure is the sizes' (events have no bytes).
+                if !events {
+                    worst = worst.max(gap);
+                }
                 gap_since = None;
                 continue;
             }
@@ -158,7 +186,20 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
             }
         }
     }
-    passed(name, rec, parent, counters, children.len(), worst, lag)
+    if moved.is_empty() {
+        return missing(
+            name,
+            format!(
+                "{parent}'s {} never rose above twice their tolerance: a wrong sum could not show",
+                counters.join(", ")
+            ),
+        );
+    }
+    let mut res = passed(name, rec, parent, &moved, children.len(), worst, lag);
+    if !idle.is_empty() {
+        res.detail += &format!("; not exercised (they stayed near 0): {}", idle.join(", "));
+    }
+    res
 }
 
 /// The pass result: the largest gap seen, and the longest a parent lagged (`lag`: how long, when,
@@ -167,7 +208,7 @@ fn passed(
     name: String,
     rec: &Record,
     parent: &str,
-    counters: &[String],
+    moved: &[String],
     kids: usize,
     worst: i64,
     lag: Option<(f64, f64, String)>,
@@ -189,8 +230,8 @@ fn passed(
         ),
         format!("parent = own + {} children", kids),
         format!(
-            "{parent}'s {} equal the sum of their parts{stale}",
-            counters.join(", ")
+            "{parent}'s counters equal the sum of their parts: {}{stale}",
+            moved.join(", ")
         ),
     );
     res.tolerance = Some(format!(
@@ -260,6 +301,49 @@ fn broken(name: String, rec: &Record, column: &Column, c: &str, b: Broken) -> Ch
 pub struct Hierarchy {
     pub parent: String,
     pub counters: Vec<String>,
+    /// Every counter the kernel shows that sums over the tree (the invariant every parent gets),
+    /// not `counters`.
+    pub all: bool,
+}
+
+/// The counters that sum over the tree, of those sampled for `parent`: memory.stat's (not the
+/// limits v1 derives), the files of their own whose own value is sampled too (v2 memory.events
+/// with memory.events.local), and the page counters where the parent has no value of its own
+/// to miss (v2: a parent holds no tasks; there no memory.stat counter has a `.local`). Not the
+/// watermarks: a peak is no sum.
+fn additive(rec: &Record, parent: &str) -> Vec<String> {
+    use counter::{Kind, Source};
+    let s = &rec.series;
+    let sampled = |c: &Column| s.col(c).is_some();
+    let v2 = !s
+        .columns()
+        .iter()
+        .any(|c| matches!(c, Column::Group { group, local: true, counter } if group == parent && counter::counter(counter).is_some_and(|k| matches!(k.source, Source::Stat { .. }))));
+    s.columns()
+        .iter()
+        .filter_map(|c| match c {
+            Column::Group {
+                group,
+                counter,
+                local: false,
+            } if group == parent => Some(counter),
+            _ => None,
+        })
+        .filter(|name| {
+            let Some(k) = counter::counter(name) else {
+                return false;
+            };
+            match (k.source, k.kind) {
+                (_, Kind::Limit) => false,
+                _ if name.ends_with("peak") => false,
+                (Source::Stat { .. }, _) => true,
+                (Source::File { .. }, _) => {
+                    sampled(&Column::local(parent, name)) || (v2 && k.kind == Kind::Size)
+                }
+            }
+        })
+        .cloned()
+        .collect()
 }
 
 /// `hierarchy` in the check table.
@@ -292,6 +376,7 @@ pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     Ok(Check::new(Hierarchy {
         parent: i.named_cgroup("parent")?,
         counters: i.counters()?,
+        all: false,
     }))
 }
 
@@ -303,10 +388,15 @@ impl CheckSpec for Hierarchy {
         Needs {
             counters: self.counters.clone(),
             local_counters: self.counters.clone(),
+            all_counters: self.all,
             ..Needs::default()
         }
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
+        if self.all {
+            let counters = additive(rec, &self.parent);
+            return hierarchy(self.name(), rec, &self.parent, &counters);
+        }
         hierarchy(self.name(), rec, &self.parent, &self.counters)
     }
 }

@@ -35,6 +35,8 @@ pub struct Needs {
     /// The group whose tasks' own memory (/proc/PID/status of each task in its cgroup.procs) is
     /// read just before and after the group files.
     pub tasks: Option<String>,
+    /// Every counter this kernel's files show, in every group (the invariants judge them all).
+    pub all_counters: bool,
 }
 
 impl Needs {
@@ -93,43 +95,69 @@ impl<T: CheckSpec + Clone + PartialEq + 'static> SpecBase for T {
     }
 }
 
-/// One check of a scenario.
-pub struct Check(Box<dyn CheckSpec>);
+/// One check of a scenario: one its file declares, or an invariant every scenario gets for its
+/// groups (`implied`: one that could not be exercised does not make the scenario skip; one that
+/// fails fails it like any other).
+pub struct Check {
+    spec: Box<dyn CheckSpec>,
+    pub implied: bool,
+}
 
 impl Check {
     pub fn new(spec: impl CheckSpec + 'static) -> Check {
-        Check(Box::new(spec))
+        Check {
+            spec: Box::new(spec),
+            implied: false,
+        }
+    }
+
+    /// An invariant the scenario did not declare.
+    pub fn implied(spec: impl CheckSpec + 'static) -> Check {
+        Check {
+            spec: Box::new(spec),
+            implied: true,
+        }
+    }
+
+    /// Its verdict on a record, marked implied where it is.
+    pub fn judge(&self, rec: &Record) -> CheckResult {
+        let mut r = self.spec.evaluate(rec);
+        r.implied = self.implied;
+        r
     }
 }
 
 impl std::ops::Deref for Check {
     type Target = dyn CheckSpec;
     fn deref(&self) -> &Self::Target {
-        &*self.0
+        &*self.spec
     }
 }
 
 impl std::ops::DerefMut for Check {
     fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut *self.0
+        &mut *self.spec
     }
 }
 
 impl Clone for Check {
     fn clone(&self) -> Self {
-        Check(self.0.clone_box())
+        Check {
+            spec: self.spec.clone_box(),
+            implied: self.implied,
+        }
     }
 }
 
 impl PartialEq for Check {
     fn eq(&self, other: &Self) -> bool {
-        self.0.same(&*other.0)
+        self.implied == other.implied && self.spec.same(&*other.spec)
     }
 }
 
 impl std::fmt::Debug for Check {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        self.spec.fmt(f)
     }
 }
 
@@ -169,6 +197,9 @@ pub const KINDS: &[Kind] = &[
     usage_covers::KIND,
     oom_kills::KIND,
     numa_stat::KIND,
+    identities::KIND,
+    monotonic::KIND,
+    faults::KIND,
 ];
 
 /// The `cgroup` key most checks take.
@@ -297,10 +328,13 @@ pub mod args;
 mod change;
 mod dirty_probe;
 mod exercised;
+mod faults;
 mod follows;
 mod hierarchy;
 mod holds_files;
+mod identities;
 mod limit_counters;
+mod monotonic;
 mod moved;
 mod no_ratchet;
 mod no_underflow;
@@ -320,10 +354,13 @@ mod usage_covers;
 pub use change::{Change, Expect, change, change_in};
 pub use dirty_probe::{DirtyProbe, dirty_probe};
 pub use exercised::{Exercised, exercised};
+pub use faults::{Faults, faults};
 pub use follows::{Follows, follows};
 pub use hierarchy::{Hierarchy, hierarchy};
 pub use holds_files::{HoldsFiles, holds_files};
+pub use identities::{Identities, identities};
 pub use limit_counters::{LimitCounters, limit_counters};
+pub use monotonic::{Monotonic, monotonic};
 pub use moved::{Moved, Want, moved};
 pub use no_ratchet::{NoRatchet, no_ratchet};
 pub use no_underflow::{NoUnderflow, no_underflow};

@@ -16,6 +16,8 @@ use crate::model::{Column, Record};
 pub struct NumaStat {
     pub cgroup: String,
     pub counters: Vec<String>,
+    /// Every node counter the kernel shows (the invariant every v2 scenario gets), not `counters`.
+    pub all: bool,
 }
 
 /// `numa-stat` in the check table.
@@ -56,6 +58,7 @@ pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     Ok(Check::new(NumaStat {
         cgroup: i.cgroup("cgroup")?,
         counters,
+        all: false,
     }))
 }
 
@@ -67,11 +70,35 @@ impl CheckSpec for NumaStat {
         Needs {
             counters: self.counters.clone(),
             numa: Some(self.cgroup.clone()),
+            all_counters: self.all,
             ..Needs::default()
         }
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
-        numa_stat(self.name(), rec, &self.cgroup, &self.counters)
+        if !self.all {
+            return numa_stat(self.name(), rec, &self.cgroup, &self.counters);
+        }
+        // Every node counter sampled with its numa_stat sums.
+        let counters: Vec<String> = rec
+            .series
+            .columns()
+            .iter()
+            .filter_map(|c| match c {
+                Column::Numa {
+                    group,
+                    counter,
+                    pre: false,
+                } if group == &self.cgroup => Some(counter.clone()),
+                _ => None,
+            })
+            .collect();
+        if counters.is_empty() {
+            return missing(
+                self.name(),
+                format!("{}'s memory.numa_stat was not sampled", self.cgroup),
+            );
+        }
+        numa_stat(self.name(), rec, &self.cgroup, &counters)
     }
 }
 
@@ -88,11 +115,31 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
         Err(e) => return missing(name, e),
     };
     let s = &rec.series;
-    let tol = rec.machine.stat_batch_bytes() as i64;
+    let batch = rec.machine.stat_batch_bytes() as i64;
+    let events = |c: &str| {
+        crate::model::counter::counter(c)
+            .is_some_and(|k| k.unit == crate::model::counter::Unit::Events)
+    };
+    // The unflushed bound: in pages for a size, in events for an event count.
+    let tol_of = |c: &str| {
+        if events(c) {
+            batch / rec.machine.page_size as i64
+        } else {
+            batch
+        }
+    };
+    let amount = |c: &str, v: i64| {
+        if events(c) {
+            v.to_string()
+        } else {
+            human_bytes(v)
+        }
+    };
     let (mut most, mut worst) = (0i64, 0i64);
     // Counters that never rose above the tolerance: a gap in them could not show.
     let mut quiet = Vec::new();
     for ((col, stat), counter) in cols.iter().zip(counters) {
+        let tol = tol_of(counter);
         let top = (0..s.len()).map(|r| s.get(r, *stat)).max().unwrap_or(0);
         if top <= tol {
             quiet.push(counter.as_str());
@@ -110,8 +157,11 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
             let (a, b) = (s.get(r, pre), s.get(r, post));
             let v = s.get(r, *stat);
             let gap = (a.min(b) - v).max(v - a.max(b)).max(0);
-            most = most.max(v);
-            worst = worst.max(gap);
+            // The figures of the message are the sizes' (events have no bytes).
+            if !events(counter) {
+                most = most.max(v);
+                worst = worst.max(gap);
+            }
             run = if gap > tol { run + 1 } else { 0 };
             if run < RUN {
                 continue;
@@ -122,18 +172,22 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
                 Outcome::Fail,
                 format!(
                     "{col} {} but its nodes sum to {}",
-                    human_bytes(v),
+                    amount(counter, v),
                     if a == b {
-                        human_bytes(a)
+                        amount(counter, a)
                     } else {
-                        format!("{}..{}", human_bytes(a.min(b)), human_bytes(a.max(b)))
+                        format!(
+                            "{}..{}",
+                            amount(counter, a.min(b)),
+                            amount(counter, a.max(b))
+                        )
                     }
                 ),
-                format!("equal within {}", human_bytes(tol)),
+                format!("equal within {}", amount(counter, tol)),
                 format!(
                     "at t={t:.3}s (phase {}) {cgroup}'s memory.stat {counter} was {} outside the sums over the nodes of its memory.numa_stat read just before and after it, for {RUN} samples in a row: the per-node (lruvec) count and the memcg's count no longer move together: {}",
                     rec.phase_at(t),
-                    human_bytes(gap),
+                    amount(counter, gap),
                     s.describe_row(r)
                 ),
             );

@@ -27,8 +27,9 @@ fn pairs(
     (inside, outside): (&str, &str),
     phase: Option<&str>,
 ) -> Vec<Pair> {
-    let mut by_rep: BTreeMap<(usize, u32), (Option<f64>, Option<f64>, Option<Load>)> =
-        BTreeMap::new();
+    // (phase, repetition) -> (inside rate, outside rate, the busier load of the two).
+    type Rates = (Option<f64>, Option<f64>, Option<Load>);
+    let mut by_rep: BTreeMap<(usize, u32), Rates> = BTreeMap::new();
     for s in rec.steps.iter().filter(|s| s.kind == step) {
         let in_phase = rec.phases.get(s.phase).is_some_and(|x| match phase {
             Some(p) => x.name == p,

@@ -222,6 +222,8 @@ impl Run<'_> {
             killed: res.killed,
             task_killed: res.task_killed,
             survived: res.survived,
+            minflt: res.minflt,
+            majflt: res.majflt,
             load: match (&before, &after) {
                 (Some(b), Some(a)) => {
                     let own = if kind == StepKind::Write {

@@ -112,7 +112,9 @@ fn drop_numa_checks(sc: &mut Scenario, result: &mut ScenarioResult, parent: &Cgr
     drop_checks(sc, result, why, |n| n.numa.is_some());
 }
 
-/// Removes the checks whose needs `unmet` says this machine cannot give, each with a note.
+/// Removes the checks whose needs `unmet` says this machine cannot give, each declared one with
+/// a note (the invariants every scenario gets are left out silently: the coverage table says
+/// where they apply).
 fn drop_checks(
     sc: &mut Scenario,
     result: &mut ScenarioResult,
@@ -121,7 +123,7 @@ fn drop_checks(
 ) {
     sc.checks.retain(|c| {
         let keep = !unmet(&c.needs());
-        if !keep {
+        if !keep && !c.implied {
             result.notes.push(format!("{} not run: {why}", c.name()));
         }
         keep
@@ -210,7 +212,12 @@ fn execute(
     std::fs::create_dir(&scratch).with_context(|| format!("mkdir {}", scratch.display()))?;
     guard.scratch = Some(scratch.clone());
 
-    let plan = SamplePlan::new(sc, root.version);
+    // Every counter the kernel shows, from the first group's files (all groups show the same).
+    let present = match groups.first() {
+        Some((_, cg)) => cg.counters_present().map_err(anyhow::Error::from)?,
+        None => Vec::new(),
+    };
+    let plan = SamplePlan::new(sc, root.version, &present);
     let (columns, sources) = sampler_sources(ctx, &plan, &root, &groups, &scratch, result)?;
     let t0 = Instant::now();
     let sampler = Sampler::start(columns, sources, sc.sample.interval, t0)?;
@@ -386,16 +393,18 @@ fn conclude(sc: &Scenario, plan: &SamplePlan, result: &mut ScenarioResult, recor
                 .collect(),
         });
     }
-    result.checks = sc.checks.iter().map(|c| c.evaluate(&record)).collect();
+    result.checks = sc.checks.iter().map(|c| c.judge(&record)).collect();
     let failed: Vec<&CheckResult> = result
         .checks
         .iter()
         .filter(|c| c.outcome == Outcome::Fail)
         .collect();
+    // An implied invariant that was not exercised is said in its line; only the checks the
+    // scenario declared decide whether it tested what it is about.
     let unexercised: Vec<&CheckResult> = result
         .checks
         .iter()
-        .filter(|c| c.outcome == Outcome::NotExercised)
+        .filter(|c| c.outcome == Outcome::NotExercised && !c.implied)
         .collect();
     (result.status, result.reason) = if !failed.is_empty() {
         let names: Vec<String> = failed

@@ -83,25 +83,41 @@ fn group_sources(
     if tasks {
         sources.push(tasks_source(name, groups, true, columns)?);
     }
-    let mut keyed = Vec::new();
+    // Keys of one file are read together (memory.stat, memory.events, ...): one read a file.
+    let mut keyed: Vec<(&str, Vec<(String, usize)>)> = vec![("memory.stat", Vec::new())];
+    let mut single = Vec::new();
     for c in &plan.counters {
         let col = columns.len();
         columns.push(Column::group(name, c));
-        match stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
-            Some(key) => keyed.push((key, col)),
-            // A counter of its own kept in memory.stat (v1 swap): read with the others.
+        let (file, key) = match stat_key(c, cg.version).map_err(|e| anyhow!(e))? {
+            Some(key) => ("memory.stat", key),
             None => match counter::file(cg.version, c) {
-                Some(Loc { file, key: Some(k) }) if file == file_name(cg.version, "stat") => {
-                    keyed.push((k.to_string(), col))
+                Some(Loc { file, key: Some(k) }) => (file, k.to_string()),
+                Some(Loc { file, key: None }) => {
+                    single.push(Source::single(&cg.file(file), col)?);
+                    continue;
                 }
-                _ => sources.push(own_file(cg, c, col)?),
+                None => {
+                    return Err(anyhow!("{c}: no file on cgroup {}", cg.version.as_str()).into());
+                }
             },
+        };
+        match keyed.iter_mut().find(|(f, _)| *f == file) {
+            Some((_, keys)) => keys.push((key, col)),
+            None => keyed.push((file, vec![(key, col)])),
         }
+    }
+    // The files of their own first (the usage before memory.stat: the checks rely on that
+    // order), then memory.stat, with memory.numa_stat around it.
+    sources.extend(single);
+    let stat = keyed.remove(0).1;
+    for (file, keys) in keyed {
+        sources.push(Source::keyed(&cg.file(file), keys)?);
     }
     if numa {
         sources.push(numa_source(plan, name, cg, true, columns)?);
     }
-    sources.push(Source::keyed(&cg.file("memory.stat"), keyed)?);
+    sources.push(Source::keyed(&cg.file("memory.stat"), stat)?);
     if numa {
         sources.push(numa_source(plan, name, cg, false, columns)?);
     }
@@ -249,15 +265,5 @@ fn oracle_sources(
         before,
         after,
         machine,
-    })
-}
-
-/// The source of a counter read from a file of its own: the whole file, or one key of it.
-fn own_file(cg: &Cgroup, name: &str, col: usize) -> Result<Source, Stop> {
-    let loc = counter::file(cg.version, name)
-        .ok_or_else(|| anyhow!("{name}: no file on cgroup {}", cg.version.as_str()))?;
-    Ok(match loc.key {
-        None => Source::single(&cg.file(loc.file), col)?,
-        Some(k) => Source::keyed(&cg.file(loc.file), vec![(k.to_string(), col)])?,
     })
 }

@@ -690,6 +690,8 @@ pub(super) fn run_parallel(
         let r = w.wait(limits)?;
         total.bytes += r.bytes;
         total.cpu_seconds += r.cpu_seconds;
+        total.minflt += r.minflt;
+        total.majflt += r.majflt;
         total.seconds = total.seconds.max(r.seconds);
     }
     Ok(total)

@@ -28,6 +28,10 @@ pub struct CheckResult {
     pub at: Option<f64>,
     /// The bound the failing counter was held to (bytes), for timelines.
     pub bound: Option<i64>,
+    /// An invariant every scenario gets, not one its file declares: not exercised, it does not
+    /// make the scenario skip.
+    #[serde(default)]
+    pub implied: bool,
     /// The sampled columns the check judged; on failure, those whose sum broke (for timelines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub columns: Vec<Column>,
@@ -51,6 +55,7 @@ impl CheckResult {
             detail,
             at: None,
             bound: None,
+            implied: false,
             columns: Vec::new(),
         }
     }

@@ -60,6 +60,7 @@ pub fn check(name: &str, outcome: Outcome) -> CheckResult {
         detail: format!("{name} looked at something"),
         at: None,
         bound: None,
+        implied: false,
         columns: Vec::new(),
     }
 }

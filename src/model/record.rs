@@ -55,6 +55,12 @@ pub struct StepRecord {
     pub killed: u32,
     pub task_killed: bool,
     pub survived: u32,
+    /// The page faults the step's workers took, minor and major (their own getrusage count; 0
+    /// for steps without workers and for held tasks).
+    #[serde(default)]
+    pub minflt: u64,
+    #[serde(default)]
+    pub majflt: u64,
     /// What the rest of the machine did while a measured step ran (write, read, fault, usemem).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<Load>,

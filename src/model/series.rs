@@ -96,6 +96,14 @@ impl Series {
             .collect();
         format!("t={:.3}s {}", self.t[row], parts.join(" "))
     }
+    /// "name=value" for some columns of a row, for diagnostics of checks that judge those.
+    pub fn describe_cols(&self, row: usize, cols: &[usize]) -> String {
+        let parts: Vec<String> = cols
+            .iter()
+            .map(|&c| format!("{}={}", self.columns[c], self.get(row, c)))
+            .collect();
+        format!("t={:.3}s {}", self.t[row], parts.join(" "))
+    }
     /// CSV: a header line (each column's name and unit), then one line per sample.
     pub fn to_csv(&self) -> String {
         let mut s = String::from("t[s]");

@@ -54,7 +54,30 @@ fn detail_lines(r: &ScenarioResult) -> Vec<String> {
         }
         out.push(l);
     }
-    for c in &r.checks {
+    // The invariants every scenario gets: those that held or could not be exercised in one line
+    // each (their details are in the JSON and HTML reports), a failure in full.
+    let implied = |o: Outcome| -> Vec<&str> {
+        r.checks
+            .iter()
+            .filter(|c| c.implied && c.outcome == o)
+            .map(|c| c.name.as_str())
+            .collect()
+    };
+    let (held, idle) = (implied(Outcome::Pass), implied(Outcome::NotExercised));
+    if !held.is_empty() {
+        out.push(format!("invariants held: {}", held.join(", ")));
+    }
+    if !idle.is_empty() {
+        out.push(format!(
+            "invariants not exercised (their counters did not move): {}",
+            idle.join(", ")
+        ));
+    }
+    for c in r
+        .checks
+        .iter()
+        .filter(|c| !c.implied || c.outcome == Outcome::Fail)
+    {
         let tag = match c.outcome {
             Outcome::Pass => "ok  ",
             Outcome::Fail => "FAIL",

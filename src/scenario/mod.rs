@@ -507,7 +507,7 @@ impl Phase {
     /// the steps after it up to the next measured one (`write A, sync, write B, sync` becomes
     /// `write B, sync, write A, sync`); steps before the first measured one stay first.
     pub fn order(&self, rep: u32) -> Vec<&Step> {
-        if !self.alternate || rep % 2 == 0 {
+        if !self.alternate || rep.is_multiple_of(2) {
             return self.steps.iter().collect();
         }
         let mut head = Vec::new();

@@ -12,7 +12,7 @@
 
 use crate::check::Needs;
 use crate::model::Version;
-use crate::model::counter::{self, Source};
+use crate::model::counter;
 
 /// What the sampler reads for a scenario.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -34,10 +34,16 @@ pub struct SamplePlan {
 }
 
 impl SamplePlan {
-    /// The plan for `sc` under `version`.
-    pub fn new(sc: &Scenario, version: Version) -> SamplePlan {
+    /// The plan for `sc` under `version`, on a kernel whose group files show the counters
+    /// `present` (see `Cgroup::counters_present`; a check that needs every counter gets those).
+    pub fn new(sc: &Scenario, version: Version, present: &[String]) -> SamplePlan {
         let needs: Vec<Needs> = sc.checks.iter().map(|c| c.needs()).collect();
         let (mut counters, vmstat) = wanted(&sc.sample.counters, &sc.sample.vmstat, &needs);
+        if needs.iter().any(|n| n.all_counters) {
+            for c in present {
+                add(&mut counters, c);
+            }
+        }
         if version == Version::V1 {
             for n in &needs {
                 for x in &n.local_counters {
@@ -102,15 +108,6 @@ pub(super) fn wanted(
         add(&mut v, x);
     }
     (c, v)
-}
-
-/// The sampled counters of memory.stat (not those of files of their own).
-pub(super) fn stat_counters(counters: &[String]) -> Vec<String> {
-    counters
-        .iter()
-        .filter(|c| counter::counter(c).is_some_and(|k| matches!(k.source, Source::Stat { .. })))
-        .cloned()
-        .collect()
 }
 
 use std::collections::BTreeMap;
@@ -306,28 +303,32 @@ kind = "tasks"
 cgroup = "p"
 "#
         ));
-        let v1 = SamplePlan::new(&sc, Version::V1);
-        assert_eq!(
-            v1.counters,
-            [
-                "usage",
-                "dirty",
-                "writeback",
-                "anon",
-                "dirty.local",
-                "writeback.local",
-                "anon.local"
-            ]
-        );
+        // The kernel shows these; the invariants every scenario gets judge them all.
+        let present: Vec<String> = ["usage", "dirty", "dirty.local", "pgfault", "pgfault.local"]
+            .map(String::from)
+            .to_vec();
+        let v1 = SamplePlan::new(&sc, Version::V1, &present);
+        for c in [
+            "usage",
+            "dirty",
+            "writeback",
+            "anon",
+            "dirty.local",
+            "pgfault.local",
+        ] {
+            assert!(v1.counters.iter().any(|x| x == c), "{c}: {:?}", v1.counters);
+        }
+        assert_eq!(v1.counters[..4], ["usage", "dirty", "writeback", "anon"]);
         assert_eq!(v1.vmstat, ["nr_dirty", "nr_writeback"]);
-        assert_eq!(v1.tasks, ["p"]);
+        assert_eq!(v1.tasks, ["p", "p/a"]);
         assert_eq!(v1.reference, ["p/a"]);
         assert!(v1.numa.is_empty());
         assert_eq!(
             v1.files.files,
             [("data".to_string(), vec!["p".to_string(), "p/a".to_string()])]
         );
-        let v2 = SamplePlan::new(&sc, Version::V2);
-        assert_eq!(v2.counters, ["usage", "dirty", "writeback", "anon"]);
+        let v2 = SamplePlan::new(&sc, Version::V2, &present);
+        assert_eq!(v2.counters[..4], ["usage", "dirty", "writeback", "anon"]);
+        assert_eq!(v2.numa, ["p", "p/a"]);
     }
 }

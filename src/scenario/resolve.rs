@@ -6,7 +6,6 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::checks::{outline, resolve_check};
-use super::plan::{stat_counters, wanted};
 use super::raw::RawScenario;
 use super::steps::read_step;
 use super::{
@@ -55,7 +54,7 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
 
     let outline = outline(&cgroups, &phases, &cgroup_versions);
     let (counters, vmstat, mut checks) = sampled(cx, &raw, &outline)?;
-    checks.extend(implied_hierarchy(&cgroups, &counters, &vmstat, &checks));
+    checks.extend(implied(&cgroups, &phases, &checks));
 
     let interval = match &raw.sample.interval {
         Some(i) => cx.duration_within(i, MIN_INTERVAL)?,
@@ -334,20 +333,21 @@ fn phases(cx: &Text, raw: &RawScenario, groups: &[String]) -> Result<Vec<Phase>,
     Ok(phases)
 }
 
-/// The hierarchy is checked in every scenario with nested groups: a `hierarchy` check of the
-/// sampled memory.stat counters for each declared group with declared children that has none.
-fn implied_hierarchy(
-    cgroups: &[CgroupSpec],
-    counters: &[String],
-    vmstat: &[String],
-    checks: &[Check],
-) -> Vec<Check> {
-    use crate::check::Hierarchy;
-    let needs: Vec<_> = checks.iter().map(|c| c.needs()).collect();
-    let stat = stat_counters(&wanted(counters, vmstat, &needs).0);
-    if stat.is_empty() {
-        return Vec::new();
-    }
+/// The invariants every scenario gets, for every group it declares, unless the file declares
+/// the same check for that group: identities, monotonic, faults, usage-covers, limit-counters,
+/// numa-stat over every node counter (v2; dropped under v1), tasks (not in scenarios that move
+/// tasks: a task that moves without its charge parts from it by design), under-limit for a
+/// limited group, and hierarchy over every counter for each group with children. They judge
+/// every counter the kernel shows (see `SamplePlan`).
+fn implied(cgroups: &[CgroupSpec], phases: &[Phase], checks: &[Check]) -> Vec<Check> {
+    use crate::check::{
+        Faults, Hierarchy, Identities, LimitCounters, Monotonic, NumaStat, Tasks, UnderLimit,
+        UsageCovers,
+    };
+    let moves = phases
+        .iter()
+        .flat_map(|p| &p.steps)
+        .any(|s| matches!(s, Step::Move { .. }));
     let has_children = |p: &str| {
         cgroups.iter().any(|c| {
             c.name
@@ -356,23 +356,45 @@ fn implied_hierarchy(
                 .is_some_and(|r| !r.contains('/'))
         })
     };
-    let checked = |p: &str| {
-        checks.iter().any(|c| {
-            c.as_any()
-                .downcast_ref::<Hierarchy>()
-                .is_some_and(|h| h.parent == p)
-        })
-    };
-    cgroups
-        .iter()
-        .filter(|c| has_children(&c.name) && !checked(&c.name))
-        .map(|c| {
-            Check::new(Hierarchy {
-                parent: c.name.clone(),
-                counters: stat.clone(),
-            })
-        })
-        .collect()
+    let mut out: Vec<Check> = Vec::new();
+    for c in cgroups {
+        let g = c.name.clone();
+        let mut add = |chk: Check| {
+            if !checks.iter().any(|d| d.name() == chk.name()) {
+                out.push(chk);
+            }
+        };
+        add(Check::implied(Identities { cgroup: g.clone() }));
+        add(Check::implied(Monotonic { cgroup: g.clone() }));
+        add(Check::implied(Faults { cgroup: g.clone() }));
+        add(Check::implied(UsageCovers { cgroup: g.clone() }));
+        add(Check::implied(LimitCounters {
+            cgroup: g.clone(),
+            hit: false,
+        }));
+        add(Check::implied(NumaStat {
+            cgroup: g.clone(),
+            counters: Vec::new(),
+            all: true,
+        }));
+        if !moves {
+            add(Check::implied(Tasks {
+                cgroup: g.clone(),
+                needs_moving: false,
+            }));
+        }
+        if c.limit.is_some() {
+            add(Check::implied(UnderLimit { cgroup: g.clone() }));
+        }
+        if has_children(&g) {
+            add(Check::implied(Hierarchy {
+                parent: g.clone(),
+                counters: Vec::new(),
+                all: true,
+            }));
+        }
+    }
+    out
 }
 
 /// What `[sample]` lists, and the checks (whose needs are sampled too: see `SamplePlan`).

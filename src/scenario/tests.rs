@@ -65,8 +65,8 @@ fn good_file_resolves() {
     );
     assert_eq!(s.phases[1].antagonists, vec![Antagonist::Compaction]);
     // counters and vmstat keys used by checks are sampled without being listed.
-    let plan = SamplePlan::new(&s, Version::V2);
-    assert_eq!(plan.counters, vec!["dirty"]);
+    let plan = SamplePlan::new(&s, Version::V2, &[]);
+    assert_eq!(plan.counters[0], "dirty");
     assert_eq!(plan.vmstat, vec!["pgmigrate_success"]);
     assert_eq!(s.sample.interval, Duration::from_millis(10));
     assert_eq!(s.timeout, Duration::from_secs(300));

@@ -224,6 +224,20 @@ pub enum Who {
     Children,
 }
 
+/// Page faults so far: (minor, major), as getrusage counts them (the task's own count, kept apart
+/// from the memcg statistics).
+pub fn faults(who: Who) -> (u64, u64) {
+    let who = match who {
+        Who::Process => libc::RUSAGE_SELF,
+        Who::Thread => libc::RUSAGE_THREAD,
+        Who::Children => libc::RUSAGE_CHILDREN,
+    };
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(who, &mut ru) };
+    (ru.ru_minflt as u64, ru.ru_majflt as u64)
+}
+
 /// CPU time used so far: (user, system) seconds.
 pub fn cpu_seconds(who: Who) -> (f64, f64) {
     let who = match who {

@@ -15,7 +15,9 @@ use super::{Job, JobResult};
 pub fn worker_main(job_json: &str) -> Result<()> {
     let job: Job = serde_json::from_str(job_json).context("bad worker job")?;
     lock_own_memory(&job)?;
-    let result = run_job(&job)?;
+    let mut result = run_job(&job)?;
+    // Every fault of the process (exec and start included: it joined its group before exec).
+    (result.minflt, result.majflt) = crate::sys::proc::faults(crate::sys::proc::Who::Process);
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", serde_json::to_string(&result)?)?;
     Ok(())

@@ -97,6 +97,12 @@ pub struct JobResult {
     pub task_killed: bool,
     #[serde(default)]
     pub survived: u32,
+    /// The page faults the worker took in its whole life (getrusage: minor, major), for the
+    /// faults invariant; summed over a step's workers.
+    #[serde(default)]
+    pub minflt: u64,
+    #[serde(default)]
+    pub majflt: u64,
 }
 
 /// A running worker process.

@@ -184,6 +184,42 @@ impl Cgroup {
             .map_err(io_err("open for writing", &p))
     }
 
+    /// The counters of the counter table this group's files show on this kernel (a name with
+    /// `.local` for a group's own value where the version keeps one: v1 memory.stat, v2
+    /// memory.events.local), in table order.
+    pub fn counters_present(&self) -> Result<Vec<String>, CgroupError> {
+        use crate::model::counter::{COUNTERS, Kind, Source, file, local, stat_key};
+        let stat = self.stat()?;
+        let mut out = Vec::new();
+        for c in COUNTERS {
+            let names: Vec<String> = match (c.source, c.kind) {
+                (Source::Stat { .. }, Kind::Limit) => vec![c.name.to_string()],
+                (Source::Stat { .. }, _) => vec![c.name.to_string(), local(c.name)],
+                (Source::File { .. }, _) => vec![c.name.to_string(), local(c.name)],
+            };
+            for n in names {
+                let present = match stat_key(&n, self.version) {
+                    Ok(Some(key)) => stat.get(&key).is_some(),
+                    Ok(None) => file(self.version, &n).is_some_and(|loc| {
+                        let text = self.read(loc.file).ok();
+                        match (text, loc.key) {
+                            (Some(t), Some(k)) => {
+                                t.lines().any(|l| l.split_whitespace().next() == Some(k))
+                            }
+                            (Some(_), None) => true,
+                            (None, _) => false,
+                        }
+                    }),
+                    Err(_) => false,
+                };
+                if present {
+                    out.push(n);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Parsed memory.stat.
     pub fn stat(&self) -> Result<stat::Stat, CgroupError> {
         let p = self.file("memory.stat");

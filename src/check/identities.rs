@@ -1,0 +1,548 @@
+//! identities: what a group's counters must say of each other at every sample, by how the
+//! kernel keeps and prints them: parts within their totals (huge pages within anon, mapped, dirty
+//! and shmem within file, slab within kernel), sums that are sums (slab, pgscan, pgsteal), the
+//! pages the LRU lists must hold, watermarks above what they watched, v1's memory+swap
+//! counter against memory and swap, and a group's own values within its hierarchical ones (equal
+//! for a group with no children). Every scenario gets it for every group.
+
+use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt};
+use crate::model::error::ScenarioError;
+use crate::model::units::human_bytes;
+use crate::model::{Column, Machine, Record};
+
+use super::args::CheckArgs;
+
+/// How two sides of a rule compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rel {
+    /// Equal (within the tolerance).
+    Eq,
+    /// The left side at most the right.
+    Le,
+}
+
+/// Slack a rule needs beyond the statistics' unflushed bound, in pages per CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slack {
+    None,
+    /// Pages off the LRU lists for a moment: isolated by reclaim, compaction or migration (32 a
+    /// batch each: SWAP_CLUSTER_MAX, COMPACT_CLUSTER_MAX) and waiting in the per-CPU LRU batches
+    /// (31 a batch, a few kinds), plus a huge page isolated whole.
+    Lru,
+    /// Charges in flight between two files read one after another: a charge batch per CPU.
+    Charge,
+}
+
+/// One identity or bound between a group's counters.
+#[derive(Debug, Clone, Copy)]
+struct Rule {
+    lhs: &'static [&'static str],
+    rel: Rel,
+    rhs: &'static [&'static str],
+    slack: Slack,
+    /// The kernel fact it rests on.
+    why: &'static str,
+}
+
+const fn rule(
+    lhs: &'static [&'static str],
+    rel: Rel,
+    rhs: &'static [&'static str],
+    slack: Slack,
+    why: &'static str,
+) -> Rule {
+    Rule {
+        lhs,
+        rel,
+        rhs,
+        slack,
+        why,
+    }
+}
+
+/// The identities and bounds, over the counters of the counter table. A rule applies where
+/// every counter it names was sampled (the kernel shows them under this cgroup version).
+const RULES: &[Rule] = &[
+    rule(
+        &["slab"],
+        Rel::Eq,
+        &["slab_reclaimable", "slab_unreclaimable"],
+        Slack::None,
+        "memory.stat prints slab as slab_reclaimable + slab_unreclaimable",
+    ),
+    rule(
+        &["anon_thp"],
+        Rel::Le,
+        &["anon"],
+        Slack::None,
+        "a mapped anonymous huge page is counted in anon too",
+    ),
+    rule(
+        &["file_thp"],
+        Rel::Le,
+        &["file"],
+        Slack::None,
+        "a page cache huge page is counted in file too",
+    ),
+    rule(
+        &["shmem_thp"],
+        Rel::Le,
+        &["shmem"],
+        Slack::None,
+        "a shmem huge page is counted in shmem too",
+    ),
+    rule(
+        &["shmem"],
+        Rel::Le,
+        &["file"],
+        Slack::None,
+        "shmem pages are page cache pages (NR_FILE_PAGES)",
+    ),
+    rule(
+        &["mapped"],
+        Rel::Le,
+        &["file"],
+        Slack::None,
+        "a mapped file page is a page cache page",
+    ),
+    rule(
+        &["dirty"],
+        Rel::Le,
+        &["file"],
+        Slack::None,
+        "a dirty file page is a page cache page",
+    ),
+    rule(
+        &["writeback"],
+        Rel::Le,
+        &["file", "swapcached"],
+        Slack::None,
+        "a page under writeback is a page cache page or a swap cache page being swapped out",
+    ),
+    rule(
+        &["anon", "file"],
+        Rel::Le,
+        &[
+            "inactive_anon",
+            "active_anon",
+            "inactive_file",
+            "active_file",
+            "unevictable",
+        ],
+        Slack::Lru,
+        "every mapped anonymous page and page cache page is on an LRU list, but for those isolated or batched for a moment",
+    ),
+    rule(
+        &["slab", "kernel_stack", "pagetables", "percpu"],
+        Rel::Le,
+        &["kernel"],
+        Slack::Charge,
+        "slab objects, kernel stacks, page tables and percpu memory are charged as kernel memory (MEMCG_KMEM), in whole pages",
+    ),
+    rule(
+        &["usage"],
+        Rel::Le,
+        &["peak"],
+        Slack::Charge,
+        "the page counter's watermark is the most it ever held (read after the usage)",
+    ),
+    rule(
+        &["swap"],
+        Rel::Le,
+        &["swap_peak"],
+        Slack::Charge,
+        "the swap counter's watermark is the most it ever held",
+    ),
+    rule(
+        &["memsw"],
+        Rel::Le,
+        &["memsw_peak"],
+        Slack::Charge,
+        "the memory+swap counter's watermark is the most it ever held",
+    ),
+    rule(
+        &["kmem"],
+        Rel::Le,
+        &["kmem_peak"],
+        Slack::Charge,
+        "the kernel memory counter's watermark is the most it ever held",
+    ),
+    rule(
+        &["kmem"],
+        Rel::Le,
+        &["usage"],
+        Slack::Charge,
+        "cgroup v1 charges kernel memory to the memory counter too",
+    ),
+    rule(
+        &["memsw"],
+        Rel::Eq,
+        &["usage", "swap"],
+        Slack::Charge,
+        "cgroup v1's memory+swap counter is charged with every page and keeps the charge of a page swapped out",
+    ),
+    rule(
+        &["hierarchical_memory_limit"],
+        Rel::Le,
+        &["hierarchical_memsw_limit"],
+        Slack::None,
+        "v1 refuses a memory+swap limit below the memory limit",
+    ),
+    rule(
+        &["pgscan"],
+        Rel::Eq,
+        &["pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged"],
+        Slack::None,
+        "memory.stat prints pgscan as the sum of its kinds",
+    ),
+    rule(
+        &["pgsteal"],
+        Rel::Eq,
+        &["pgsteal_kswapd", "pgsteal_direct", "pgsteal_khugepaged"],
+        Slack::None,
+        "memory.stat prints pgsteal as the sum of its kinds",
+    ),
+    rule(
+        &["pgsteal"],
+        Rel::Le,
+        &["pgscan"],
+        Slack::None,
+        "reclaim frees only pages it scanned",
+    ),
+    rule(
+        &["pgmajfault"],
+        Rel::Le,
+        &["pgfault"],
+        Slack::None,
+        "a major fault is a fault",
+    ),
+    rule(
+        &["workingset_activate_anon"],
+        Rel::Le,
+        &["workingset_refault_anon"],
+        Slack::None,
+        "a refaulting page is activated only after it refaulted",
+    ),
+    rule(
+        &["workingset_activate_file"],
+        Rel::Le,
+        &["workingset_refault_file"],
+        Slack::None,
+        "a refaulting page is activated only after it refaulted",
+    ),
+    rule(
+        &["workingset_restore_anon"],
+        Rel::Le,
+        &["workingset_refault_anon"],
+        Slack::None,
+        "a restored working set page is a refault",
+    ),
+    rule(
+        &["workingset_restore_file"],
+        Rel::Le,
+        &["workingset_refault_file"],
+        Slack::None,
+        "a restored working set page is a refault",
+    ),
+    rule(
+        &["pglazyfreed"],
+        Rel::Le,
+        &["pglazyfree"],
+        Slack::None,
+        "reclaim frees lazily freed pages only after MADV_FREE marked them",
+    ),
+];
+
+/// Samples in a row a rule must be broken for: one may be a concurrent stats flush between two
+/// lines of memory.stat.
+const RUN: usize = 2;
+
+/// A rule as it applies to one group: its columns, and what it is called.
+struct Applied {
+    text: String,
+    why: String,
+    lhs: Vec<usize>,
+    rel: Rel,
+    rhs: Vec<usize>,
+    tol: i64,
+    bytes: bool,
+}
+
+/// The tolerance of a rule over `terms` counters: the statistics' unflushed bound for each, plus
+/// its slack.
+fn tolerance(m: &Machine, terms: usize, slack: Slack, bytes: bool) -> i64 {
+    let unit = if bytes { m.page_size as i64 } else { 1 };
+    let batch = 2 * 64 * m.cpus as i64 * unit;
+    let extra = match slack {
+        Slack::None => 0,
+        Slack::Lru => (4 * 32 + 31) * m.cpus as i64 * unit + (2 << 20) * m.cpus as i64,
+        Slack::Charge => 64 * m.cpus as i64 * unit,
+    };
+    batch * terms.max(1) as i64 + extra
+}
+
+/// The rules that apply to `cgroup`'s sampled columns: the table's, and each counter sampled
+/// with its own value (`.local`) within its hierarchical one, equal for a group without
+/// sampled children.
+fn applied(rec: &Record, cgroup: &str) -> Vec<Applied> {
+    let s = &rec.series;
+    let col = |c: &str| s.col(&Column::group(cgroup, c));
+    let unit_bytes = |c: &str| {
+        crate::model::counter::counter(c)
+            .is_none_or(|k| k.unit == crate::model::counter::Unit::Bytes)
+    };
+    let mut out = Vec::new();
+    for r in RULES {
+        let (Some(lhs), Some(rhs)) = (
+            r.lhs.iter().map(|c| col(c)).collect::<Option<Vec<_>>>(),
+            r.rhs.iter().map(|c| col(c)).collect::<Option<Vec<_>>>(),
+        ) else {
+            continue;
+        };
+        let bytes = unit_bytes(r.lhs[0]);
+        out.push(Applied {
+            text: format!(
+                "{} {} {}",
+                r.lhs.join(" + "),
+                if r.rel == Rel::Eq { "=" } else { "<=" },
+                r.rhs.join(" + ")
+            ),
+            why: r.why.to_string(),
+            lhs,
+            rel: r.rel,
+            rhs,
+            tol: tolerance(&rec.machine, r.lhs.len() + r.rhs.len(), r.slack, bytes),
+            bytes,
+        });
+    }
+    let leaf = !s
+        .groups()
+        .iter()
+        .any(|g| g.strip_prefix(cgroup).is_some_and(|r| r.starts_with('/')));
+    for (i, c) in s.columns().iter().enumerate() {
+        let Column::Group {
+            group,
+            counter,
+            local: true,
+        } = c
+        else {
+            continue;
+        };
+        let Some(total) = col(counter).filter(|_| group == cgroup) else {
+            continue;
+        };
+        let bytes = unit_bytes(counter);
+        out.push(Applied {
+            text: if leaf {
+                format!("{counter}.local = {counter}")
+            } else {
+                format!("{counter}.local <= {counter}")
+            },
+            why: if leaf {
+                "a group without children holds all of its hierarchical count itself".into()
+            } else {
+                "a group's own count is part of its hierarchical one".into()
+            },
+            lhs: vec![i],
+            rel: if leaf { Rel::Eq } else { Rel::Le },
+            rhs: vec![total],
+            tol: tolerance(&rec.machine, 2, Slack::None, bytes),
+            bytes,
+        });
+    }
+    out
+}
+
+fn amount(v: i64, bytes: bool) -> String {
+    if bytes { human_bytes(v) } else { v.to_string() }
+}
+
+/// identities: every rule that applies to `cgroup` holds at every sample, within its tolerance,
+/// but for one sample at a time (`RUN`). A rule whose counters stayed within twice its tolerance
+/// could not fail: it is listed as not exercised, and with none exercised the check is not.
+pub fn identities(name: String, rec: &Record, cgroup: &str) -> CheckResult {
+    let rules = applied(rec, cgroup);
+    if rules.is_empty() {
+        return missing(
+            name,
+            format!("no two related counters of {cgroup} were sampled"),
+        );
+    }
+    let s = &rec.series;
+    let sum = |r: usize, cols: &[usize]| cols.iter().map(|&c| s.get(r, c)).sum::<i64>();
+    let mut held = Vec::new();
+    let mut idle = Vec::new();
+    for a in &rules {
+        let (mut run, mut top) = (0, 0i64);
+        for r in 0..s.len() {
+            let (l, h) = (sum(r, &a.lhs), sum(r, &a.rhs));
+            top = top.max(l.abs()).max(h.abs());
+            let off = match a.rel {
+                Rel::Eq => (l - h).abs(),
+                Rel::Le => l - h,
+            };
+            run = if off > a.tol { run + 1 } else { 0 };
+            if run >= RUN {
+                return broken(name, rec, cgroup, a, r);
+            }
+        }
+        if top > 2 * a.tol {
+            held.push(format!("{} (up to {})", a.text, amount(top, a.bytes)));
+        } else {
+            idle.push(a.text.clone());
+        }
+    }
+    if held.is_empty() {
+        return missing(
+            name,
+            format!(
+                "none of {cgroup}'s {} identities had counters that moved beyond their tolerance: none could fail ({})",
+                rules.len(),
+                idle.join("; ")
+            ),
+        );
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "{} of {} identities exercised, held at all {} samples",
+            held.len(),
+            rules.len(),
+            s.len()
+        ),
+        "every identity within its tolerance".into(),
+        format!(
+            "{cgroup}: {}{}",
+            held.join("; "),
+            if idle.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; not exercised (their counters stayed near 0): {}",
+                    idle.join("; ")
+                )
+            }
+        ),
+    );
+    res.tolerance = Some(format!(
+        "per rule: {} per counter in it, plus for the LRU rules the pages off the lists for a moment (isolated by reclaim or migration, in per-CPU LRU batches, a huge page per CPU) and for watermarks and counters read apart a charge batch per CPU; broken in {RUN} samples in a row",
+        rec.machine.stat_batch_explained()
+    ));
+    res.columns = rules
+        .iter()
+        .flat_map(|a| a.lhs.iter().chain(&a.rhs))
+        .map(|&c| s.columns()[c].clone())
+        .collect();
+    res
+}
+
+fn broken(name: String, rec: &Record, cgroup: &str, a: &Applied, r: usize) -> CheckResult {
+    let s = &rec.series;
+    let t = s.t[r];
+    let side = |cols: &[usize]| {
+        cols.iter()
+            .map(|&c| format!("{} {}", s.columns()[c], amount(s.get(r, c), a.bytes)))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    };
+    let (l, h): (i64, i64) = (
+        a.lhs.iter().map(|&c| s.get(r, c)).sum(),
+        a.rhs.iter().map(|&c| s.get(r, c)).sum(),
+    );
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!("{} = {}", side(&a.lhs), amount(l, a.bytes)),
+        format!(
+            "{} {} = {} +- {}",
+            if a.rel == Rel::Eq { "=" } else { "<=" },
+            side(&a.rhs),
+            amount(h, a.bytes),
+            amount(a.tol, a.bytes)
+        ),
+        format!(
+            "at t={t:.3}s (phase {}) {cgroup}'s {} broke by {} for {RUN} samples in a row, though {}: {}",
+            rec.phase_at(t),
+            a.text,
+            amount((l - h).abs(), a.bytes),
+            a.why,
+            s.describe_cols(r, &[a.lhs.as_slice(), a.rhs.as_slice()].concat())
+        ),
+    );
+    res.at = Some(t);
+    res.bound = Some(h);
+    res.columns = a.lhs.iter().map(|&c| s.columns()[c].clone()).collect();
+    res.tolerance = Some(format!(
+        "{} (the statistics' unflushed bound per counter, and this rule's slack)",
+        amount(a.tol, a.bytes)
+    ));
+    res
+}
+
+/// `identities`: the identities and bounds between `cgroup`'s counters hold at every sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Identities {
+    pub cgroup: String,
+}
+
+/// `identities` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "identities",
+    doc: "What a group's counters must say of each other at every sample, by how the kernel \
+keeps and prints them: parts within their totals (anon_thp within anon, file_thp, shmem, \
+mapped and dirty within file, writeback within file + swapcached, slab, kernel stacks, \
+page tables and percpu within kernel), sums that are sums (slab, pgscan, pgsteal), \
+reclaim's and the working set's events within what they count (pgsteal <= pgscan, \
+pgmajfault <= pgfault, activations and restores <= refaults, pglazyfreed <= pglazyfree), \
+every mapped anonymous and page cache page on an LRU list (within the pages isolated or \
+batched for a moment; not the other way round: unmapped pages stay on the lists until \
+their batch is freed), each watermark at least its counter, v1's memory+swap counter equal to memory \
+plus swap, v1's hierarchical memory+swap limit at least its memory limit, and a group's \
+own values within its hierarchical ones (v1 memory.stat, v2 memory.events.local; equal \
+for a group without children). A rule applies where the kernel shows every counter it \
+names. It fails when a rule is broken beyond its tolerance in two samples in a row. \
+Rules whose counters never moved beyond twice their tolerance are listed as not \
+exercised; the pass line names the others with how far their counters went. Every \
+scenario gets one for every group. Result name: `identities(<cgroup>)`.",
+    keys: &[opt(
+        "cgroup",
+        "the declared group judged; may be left out when the scenario declares one group only",
+    )],
+    parse,
+};
+
+pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
+    Ok(Check::new(Identities {
+        cgroup: i.cgroup("cgroup")?,
+    }))
+}
+
+impl CheckSpec for Identities {
+    fn name(&self) -> String {
+        format!("identities({})", self.cgroup)
+    }
+    fn needs(&self) -> Needs {
+        Needs {
+            all_counters: true,
+            ..Needs::default()
+        }
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        identities(self.name(), rec, &self.cgroup)
+    }
+}
+
+/// The counters the rules judge (for the coverage table): every counter a rule names.
+#[allow(dead_code)]
+pub fn judged() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for r in RULES {
+        for c in r.lhs.iter().chain(r.rhs) {
+            if !out.contains(c) {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
