@@ -559,13 +559,23 @@ mod tests {
             run([100.0, 101.0, 99.0, 102.0, 98.0]),
             run([60.0, 61.0, 59.0, 62.0, 58.0]),
         );
-        let rows = compare_runs(&[a.clone()], &[b.clone()], 5.0, Samples::Runs);
+        let rows = compare_runs(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&b),
+            5.0,
+            Samples::Runs,
+        );
         assert_eq!(rows[0].verdict, Verdict::TooFewSamples);
         assert_eq!((rows[0].base.len(), rows[0].new.len()), (1, 1));
         let text = render(&rows, 5.0, Samples::Runs);
         assert!(text.contains("too few runs (n=1 v n=1)"), "{text}");
         assert!(text.contains("memcgtest ab"), "{text}");
-        let rows = compare_runs(&[a.clone()], &[b.clone()], 5.0, Samples::PooledRepetitions);
+        let rows = compare_runs(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&b),
+            5.0,
+            Samples::PooledRepetitions,
+        );
         assert_eq!(rows[0].verdict, Verdict::Regression);
         let rows = compare_runs(
             &[a.clone(), a.clone(), a],
