@@ -8,7 +8,7 @@ use anyhow::{Result, anyhow};
 
 use super::context::{Context, Guard, Stop};
 use super::watchdog::Watchdog;
-use super::workload::{self, Holder, Job, JobResult, Limits, WaitError};
+use super::workload::{self, HoldExtras, Holder, Job, JobResult, Limits, WaitError};
 use crate::model::MoveRecord;
 use crate::model::counter::{FILE, USAGE};
 use crate::model::error::Error;
@@ -262,6 +262,19 @@ pub(super) fn hold(env: &mut StepEnv, hold: &Hold) -> Result<JobResult, Stop> {
         dirty: hold.dirty,
         redirty: hold.redirty,
         write: hold.write,
+        extras: HoldExtras {
+            huge: hold.huge,
+            mlock: hold.mlock,
+            zero: hold.zero,
+            lazyfree: hold.lazyfree,
+            shmem_huge: hold
+                .shmem_huge
+                .then(|| env.path(&format!("{}.tmpfs", hold.task))),
+            threads: hold.threads,
+            files: (hold.files > 0)
+                .then(|| (env.path(&format!("{}.files", hold.task)), hold.files)),
+            fds: hold.fds,
+        },
     };
     let (h, secs) =
         Holder::start(&job, env.group(&hold.cgroup), &env.limits()).map_err(|e| env.stop(e))?;
@@ -558,6 +571,7 @@ pub(super) fn exhaust(
         dirty: false,
         redirty: false,
         write: 0,
+        extras: HoldExtras::default(),
     };
     let mut by = Vec::new();
     for _ in 0..bystanders {

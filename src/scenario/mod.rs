@@ -285,6 +285,21 @@ pub struct Hold {
     /// writeback while the task runs.
     pub redirty: bool,
     pub write: u64,
+    /// Its anonymous memory in huge pages (MADV_HUGEPAGE).
+    pub huge: bool,
+    /// Its anonymous memory mlocked (unevictable).
+    pub mlock: bool,
+    /// Its anonymous memory written with zeros (zero pages when swapped out).
+    pub zero: bool,
+    /// Bytes of its anonymous memory given back with MADV_FREE (lazily freed).
+    pub lazyfree: u64,
+    /// Its shmem on a tmpfs of its own mounted with huge=always (shmem huge pages), not a memfd.
+    pub shmem_huge: bool,
+    /// Kernel memory: threads (kernel stacks), empty files (slab), a descriptor table grown to
+    /// `fds` (vmalloc).
+    pub threads: u32,
+    pub files: u32,
+    pub fds: u32,
 }
 
 impl Hold {
@@ -308,6 +323,29 @@ impl Hold {
             self.cgroup,
             held.join(", ")
         );
+        let how: Vec<&str> = [
+            (self.huge, "in huge pages"),
+            (self.mlock, "mlocked"),
+            (self.zero, "zero-filled"),
+            (self.lazyfree > 0, "partly MADV_FREE'd"),
+            (self.shmem_huge, "shmem on a huge=always tmpfs"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, w)| *w)
+        .collect();
+        if !how.is_empty() {
+            d += &format!(" ({})", how.join(", "));
+        }
+        for (n, what) in [
+            (self.threads, "threads"),
+            (self.files, "files made"),
+            (self.fds, "descriptors' table"),
+        ] {
+            if n > 0 {
+                d += &format!(", {n} {what}");
+            }
+        }
         if let Some(f) = &self.file {
             if self.size > 0 {
                 d += &format!(
@@ -585,6 +623,7 @@ impl Scenario {
                         h.shmem /= divisor;
                         h.size /= divisor;
                         h.write /= divisor;
+                        h.lazyfree /= divisor;
                     }
                     Step::Grow { anon, .. } => *anon /= divisor,
                     Step::MmapWrite { size, .. }

@@ -171,6 +171,38 @@ pub const STEPS: &[StepSyntax] = &[
                 "write",
                 "bytes of `<file>.written` it keeps rewriting in the background until `wait` (default 0)",
             ),
+            opt(
+                "huge",
+                "its anonymous memory in huge pages, MADV_HUGEPAGE on a 2 MiB boundary (default false: 4 KiB pages)",
+            ),
+            opt(
+                "mlock",
+                "mlock its anonymous memory: unevictable (default false)",
+            ),
+            opt(
+                "zero",
+                "write its anonymous memory with zeros: zero pages when swapped out (default false)",
+            ),
+            opt(
+                "lazyfree",
+                "bytes of its anonymous memory given back with MADV_FREE after touching it (default 0)",
+            ),
+            opt(
+                "shmem_huge",
+                "its shmem in a file on a tmpfs of its own mounted with huge=always, in a mount namespace of its own: shmem huge pages (default false: a memfd)",
+            ),
+            opt(
+                "threads",
+                "threads that sleep until it exits: a kernel stack each, 0..4096 (default 0)",
+            ),
+            opt(
+                "files",
+                "empty files it makes in 100 directories: inodes and dentries, slab, 0..1000000 (default 0)",
+            ),
+            opt(
+                "fds",
+                "grow its descriptor table to this many (one descriptor dup'ed that high): vmalloc'ed, 0..1048576 (default 0)",
+            ),
         ],
         read: hold,
     },
@@ -607,11 +639,55 @@ fn hold(i: &StepArgs) -> Result<Step, ScenarioError> {
     let redirty = i.flag("redirty")?;
     let anon = i.size_or_zero("anon")?;
     let shmem = i.size_or_zero("shmem")?;
-    if anon == 0 && shmem == 0 && size == 0 && write == 0 {
+    let count = |key: &str, max: u32| -> Result<u32, ScenarioError> {
+        match i.get::<u32>(key)? {
+            Some(n) if *n.get_ref() > max => {
+                Err(i.err(n.span(), format!("{key} must be 0..{max}")))
+            }
+            Some(n) => Ok(n.into_inner()),
+            None => Ok(0),
+        }
+    };
+    let (threads, files, fds) = (
+        count("threads", 4096)?,
+        count("files", 1_000_000)?,
+        count("fds", 1 << 20)?,
+    );
+    if anon == 0 && shmem == 0 && size == 0 && write == 0 && threads + files + fds == 0 {
         return Err(i.err(
             i.keys.span.clone(),
-            "a hold must hold something: anon, shmem, size or write more than 0",
+            "a hold must hold something: anon, shmem, size, write, threads, files or fds more than 0",
         ));
+    }
+    let lazyfree = i.size_or_zero("lazyfree")?;
+    if lazyfree > anon {
+        return Err(i.err(
+            i.keys.span.clone(),
+            "lazyfree gives back part of the anonymous memory: at most anon",
+        ));
+    }
+    for (key, of) in [
+        ("huge", anon),
+        ("mlock", anon),
+        ("zero", anon),
+        ("shmem_huge", shmem),
+    ] {
+        if let Some(f) = i.get::<bool>(key)?
+            && *f.get_ref()
+            && of == 0
+        {
+            return Err(i.err(
+                f.span(),
+                format!(
+                    "{key} is about {} memory the task does not hold",
+                    if key == "shmem_huge" {
+                        "shmem"
+                    } else {
+                        "anonymous"
+                    }
+                ),
+            ));
+        }
     }
     Ok(Step::Hold(Hold {
         task: i.task()?,
@@ -623,6 +699,14 @@ fn hold(i: &StepArgs) -> Result<Step, ScenarioError> {
         dirty,
         redirty,
         write,
+        huge: i.flag("huge")?,
+        mlock: i.flag("mlock")?,
+        zero: i.flag("zero")?,
+        lazyfree,
+        shmem_huge: i.flag("shmem_huge")?,
+        threads,
+        files,
+        fds,
     }))
 }
 
@@ -660,8 +744,10 @@ mod tests {
             "file" => "\"f\"".into(),
             "task" => "\"t\"".into(),
             "counter" => "\"dirty\"".into(),
-            "fsync" | "dirty" | "redirty" => "true".into(),
-            "count" | "clients" | "bystanders" => "2".into(),
+            "fsync" | "dirty" | "redirty" | "huge" | "mlock" | "zero" | "shmem_huge" => {
+                "true".into()
+            }
+            "count" | "clients" | "bystanders" | "threads" | "files" | "fds" => "2".into(),
             "duration" | "hold" => "\"1s\"".into(),
             "block_size" => "\"4K\"".into(),
             _ if kind == StepKind::Fault || kind == StepKind::Usemem => "\"8K\"".into(),

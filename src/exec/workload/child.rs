@@ -130,11 +130,13 @@ pub(super) fn run_job(job: &Job) -> Result<JobResult> {
             dirty,
             redirty,
             write,
+            extras,
         } => hold(
             (*anon, *shmem),
             file.as_deref(),
             (*file_size, *dirty, *redirty),
             *write,
+            extras,
         ),
         Job::Create { path, size } => {
             let r = write_file(path, *size, 1 << 20, true)?;
@@ -323,6 +325,170 @@ pub(super) fn fault_loop(size: u64, duration_ms: u64) -> Result<JobResult> {
 
 /// Maps `size` bytes of anonymous memory with 4 KiB pages (no THP, like the 2010 move-charge
 /// benchmark) and touches every page. The mapping is leaked on purpose: the task holds it.
+/// A held task's anonymous memory, touched as `extras` says: in huge pages or 4 KiB ones, with
+/// zeros or a pattern, mlocked, part of it given back with MADV_FREE. Kept until the task exits.
+fn hold_anon(size: u64, extras: &super::HoldExtras) -> Result<()> {
+    use nix::sys::mman::{MmapAdvise, madvise, mlock};
+    if size == 0 {
+        return Ok(());
+    }
+    let ptr = if extras.huge {
+        map_huge(size)?
+    } else {
+        map_anon(size, true)?
+    };
+    let base = ptr.as_ptr() as *mut u8;
+    let byte = if extras.zero { 0 } else { 0x5a };
+    for off in (0..size as usize).step_by(4096) {
+        // SAFETY: off < size, inside the mapping.
+        unsafe { base.add(off).write_volatile(byte) };
+    }
+    if extras.mlock {
+        // SAFETY: the mapping just made; RLIMIT_MEMLOCK is no limit for root.
+        unsafe { mlock(ptr, size as usize) }.context("mlock the held memory")?;
+    }
+    if extras.lazyfree > 0 {
+        // SAFETY: advice on the mapping just made.
+        unsafe {
+            madvise(
+                ptr,
+                extras.lazyfree.min(size) as usize,
+                MmapAdvise::MADV_FREE,
+            )
+        }
+        .context("madvise MADV_FREE")?;
+    }
+    Ok(())
+}
+
+/// `size` bytes of anonymous memory on a 2 MiB boundary, advised MADV_HUGEPAGE: the kernel
+/// faults it in huge pages where it can.
+fn map_huge(size: u64) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+    use nix::sys::mman::{MmapAdvise, madvise, munmap};
+    const HUGE: usize = 2 << 20;
+    let len = size as usize;
+    let ptr = map_anon(size + HUGE as u64, false)?;
+    let start = ptr.as_ptr() as usize;
+    let aligned = start.next_multiple_of(HUGE);
+    // The slack before and after the aligned region goes back.
+    // SAFETY: parts of the mapping just made, not used.
+    unsafe {
+        if aligned > start {
+            munmap(ptr, aligned - start).context("munmap")?;
+        }
+        let end = aligned + len;
+        let tail = start + len + HUGE - end;
+        if tail > 0 {
+            munmap(
+                std::ptr::NonNull::new(end as *mut std::ffi::c_void).unwrap(),
+                tail,
+            )
+            .context("munmap")?;
+        }
+    }
+    let huge = std::ptr::NonNull::new(aligned as *mut std::ffi::c_void).unwrap();
+    // SAFETY: advice on the aligned mapping.
+    unsafe { madvise(huge, len, MmapAdvise::MADV_HUGEPAGE) }.context("madvise MADV_HUGEPAGE")?;
+    Ok(huge)
+}
+
+/// `size` bytes of shmem in huge pages: a tmpfs mounted with huge=always at `dir`, in a mount
+/// namespace of this task's own (it goes with the task), a file there written through a shared
+/// mapping. Returns the file, kept open.
+fn touch_huge_tmpfs(dir: &std::path::Path, size: u64) -> Result<fs::File> {
+    use nix::mount::{MsFlags, mount};
+    use nix::sched::{CloneFlags, unshare};
+    fs::create_dir_all(dir).with_context(|| format!("mkdir {}", dir.display()))?;
+    unshare(CloneFlags::CLONE_NEWNS).context("unshare a mount namespace")?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .context("make the mounts private")?;
+    let opts = format!("huge=always,size={}", size + (4 << 20));
+    mount(
+        Some("tmpfs"),
+        dir,
+        Some("tmpfs"),
+        MsFlags::empty(),
+        Some(opts.as_str()),
+    )
+    .with_context(|| format!("mount a tmpfs with huge=always at {}", dir.display()))?;
+    let path = dir.join("shmem");
+    let ptr = map_shared_file(&path, size)?;
+    let base = ptr.as_ptr() as *mut u8;
+    for off in (0..size as usize).step_by(4096) {
+        // SAFETY: off < size, inside the mapping.
+        unsafe { base.add(off).write_volatile(0x5a) };
+    }
+    fs::File::open(&path).with_context(|| format!("open {}", path.display()))
+}
+
+/// The kernel memory a held task makes: threads (kernel stacks), empty files (inodes and
+/// dentries), a grown descriptor table (vmalloc). Returned to be kept until it exits.
+fn kernel_memory(
+    extras: &super::HoldExtras,
+) -> Result<(
+    Vec<std::thread::JoinHandle<()>>,
+    Option<std::os::fd::OwnedFd>,
+)> {
+    let mut threads = Vec::new();
+    for _ in 0..extras.threads {
+        // Small user stacks: the kernel stack is the point.
+        threads.push(
+            std::thread::Builder::new()
+                .stack_size(64 << 10)
+                .spawn(|| {
+                    loop {
+                        std::thread::park();
+                    }
+                })
+                .context("start a thread")?,
+        );
+    }
+    if let Some((dir, n)) = &extras.files {
+        for i in 0..*n {
+            let d = dir.join((i % 100).to_string());
+            if i < 100 {
+                fs::create_dir_all(&d).with_context(|| format!("mkdir {}", d.display()))?;
+            }
+            let p = d.join(i.to_string());
+            fs::File::create(&p).with_context(|| format!("create {}", p.display()))?;
+        }
+    }
+    let mut fd = None;
+    if extras.fds > 0 {
+        let max = libc::rlimit {
+            rlim_cur: extras.fds as u64 + 1,
+            rlim_max: extras.fds as u64 + 1,
+        };
+        // SAFETY: a valid rlimit; root may raise it up to fs.nr_open.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &max) } != 0 {
+            bail!(
+                "setrlimit RLIMIT_NOFILE {}: {}",
+                extras.fds + 1,
+                std::io::Error::last_os_error()
+            );
+        }
+        let null = fs::File::open("/dev/null").context("open /dev/null")?;
+        // SAFETY: dup2 onto a number above every descriptor in use.
+        let r = unsafe { libc::dup2(null.as_raw_fd(), extras.fds as i32) };
+        if r < 0 {
+            bail!(
+                "dup2 to descriptor {}: {}",
+                extras.fds,
+                std::io::Error::last_os_error()
+            );
+        }
+        // SAFETY: r is the descriptor just made, owned here.
+        fd = Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(r) });
+    }
+    Ok((threads, fd))
+}
+
 pub(super) fn touch_anon(size: u64) -> Result<()> {
     if size == 0 {
         return Ok(());
@@ -440,12 +606,18 @@ pub(super) fn hold(
     file: Option<&std::path::Path>,
     (file_size, dirty, redirty): (u64, bool, bool),
     write: u64,
+    extras: &super::HoldExtras,
 ) -> Result<JobResult> {
     use std::io::BufRead;
     let t = Instant::now();
-    touch_anon(anon)?;
+    hold_anon(anon, extras)?;
     // Kept open and mapped until the task exits, which frees it.
-    let _memfd = (shmem > 0).then(|| touch_shmem(shmem)).transpose()?;
+    let _shmem = match (&extras.shmem_huge, shmem) {
+        (_, 0) => None,
+        (Some(dir), n) => Some(touch_huge_tmpfs(dir, n)?.into()),
+        (None, n) => Some(touch_shmem(n)?),
+    };
+    let _kernel = kernel_memory(extras)?;
     let mut mapping = None;
     if let Some(f) = file
         && file_size > 0

@@ -60,6 +60,9 @@ pub enum Job {
         #[serde(default)]
         redirty: bool,
         write: u64,
+        /// How it holds its anonymous memory and what kernel memory it makes.
+        #[serde(default)]
+        extras: HoldExtras,
     },
     /// Write a file of `size`, fsync it and drop it from the page cache (POSIX_FADV_DONTNEED).
     Create { path: PathBuf, size: u64 },
@@ -103,6 +106,30 @@ pub struct JobResult {
     pub minflt: u64,
     #[serde(default)]
     pub majflt: u64,
+}
+
+/// What a held task does besides holding its memory: how its anonymous memory is held, and the
+/// kernel memory it makes (see `scenario::Hold`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HoldExtras {
+    /// Anonymous memory in huge pages (MADV_HUGEPAGE on a 2 MiB aligned region).
+    pub huge: bool,
+    /// mlock(2) the anonymous memory: unevictable.
+    pub mlock: bool,
+    /// Write zeros, not a pattern (a zero-filled page swaps out as a zero page).
+    pub zero: bool,
+    /// Bytes of the anonymous memory given back with MADV_FREE after touching it.
+    pub lazyfree: u64,
+    /// The shmem in a file on a tmpfs of its own mounted with huge=always (in a mount namespace
+    /// of its own, at this directory), not a memfd.
+    pub shmem_huge: Option<PathBuf>,
+    /// Threads that sleep until it exits: a kernel stack each.
+    pub threads: u32,
+    /// Empty files made in this directory (in 100 subdirectories): inodes and dentries, slab.
+    pub files: Option<(PathBuf, u32)>,
+    /// The file descriptor table grown to this many (one descriptor dup'ed that high): a table
+    /// that large is vmalloc'ed.
+    pub fds: u32,
 }
 
 /// A running worker process.
