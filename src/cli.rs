@@ -43,6 +43,15 @@ pub enum Format {
     Json,
 }
 
+/// `coverage --format`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CoverageFormat {
+    Human,
+    Json,
+    /// The page docs/coverage.md is.
+    Markdown,
+}
+
 #[derive(Subcommand)]
 pub enum Command {
     /// Describe this machine: kernel, cgroup layout, capabilities, scratch filesystem.
@@ -116,6 +125,20 @@ pub enum Command {
         per_run: bool,
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
+    },
+    /// Every file and field of the memcg interface with the invariants that judge it, whether it
+    /// moved in the given results (so they could fail), the mutants that prove them, and for the
+    /// rest why not. Without --results: the interface of the running kernel (needs root).
+    Coverage {
+        /// `run --format json` result files or directories of them (one table per cgroup version).
+        #[arg(long, value_name = "PATH")]
+        results: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value = "human")]
+        format: CoverageFormat,
+        /// Exit 2 when less than this share (percent) of the counted fields is covered (the suite
+        /// falls short, not the kernel).
+        #[arg(long, value_name = "PERCENT")]
+        require: Option<f64>,
     },
     /// Remove what runs killed with SIGKILL left behind (cgroups, scratch files, sysctls).
     Cleanup,

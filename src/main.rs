@@ -11,11 +11,11 @@ use memcgtest::suite;
 use memcgtest::sys::cgroup::detect::{self, Choice};
 use memcgtest::sys::env;
 use memcgtest::sys::{cgroup, cleanup, lock, sysctl};
-use memcgtest::{ab, compare, report, scenario, vm};
+use memcgtest::{ab, compare, coverage, report, scenario, vm};
 
 mod cli;
 
-use cli::{Cli, Command, Format};
+use cli::{Cli, Command, CoverageFormat, Format};
 
 fn main() -> ExitCode {
     // In a VM this binary is the initramfs's /init.
@@ -92,6 +92,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             Ok(exit::OK)
         }
         Command::Cleanup => cleanup_leftovers(&cli),
+        Command::Coverage {
+            results,
+            format,
+            require,
+        } => show_coverage(&cli, results, *format, *require),
         Command::Vm { .. } => run_vm(&cli),
         Command::Ab { .. } => run_ab(&cli),
         Command::Run {
@@ -145,6 +150,66 @@ fn run(cli: Cli) -> Result<u8, Error> {
             ..
         } => compare_results(base, new, *threshold, *pool_repetitions, *format),
     }
+}
+
+/// `memcgtest coverage`.
+fn show_coverage(
+    cli: &Cli,
+    results: &[PathBuf],
+    format: CoverageFormat,
+    require: Option<f64>,
+) -> Result<u8, Error> {
+    let scenarios = scenario::load_all(cli.scenario_dir.as_deref())?;
+    let mut reports = Vec::new();
+    for path in results {
+        for v in compare::load(path).map_err(|e| Error::Usage(format!("{e:#}")))? {
+            let rep: memcgtest::model::RunReport = serde_json::from_value(v).map_err(|e| {
+                Error::Usage(format!("{}: not a run's results: {e}", path.display()))
+            })?;
+            reports.push(rep);
+        }
+    }
+    let probed = if results.is_empty() {
+        let _live = suite::own_liveness().ok();
+        let e = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
+        let version = e.cgroup.selected.clone().map_err(Error::Environment)?;
+        if e.interface.is_empty() {
+            return Err(Error::Environment(
+                "could not read the memcg interface: probing makes a throw-away group and needs root and a writable test parent".into(),
+            ));
+        }
+        Some((version, e.kernel, e.interface))
+    } else {
+        None
+    };
+    let tables = coverage::tables(&reports, probed, &scenarios);
+    if tables.is_empty() {
+        return Err(Error::Usage(
+            "the results hold no run on a cgroup version (memcgtest run --format json)".into(),
+        ));
+    }
+    match format {
+        CoverageFormat::Human => print!("{}", coverage::render(&tables)),
+        CoverageFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&tables).map_err(internal)?
+        ),
+        CoverageFormat::Markdown => print!("{}", coverage::markdown(&tables)),
+    }
+    let low: Vec<String> = tables
+        .iter()
+        .filter(|t| require.is_some_and(|r| t.covered_pct() < r))
+        .map(|t| format!("cgroup {}: {:.1} %", t.version.as_str(), t.covered_pct()))
+        .collect();
+    if !low.is_empty() {
+        // The suite falls short, not the kernel: never 1.
+        return Err(Error::Usage(format!(
+            "coverage below --require {} %: {}",
+            require.unwrap_or(0.0),
+            low.join(", ")
+        )));
+    }
+    Ok(exit::OK)
 }
 
 /// `memcgtest list`.

@@ -358,7 +358,7 @@ pub use faults::{Faults, faults};
 pub use follows::{Follows, follows};
 pub use hierarchy::{Hierarchy, hierarchy};
 pub use holds_files::{HoldsFiles, holds_files};
-pub use identities::{Identities, identities};
+pub use identities::{Identities, identities, judged as identities_judged};
 pub use limit_counters::{LimitCounters, limit_counters};
 pub use monotonic::{Monotonic, monotonic};
 pub use moved::{Moved, Want, moved};

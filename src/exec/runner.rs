@@ -425,6 +425,7 @@ fn conclude(sc: &Scenario, plan: &SamplePlan, result: &mut ScenarioResult, recor
     };
     result.moves = record.moves.clone();
     result.measurements = record.measurements();
+    result.moved = record.moved();
     result.record = Some(record);
 }
 

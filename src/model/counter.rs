@@ -55,11 +55,13 @@ pub enum Source {
         v1: Option<&'static str>,
         v2: Option<&'static str>,
     },
-    /// A file of its own (or a key of one); `None`: the version has no such file. `v2_local`:
-    /// where v2 keeps the group's own value (memory.events.local).
+    /// A file of its own (or a key of one); `None`: the version has no such file. `v1_local`,
+    /// `v2_local`: where the version keeps the group's own value (v1 memory.stat `swap`, v2
+    /// memory.events.local).
     File {
         v1: Option<Loc>,
         v2: Option<Loc>,
+        v1_local: Option<Loc>,
         v2_local: Option<Loc>,
     },
 }
@@ -177,7 +179,12 @@ const fn own(
 ) -> Counter {
     Counter {
         name,
-        source: Source::File { v1, v2, v2_local },
+        source: Source::File {
+            v1,
+            v2,
+            v1_local: None,
+            v2_local,
+        },
         vmstat: None,
         unit,
         kind,
@@ -333,15 +340,21 @@ pub const COUNTERS: &[Counter] = &[
         kind: Kind::Limit,
         numa: false,
     },
-    // v2's memory.stat has no swap: its swap page counter is a file of its own.
-    own(
-        SWAP,
-        key("memory.stat", "total_swap"),
-        one("memory.swap.current"),
-        None,
-        Unit::Bytes,
-        Kind::Size,
-    ),
+    // v2's memory.stat has no swap: its swap page counter is a file of its own. v1 prints the
+    // group's own swap beside total_swap.
+    Counter {
+        name: SWAP,
+        source: Source::File {
+            v1: key("memory.stat", "total_swap"),
+            v2: one("memory.swap.current"),
+            v1_local: key("memory.stat", "swap"),
+            v2_local: None,
+        },
+        vmstat: None,
+        unit: Unit::Bytes,
+        kind: Kind::Size,
+        numa: false,
+    },
     own(
         USAGE,
         one("memory.usage_in_bytes"),
@@ -485,6 +498,7 @@ pub fn file(version: Version, name: &str) -> Option<Loc> {
     match (counter(base)?.source, version, local) {
         (Source::File { v1, .. }, Version::V1, false) => v1,
         (Source::File { v2, .. }, Version::V2, false) => v2,
+        (Source::File { v1_local, .. }, Version::V1, true) => v1_local,
         (Source::File { v2_local, .. }, Version::V2, true) => v2_local,
         _ => None,
     }
@@ -507,9 +521,14 @@ pub fn stat_key(name: &str, version: Version) -> Result<Option<String>, String> 
     };
     match c.source {
         // A counter of its own file: read from that file, where the version has one.
-        Source::File { v1, v2, v2_local } => {
+        Source::File {
+            v1,
+            v2,
+            v1_local,
+            v2_local,
+        } => {
             let (loc, own) = match version {
-                Version::V1 => (v1, None),
+                Version::V1 => (v1, v1_local),
                 Version::V2 => (v2, v2_local),
             };
             match (loc, local, own) {

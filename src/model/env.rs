@@ -19,6 +19,10 @@ pub struct EnvInfo {
     pub capabilities: Capabilities,
     pub scratch: ScratchInfo,
     pub sysctls: Vec<(String, String)>,
+    /// The memcg interface the kernel shows a group: `file` or `file:key` (see `coverage`);
+    /// empty where it could not be probed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interface: Vec<String>,
     pub oracle: OracleInfo,
 }
 

@@ -40,6 +40,7 @@ pub fn env() -> EnvInfo {
             writeback: true,
         },
         sysctls: vec![("dirty_ratio".into(), "20".into())],
+        interface: vec![],
         oracle: OracleInfo {
             kind: "page-cache truth".into(),
             why_not: None,
@@ -79,6 +80,7 @@ pub fn result(name: &str, status: Status, reason: &str) -> ScenarioResult {
         notes: vec![],
         moves: vec![],
         measurements: vec![],
+        moved: vec![],
         record: None,
         error: None,
     }

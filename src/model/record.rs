@@ -317,6 +317,40 @@ impl Record {
             .any(|s| s.phase == phase && s.rep == rep && s.load.is_some_and(|l| l.busy()))
     }
 
+    /// How far each group counter moved: the largest range of any group's column (for a derived
+    /// limit, 1 when one was in force), for `memcgtest coverage`.
+    pub fn moved(&self) -> Vec<(String, i64)> {
+        let s = &self.series;
+        let mut out: Vec<(String, i64)> = Vec::new();
+        for (i, c) in s.columns().iter().enumerate() {
+            let super::Column::Group { counter, local, .. } = c else {
+                continue;
+            };
+            let name = if *local {
+                super::counter::local(counter)
+            } else {
+                counter.clone()
+            };
+            let (lo, hi) = (0..s.len()).fold((i64::MAX, i64::MIN), |(lo, hi), r| {
+                let v = s.get(r, i);
+                (lo.min(v), hi.max(v))
+            });
+            let limit = super::counter::counter(counter)
+                .is_some_and(|c| c.kind == super::counter::Kind::Limit);
+            let range = match (s.is_empty(), limit) {
+                (true, _) => 0,
+                // A derived limit "moves" when one is in force (below the page counter's max).
+                (false, true) => i64::from(lo < 1 << 60),
+                (false, false) => hi - lo,
+            };
+            match out.iter_mut().find(|(n, _)| *n == name) {
+                Some(e) => e.1 = e.1.max(range),
+                None => out.push((name, range)),
+            }
+        }
+        out
+    }
+
     pub fn phase_by_name(&self, name: &str) -> Option<usize> {
         self.phases.iter().position(|p| p.name == name)
     }

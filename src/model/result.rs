@@ -60,6 +60,10 @@ pub struct ScenarioResult {
     pub moves: Vec<MoveRecord>,
     /// Sample sets of everything measured (for `memcgtest compare`).
     pub measurements: Vec<crate::model::Measurement>,
+    /// How far each counter moved in the run (as scenarios name it, `.local` included): the
+    /// largest change of any group's column, for the coverage table (`memcgtest coverage`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<(String, i64)>,
     #[serde(skip)]
     pub record: Option<Record>,
     /// Why the scenario could not finish, when its status is `error`: the kernel's fault (exit 1)
@@ -91,6 +95,7 @@ impl ScenarioResult {
             notes: Vec::new(),
             moves: Vec::new(),
             measurements: Vec::new(),
+            moved: Vec::new(),
             record: None,
             error: None,
         }

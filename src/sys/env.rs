@@ -78,6 +78,62 @@ fn writable(p: &Path) -> bool {
     nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).is_ok()
 }
 
+/// The memcg interface this kernel shows a group: every readable `memory.*` file of a fresh
+/// throw-away child (marked with our pid), as `file` for a file of one value and `file:key`
+/// for each key of a keyed one (memory.stat, memory.events, memory.numa_stat, v1's
+/// memory.oom_control, ...), sorted. Empty where the child cannot be made.
+pub fn probe_interface(parent: &Cgroup) -> Vec<String> {
+    let name = format!(
+        "{}{}-interface",
+        crate::sys::cleanup::MARKER,
+        std::process::id()
+    );
+    let Ok(cg) = parent.create_child(&name) else {
+        return Vec::new();
+    };
+    let out = interface(&cg.path);
+    let _ = cg.remove_tree(std::time::Duration::from_secs(2));
+    out
+}
+
+/// The `memory.*` files of a cgroup directory and their keys (see `probe_interface`).
+pub fn interface(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let file = e.file_name().to_string_lossy().into_owned();
+        if !file.starts_with("memory.") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue; // write-only (memory.reclaim, memory.force_empty)
+        };
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let keyed = lines.len() > 1
+            || lines
+                .first()
+                .is_some_and(|l| l.contains(' ') || l.contains('='));
+        if !keyed {
+            out.push(file);
+            continue;
+        }
+        for l in lines {
+            // "key value", "key N0=.. N1=.." (v2 numa_stat), "key=N N0=.." (v1 numa_stat),
+            // "some avg10=.." (pressure).
+            let first = l.split_whitespace().next().unwrap_or("");
+            let key = first.split('=').next().unwrap_or(first);
+            if !key.is_empty() {
+                out.push(format!("{file}:{key}"));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Probes v1 charge moving by creating a throw-away child (marked with our pid) and writing 1 to its
 /// memory.move_charge_at_immigrate. 6.13 removed the feature (EINVAL).
 pub fn probe_charge_moving(parent: &Cgroup) -> String {
@@ -189,7 +245,12 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
     };
     let fstype = fstype_of(scratch);
     let oracle = oracle_info();
+    let interface = match &tp {
+        Some(c) if probe && root && writable(&c.path) => probe_interface(c),
+        _ => Vec::new(),
+    };
     EnvInfo {
+        interface,
         oracle,
         kernel: s(|u| u.release()),
         kernel_build: s(|u| u.version()),
