@@ -103,6 +103,11 @@ pub enum Command {
         /// When another run owns the vm sysctls, stop (exit 125) instead of waiting for it.
         #[arg(long)]
         no_wait: bool,
+        /// The machine is this run's alone (a VM of its own; `memcgtest vm` passes it): also run
+        /// the scenarios that put the whole machine under memory pressure or change machine-wide
+        /// knobs (requires.features = ["dedicated"]); without it they are skipped.
+        #[arg(long)]
+        dedicated: bool,
         /// Stream typed events (JSON lines: scenario begin and end with the result, progress) on
         /// stdout instead of printing the format: what the guest of `memcgtest vm` does for the host.
         #[arg(long, hide = true)]

@@ -235,9 +235,6 @@ pub fn reason(name: &str) -> Option<&'static str> {
         "memory.oom_control:under_oom" => {
             "a state while the OOM killer waits (with oom_kill_disable), never seen with it enabled"
         }
-        "memory.numa_stat (v1)" => {
-            "cgroup v1's per-node LRU page counts: no invariant judges them yet"
-        }
         "memory.peak" | "peak" | "swap_peak" | "memsw_peak" | "kmem_peak" => return None,
         _ => return None,
     })
@@ -302,7 +299,10 @@ pub fn classify(entry: &str, version: Version) -> What {
                 .iter()
                 .find(|c| counter::numa_key(c.name) == Some(k))
                 .map_or(What::Unknown, |c| What::Numa(c.name.into())),
-            Version::V1 => What::Other(reason("memory.numa_stat (v1)").unwrap()),
+            Version::V1 => counter::V1_NUMA
+                .iter()
+                .find(|l| l.key == k)
+                .map_or(What::Unknown, |l| What::Numa(l.name.into())),
         };
     }
     for (v1, v2, name) in SETTINGS {
@@ -494,6 +494,14 @@ const LIMIT_FILES: &[&str] = &[
     "memory.soft_limit_in_bytes",
 ];
 
+/// The counters a field moves with: a v1 memory.numa_stat line's LRU counters, else itself.
+fn numa_parts(name: &str) -> Vec<String> {
+    match counter::V1_NUMA.iter().find(|l| l.name == name) {
+        Some(l) => l.parts.iter().map(|p| p.to_string()).collect(),
+        None => vec![name.to_string()],
+    }
+}
+
 /// How far a counter must move for an invariant over it to be able to fail: an event once, a size
 /// by more than twice the statistics' unflushed bound on two CPUs (2 MiB), a derived limit by
 /// being in force at all (`Record::moved` gives it 1).
@@ -566,9 +574,11 @@ fn row(entry: &str, version: Version, reps: &[&RunReport], scenarios: &[Scenario
     for rep in reps {
         for s in &rep.scenarios {
             let hit = match &what {
-                What::Counter(n) | What::Numa(n) => {
-                    s.moved.iter().any(|(c, by)| c == n && moved_enough(c, *by))
-                }
+                What::Counter(n) | What::Numa(n) => numa_parts(n).iter().any(|part| {
+                    s.moved
+                        .iter()
+                        .any(|(c, by)| c == part && moved_enough(c, *by))
+                }),
                 What::Setting(_) => exercised_checks(&s.checks, &invariants),
                 _ => false,
             };

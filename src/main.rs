@@ -110,6 +110,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             stall,
             sample_interval,
             no_wait,
+            dedicated,
             events,
         } => {
             if !report::kcidb::valid_origin(origin) {
@@ -138,6 +139,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     stall: *stall,
                     sample_interval: *sample_interval,
                     no_wait: *no_wait,
+                    dedicated: *dedicated,
                 },
             )
         }

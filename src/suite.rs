@@ -37,6 +37,8 @@ pub struct Options<'a> {
     pub stall: Option<Duration>,
     pub sample_interval: Option<Duration>,
     pub no_wait: bool,
+    /// The machine is the run's own: scenarios that need that run (`Feature::Dedicated`).
+    pub dedicated: bool,
 }
 
 /// This machine cannot test at all: 125.
@@ -85,6 +87,7 @@ pub fn run_scenarios(place: &Place, o: &Options) -> Result<u8, Error> {
         slow_scratch,
         wait_sysctls: !o.no_wait,
         quick,
+        dedicated: o.dedicated,
         timeout,
         stall: match stall {
             Some(d) if d.is_zero() => None,

@@ -133,11 +133,25 @@ const RULES: &[Rule] = &[
         "every mapped anonymous page and page cache page is on an LRU list, but for those isolated or batched for a moment",
     ),
     rule(
-        &["slab", "kernel_stack", "pagetables", "percpu"],
+        &["slab", "kernel_stack", "pagetables", "percpu", "vmalloc"],
         Rel::Le,
         &["kernel"],
         Slack::Charge,
-        "slab objects, kernel stacks, page tables and percpu memory are charged as kernel memory (MEMCG_KMEM), in whole pages",
+        "slab objects, kernel stacks, page tables, percpu and accounted vmalloc memory are charged as kernel memory (MEMCG_KMEM), in whole pages",
+    ),
+    rule(
+        &["swap_max_events"],
+        Rel::Le,
+        &["swap_fail_events"],
+        Slack::None,
+        "a swap charge refused at memory.swap.max counts as a failed swap-out too",
+    ),
+    rule(
+        &["oom_group_kills"],
+        Rel::Le,
+        &["oom_kills"],
+        Slack::None,
+        "an OOM that kills a whole group kills at least one task in it",
     ),
     rule(
         &["usage"],

@@ -33,8 +33,13 @@ would pass the limit; for an unlimited group: never); with `hit = true` (the wor
 needs more than the limit) they must have risen once the watermark reached it, and the \
 check is not exercised when it never did. On v2 a limited group below this one counts \
 into its events (memory.events is hierarchical), so \"only when\" is not judged then. \
-Tolerance: the unflushed-stats bound + 2 MiB (a THP charge is added before the limit \
-is compared). Result name: `limit-counters(<cgroup>)`.",
+Swap likewise: v2 memory.swap.events `max` stays 0 while the swap watermark \
+(memory.swap.peak) stayed more than that margin below memory.swap.max, `high` while it \
+stayed at or below memory.swap.high (neither judged where a group above or below also \
+limits swap: v2 counts an ancestor's refusals in the group and a child's events in its \
+parent); v1 memory.memsw.failcnt while the memory+swap watermark stayed clear of \
+memory.memsw.limit_in_bytes. Tolerance: the unflushed-stats bound + 2 MiB (a THP charge \
+is added before the limit is compared). Result name: `limit-counters(<cgroup>)`.",
     keys: &[
         opt("cgroup", "the group (default: the only declared group)"),
         opt(
@@ -151,7 +156,127 @@ pub fn limit_counters(name: String, rec: &Record, cgroup: &str, hit: bool) -> Ch
     if let Some(f) = watermark(&v, &name).or_else(|| failures(&v, &name, hit)) {
         return f;
     }
-    passed(&v, name)
+    let swap = match swap_events(rec, cgroup, &name) {
+        Ok(lines) => lines,
+        Err(f) => return *f,
+    };
+    let mut res = passed(&v, name);
+    if !swap.is_empty() {
+        res.detail += &format!("; {}", swap.join("; "));
+    }
+    res
+}
+
+/// Swap refused at a swap limit only when the swap counter reached it; swap.high events only
+/// when the swap counter passed swap.high. v2: memory.swap.events `max` and `high` against
+/// memory.swap.peak; v1: memory.memsw.failcnt against memory.memsw.max_usage_in_bytes. A charge
+/// tries a whole THP (2 MiB) at once. Not judged where a group above or below also limits swap
+/// (v2 counts an ancestor's refusals in the group and a child's events in its parent). Returns
+/// what was judged, for the pass line.
+fn swap_events(rec: &Record, cgroup: &str, name: &str) -> Result<Vec<String>, Box<CheckResult>> {
+    let s = &rec.series;
+    let Some(spec) = rec.group(cgroup) else {
+        return Ok(Vec::new());
+    };
+    let col = |c: &str| s.col(&crate::model::Column::group(cgroup, c));
+    let max_of = |c: usize| (0..s.len()).map(|r| s.get(r, c)).max().unwrap_or(0);
+    let first_above = |c: usize, v: i64| (0..s.len()).find(|&r| s.get(r, c) > v).unwrap_or(0);
+    let margin = hit_margin(rec.machine.page_size);
+    let swap_limited = |c: &crate::model::CgroupSpec| c.swap_max.is_some() || !c.swap;
+    let above = rec
+        .cgroups
+        .iter()
+        .any(|c| cgroup.starts_with(&format!("{}/", c.name)) && swap_limited(c));
+    let below = rec.any_below(cgroup, swap_limited);
+    let swap_limit = if spec.swap { spec.swap_max } else { Some(0) };
+    let fail = |r: usize, actual: String, expected: String, detail: String| {
+        let mut res = CheckResult::new(name.to_string(), Outcome::Fail, actual, expected, detail);
+        res.at = Some(s.t[r]);
+        Box::new(res)
+    };
+    let mut lines = Vec::new();
+    // v1: the memory+swap counter's failures, its own only (failcnt is not hierarchical).
+    if let (Some(hits), Some(peak)) = (col("memsw_hits"), col("memsw_peak")) {
+        let limit = match (spec.limit, swap_limit) {
+            (Some(l), Some(m)) => Some(l as i64 + m as i64),
+            _ => None,
+        };
+        let (h, p) = (max_of(hits), max_of(peak));
+        if h > 0 && limit.is_none_or(|l| p < l - margin) {
+            let r = first_above(hits, 0);
+            return Err(fail(
+                r,
+                format!("{cgroup}.memsw_hits = {h}"),
+                "0 while memory+swap stays clear of its limit".into(),
+                format!(
+                    "at t={:.3}s (phase {}) {cgroup} counted {h} memory+swap charges failing at its limit (memory.memsw.failcnt), yet its memory+swap watermark stayed at {} ({}; a charge can fail only within {} of it)",
+                    s.t[r],
+                    rec.phase_at(s.t[r]),
+                    human_bytes(p),
+                    limit.map_or("no memsw limit".into(), |l| format!(
+                        "limit {}",
+                        human_bytes(l)
+                    )),
+                    human_bytes(margin)
+                ),
+            ));
+        }
+        lines.push(format!(
+            "memsw peak {}, {h} memsw charges failed",
+            human_bytes(p)
+        ));
+    }
+    // v2: memory.swap.events against the swap watermark.
+    if let (Some(peak), false) = (col("swap_peak"), above) {
+        let p = max_of(peak);
+        if let Some(maxed) = col("swap_max_events").filter(|_| !below) {
+            let n = max_of(maxed);
+            if n > 0 && swap_limit.is_none_or(|m| p < m as i64 - margin) {
+                let r = first_above(maxed, 0);
+                return Err(fail(
+                    r,
+                    format!("{cgroup}.swap_max_events = {n}"),
+                    "0 while swap stays clear of memory.swap.max".into(),
+                    format!(
+                        "at t={:.3}s (phase {}) {cgroup} counted {n} swap charges refused at memory.swap.max (memory.swap.events max), yet its swap watermark stayed at {} ({}; a swap charge can fail only within {} of the limit)",
+                        s.t[r],
+                        rec.phase_at(s.t[r]),
+                        human_bytes(p),
+                        swap_limit.map_or("no swap limit".into(), |m| format!(
+                            "memory.swap.max {}",
+                            human_bytes(m as i64)
+                        )),
+                        human_bytes(margin)
+                    ),
+                ));
+            }
+            lines.push(format!("swap peak {}, {n} swap.max events", human_bytes(p)));
+        }
+        if let Some(high) = col("swap_high_events").filter(|_| !below && !above) {
+            let n = max_of(high);
+            let h = spec.swap_high.map(|h| h as i64);
+            if n > 0 && h.is_none_or(|h| p <= h) {
+                let r = first_above(high, 0);
+                return Err(fail(
+                    r,
+                    format!("{cgroup}.swap_high_events = {n}"),
+                    "0 while swap stays at or below memory.swap.high".into(),
+                    format!(
+                        "at t={:.3}s (phase {}) {cgroup} counted {n} swap.high events (memory.swap.events high), yet its swap watermark stayed at {} ({})",
+                        s.t[r],
+                        rec.phase_at(s.t[r]),
+                        human_bytes(p),
+                        h.map_or("no swap.high".into(), |h| format!(
+                            "memory.swap.high {}",
+                            human_bytes(h)
+                        ))
+                    ),
+                ));
+            }
+            lines.push(format!("{n} swap.high events"));
+        }
+    }
+    Ok(lines)
 }
 
 /// The watermark holds every usage it saw and never passed the limit.

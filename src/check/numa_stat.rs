@@ -6,7 +6,7 @@
 
 use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt, req};
-use crate::model::counter::numa_key;
+use crate::model::counter::{V1_NUMA, numa_key};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
 use crate::model::{Column, Record};
@@ -31,8 +31,11 @@ shows a group that holds dirty pages on no node. memory.numa_stat is read just b
 and after memory.stat, so what memory.stat showed must lie between the two sums; a gap \
 must last 3 samples (dirty goes up and down within one pass while writeback takes \
 pages: one sample 1.0 MiB outside on Debian 6.1 under dirty-migration). Tolerance: the \
-unflushed-stats bound. Not run under v1 (its memory.numa_stat lists LRU sizes only) \
-nor without CONFIG_NUMA (no memory.numa_stat): a note says so. Not exercised when none \
+unflushed-stats bound. Under v1, whose memory.numa_stat lists LRU sizes only (in pages), \
+the check every group gets compares each of its lines with the memory.stat LRU counters it \
+covers (hierarchical_file with total_inactive_file + total_active_file, file with \
+inactive_file + active_file, ...), a declared one is not run; without CONFIG_NUMA (no \
+memory.numa_stat) none is: a note says so. Not exercised when none \
 of the counters rose above the tolerance; one that did not is named in the detail. \
 Result name: `numa-stat(<cgroup>)`.",
     keys: &[
@@ -97,6 +100,9 @@ impl CheckSpec for NumaStat {
                 self.name(),
                 format!("{}'s memory.numa_stat was not sampled", self.cgroup),
             );
+        }
+        if counters.iter().any(|c| V1_NUMA.iter().any(|l| l.name == c)) {
+            return v1_lru(self.name(), rec, &self.cgroup);
         }
         numa_stat(self.name(), rec, &self.cgroup, &counters)
     }
@@ -230,6 +236,108 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
     );
     res.tolerance = Some(format!(
         "{}, for {RUN} samples in a row; memory.numa_stat is read just before and after memory.stat, and the count memory.stat showed may lie anywhere between the two",
+        rec.machine.stat_batch_explained()
+    ));
+    res
+}
+
+/// cgroup v1: each line of memory.numa_stat, summed over the nodes, equals the memory.stat LRU
+/// counters it covers (`hierarchical_file` = total_inactive_file + total_active_file, `file` =
+/// inactive_file + active_file, ...): both are the memcg's LRU sizes, kept per node (the lruvec)
+/// and per memcg together. memory.numa_stat is read just before and after memory.stat; a gap
+/// must last RUN samples.
+fn v1_lru(name: String, rec: &Record, cgroup: &str) -> CheckResult {
+    let s = &rec.series;
+    let batch = rec.machine.stat_batch_bytes() as i64;
+    let (mut most, mut worst) = (0i64, 0i64);
+    let mut judged = 0;
+    for line in V1_NUMA {
+        let numa = |pre| s.col(&Column::numa(cgroup, line.name, pre));
+        let (Some(pre), Some(post)) = (numa(true), numa(false)) else {
+            continue;
+        };
+        let parts: Option<Vec<usize>> = line
+            .parts
+            .iter()
+            .map(|p| s.col(&Column::group(cgroup, p)))
+            .collect();
+        let Some(parts) = parts else {
+            continue;
+        };
+        judged += 1;
+        let tol = batch * parts.len() as i64;
+        let mut run = 0;
+        for r in 0..s.len() {
+            let (a, b) = (s.get(r, pre), s.get(r, post));
+            let v: i64 = parts.iter().map(|&c| s.get(r, c)).sum();
+            let gap = (a.min(b) - v).max(v - a.max(b)).max(0);
+            most = most.max(v);
+            worst = worst.max(gap);
+            run = if gap > tol { run + 1 } else { 0 };
+            if run < RUN {
+                continue;
+            }
+            let t = s.t[r];
+            let sum = line.parts.join(" + ");
+            let mut res = CheckResult::new(
+                name,
+                Outcome::Fail,
+                format!(
+                    "{cgroup}'s {sum} {} but memory.numa_stat {} sums to {}",
+                    human_bytes(v),
+                    line.key,
+                    if a == b {
+                        human_bytes(a)
+                    } else {
+                        format!("{}..{}", human_bytes(a.min(b)), human_bytes(a.max(b)))
+                    }
+                ),
+                format!("equal within {}", human_bytes(tol)),
+                format!(
+                    "at t={t:.3}s (phase {}) {cgroup}'s memory.stat {sum} was {} outside the sums over the nodes of its memory.numa_stat line {} read just before and after it, for {RUN} samples in a row: the per-node LRU sizes and the memcg's no longer agree: {}",
+                    rec.phase_at(t),
+                    human_bytes(gap),
+                    line.key,
+                    s.describe_row(r)
+                ),
+            );
+            res.at = Some(t);
+            res.columns = line
+                .parts
+                .iter()
+                .map(|p| Column::group(cgroup, p))
+                .collect();
+            return res;
+        }
+    }
+    if judged == 0 {
+        return missing(name, format!("{cgroup}'s memory.numa_stat was not sampled"));
+    }
+    if most <= 2 * batch {
+        return missing(
+            name,
+            format!(
+                "{cgroup}'s LRU lists held at most {}, within twice the tolerance: the check could not fail",
+                human_bytes(most)
+            ),
+        );
+    }
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        format!(
+            "largest gap {} over {} samples",
+            human_bytes(worst),
+            s.len()
+        ),
+        "memory.stat LRU counters = sums over nodes of memory.numa_stat".into(),
+        format!(
+            "{cgroup}'s {judged} memory.numa_stat lines (its own LRU lists and its hierarchy's, up to {}) equalled memory.stat's LRU counters at every sample",
+            human_bytes(most)
+        ),
+    );
+    res.tolerance = Some(format!(
+        "{} per counter summed, for {RUN} samples in a row",
         rec.machine.stat_batch_explained()
     ));
     res

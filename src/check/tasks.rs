@@ -5,6 +5,8 @@
 //! RssAnon, and of the tasks of the groups below it. The sampler reads the tasks just before and
 //! after the group files (see `exec::sample::tasks`).
 //!
+//! The group's swap likewise holds at least what its tasks swapped out (VmSwap).
+//!
 //! Two kinds of step are not judged: a `move` (v1 moves the charge after the task is in its new
 //! group) and a `release` (an exiting task's mm is detached, so its status shows no RssAnon,
 //! before its pages are freed).
@@ -14,7 +16,7 @@ use super::{
     Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt, stale_lag,
 };
 use crate::model::StepKind;
-use crate::model::counter::ANON;
+use crate::model::counter::{ANON, MEMSW, SWAP};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
 use crate::model::{Column, Machine, Record};
@@ -31,35 +33,27 @@ pub struct Tasks {
 /// `tasks` in the check table.
 pub const KIND: Kind = Kind {
     kind: "tasks",
-    doc:
-        "The group's anon (v1 rss) equals what its tasks, and those of the groups below it, count \
-of their
-own anonymous memory: the sum of RssAnon in /proc/PID/status of every pid in \
-their cgroup.procs.
-Each task's mm keeps that page counter itself, raised at every fault \
-and lowered at every unmap,
-apart from the memcg statistics; a task that entered the \
-group before exec (memcgtest's workers
-do) faults all of its memory there. cgroup.procs \
-is opened on every pass (cgroup v1 serves a kept
-descriptor its first pid list again), \
-and the tasks are read just before and after the group
-files. A gap must last 2 samples \
-beyond the group's stale window (0.1 s; 3 s for a parent).
-Samples during `move` steps \
-(v1 moves the charge after the task) and `release` steps (an exiting
-task's mm is \
-detached before its pages are freed) are not judged. RssShmem is no truth for shmem
-(it \
-counts tmpfs pages charged elsewhere), so only anon is compared. Tolerance: \
-the
-unflushed-stats bound + the mm counter's batch (max(32, 2 × CPUs) × CPUs pages, at \
-least 256). Not
-exercised when the tasks held no more than twice the tolerance; \
-with
-`needs = \"charge-moving\"`, not run where charges cannot move (a task that moved \
-without its charge
-leaves it behind, by design). Result name: `tasks(<cgroup>)`.",
+    doc: "The group's anon (v1 rss) equals what its tasks, and those of the groups below it, \
+count of their own anonymous memory: the sum of RssAnon in /proc/PID/status of every pid \
+in their cgroup.procs. Each task's mm keeps that page counter itself, raised at every \
+fault and lowered at every unmap, apart from the memcg statistics; a task that entered the \
+group before exec (memcgtest's workers do) faults all of its memory there. And the group's \
+swap holds what its tasks swapped out (VmSwap: the swap entries in their page tables): v2 \
+memory.swap.current is charged when a page enters the swap cache, before its entry goes \
+into the page table, and stays charged until the slot is freed; v1 counts total_swap only \
+once the page left the swap cache, so there total_swapcached is added (a lower bound only: \
+a swapped-in page keeps its slot). cgroup.procs is opened on every pass (cgroup v1 serves \
+a kept descriptor its first pid list again), and the tasks are read just before and after \
+the group files. A gap must last 2 samples beyond the group's stale window (0.1 s; 3 s for \
+a parent). Samples during `move` steps (v1 moves the charge after the task) and `release` \
+steps (an exiting task's mm is detached before its pages are freed) are not judged. \
+RssShmem is no truth for shmem (it counts tmpfs pages charged elsewhere), and VmLck none for \
+unevictable (it counts locked address space, faulted or not: workers lock theirs with \
+MCL_ONFAULT). Tolerance: the unflushed-stats bound + the mm counter's batch (max(32, 2 × \
+CPUs) × CPUs pages, at least 256). Not exercised when the tasks held no more than twice \
+the tolerance of anon and swapped out no more; with `needs = \"charge-moving\"`, not run \
+where charges cannot move (a task that moved without its charge leaves it behind, by \
+design). Result name: `tasks(<cgroup>)`.",
     keys: &[
         opt("cgroup", "the group (default: the only declared group)"),
         opt("needs", "`\"charge-moving\"`"),
@@ -197,15 +191,27 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             return broke(name, rec, r, &col, v, window, tol_text);
         }
     }
-    if most <= 2 * tol {
+    let swapped = match swap(&name, rec, cgroup, &rows, (tol, &tol_text, lag)) {
+        Ok(s) => s,
+        Err(f) => return *f,
+    };
+    if most <= 2 * tol && swapped.is_none() {
         return missing(
             name,
             format!(
-                "{cgroup}'s tasks held at most {} of anon, within twice the tolerance: the check could not fail",
+                "{cgroup}'s tasks held at most {} of anon, within twice the tolerance, and swapped out no more: the check could not fail",
                 human_bytes(most)
             ),
         );
     }
+    let swap_text = swapped
+        .map(|most| {
+            format!(
+                "; its swap held what its tasks had swapped out (up to {})",
+                human_bytes(most)
+            )
+        })
+        .unwrap_or_default();
     let mut res = CheckResult::new(
         name,
         Outcome::Pass,
@@ -214,9 +220,9 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             human_bytes(worst.max(0)),
             rows.len()
         ),
-        format!("{col} = its tasks' RssAnon"),
+        format!("{col} = its tasks' RssAnon; swap >= their VmSwap"),
         format!(
-            "{col} equalled what its tasks counted of their own anonymous memory (up to {}) at every sample",
+            "{col} equalled what its tasks counted of their own anonymous memory (up to {}) at every sample{swap_text}",
             human_bytes(most)
         ),
     );
@@ -233,4 +239,80 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         }
     ));
     res
+}
+
+/// The group's swap holds what its tasks swapped out: every swap entry in their page tables
+/// (VmSwap) was charged to the group when the page was added to the swap cache (v2
+/// memory.swap.current) and stays charged until the slot is freed, after the entry left the page
+/// table. v1 counts swap (total_swap) only once the page left the swap cache, so there the swap
+/// cache is added (total_swapcached). A lower bound only: swapped-in pages keep their slots. Ok:
+/// None when the tasks never swapped out more than twice the tolerance, else the most they had.
+fn swap(
+    name: &str,
+    rec: &Record,
+    cgroup: &str,
+    rows: &[usize],
+    (tol, tol_text, lag): (i64, &str, f64),
+) -> Result<Option<i64>, Box<CheckResult>> {
+    let s = &rec.series;
+    let (Some(pre), Some(post)) = (
+        s.col(&Column::tasks(cgroup, SWAP, true)),
+        s.col(&Column::tasks(cgroup, SWAP, false)),
+    ) else {
+        return Ok(None);
+    };
+    // v1 is the version with memsw; its swap cache is where pages wait to be counted as swap.
+    let v1 = s.col(&Column::group(cgroup, MEMSW)).is_some();
+    let parts: Vec<&str> = if v1 {
+        vec![SWAP, "swapcached"]
+    } else {
+        vec![SWAP]
+    };
+    let cols: Option<Vec<usize>> = parts
+        .iter()
+        .map(|p| s.col(&Column::group(cgroup, p)))
+        .collect();
+    let Some(cols) = cols else {
+        return Ok(None);
+    };
+    let held = |r: usize| cols.iter().map(|&c| s.get(r, c)).sum::<i64>();
+    let lo = |r: usize| s.get(r, pre).min(s.get(r, post));
+    let (mut run, mut most) = (0, 0);
+    for &r in rows {
+        let floor = (0..=r)
+            .rev()
+            .take_while(|&q| s.t[r] - s.t[q] <= lag)
+            .map(lo)
+            .min()
+            .unwrap_or(0);
+        most = most.max(s.get(r, pre).max(s.get(r, post)));
+        let v = held(r);
+        run = if floor - v > tol { run + 1 } else { 0 };
+        if run >= RUN {
+            let t = s.t[r];
+            let what = parts.join(" + ");
+            let mut res = CheckResult::new(
+                name.to_string(),
+                Outcome::Fail,
+                format!("{cgroup}.{what} {}", human_bytes(v)),
+                format!(
+                    ">= its tasks' VmSwap {} - {}",
+                    human_bytes(floor),
+                    human_bytes(tol)
+                ),
+                format!(
+                    "at t={t:.3}s (phase {}) {cgroup}'s {what} was {} short of what its tasks had swapped out (VmSwap in /proc/PID/status: swap entries in their page tables) at every moment of the {:.0} ms before, for {RUN} samples in a row: swap charges were lost: {}",
+                    rec.phase_at(t),
+                    human_bytes(floor - v),
+                    lag * 1000.0,
+                    s.describe_row(r)
+                ),
+            );
+            res.at = Some(t);
+            res.columns = parts.iter().map(|p| Column::group(cgroup, p)).collect();
+            res.tolerance = Some(tol_text.to_string());
+            return Err(Box::new(res));
+        }
+    }
+    Ok((most > 2 * tol).then_some(most))
 }

@@ -1,9 +1,11 @@
-//! under-limit: a limited group's usage never exceeds its limit, at any sample.
+//! under-limit: a limited group's page counters never exceed their limits, at any sample: its
+//! usage its memory limit, its swap its swap limit (v2 memory.swap.max, 0 with `swap = false`),
+//! v1's memory+swap its memsw limit.
 
 use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt};
 use crate::model::Record;
-use crate::model::counter::{OOM_KILLS, USAGE};
+use crate::model::counter::{MEMSW, OOM_KILLS, SWAP, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
 
@@ -21,16 +23,20 @@ pub struct UnderLimit {
 /// `under-limit` in the check table.
 pub const KIND: Kind = Kind {
     kind: "under-limit",
-    doc: "The group's usage (its page counter: v1 memory.usage_in_bytes, v2 memory.current) is \
-at most the limit the scenario set (v1 memory.limit_in_bytes, v2 memory.max) at every \
-sample. A charge that would cross the limit reclaims or fails; the counter may pass it \
+    doc: "The group's page counters never exceed the limits the scenario set, at any sample: \
+its usage (v1 memory.usage_in_bytes, v2 memory.current) its memory limit (v1 \
+memory.limit_in_bytes, v2 memory.max); its swap (v2 memory.swap.current) memory.swap.max \
+(`swap_max`, 0 with `swap = false`); on v1 its memory+swap (memory.memsw.usage_in_bytes) \
+memory.memsw.limit_in_bytes (the limit plus `swap_max`, the limit with `swap = false`). \
+A charge that would cross a limit reclaims or fails; a counter may pass it \
 only by forced charges (an OOM victim exiting, __GFP_NOFAIL), which the tolerance \
 covers, and for one sample within 0.5 s of an OOM kill in the group (where `oom_kills` \
 is sampled): try_charge() force-charges for a dying task, by more than the tolerance \
 (seen once on 6.12 in oom-group: 1.8 MiB above a 16 MiB limit); the pass line lists \
-such samples, two in a row still fail. Tolerance: the unflushed-stats bound. Not \
-exercised when the group has no limit or its usage never came within 90 % of the limit \
-(the limit was not tested). Result name: `under-limit(<cgroup>)`.",
+such samples, two in a row still fail. Tolerance: the unflushed-stats bound. A limit \
+is tested when its counter came within 90 % of it (a swap limit of 0 when the usage \
+came within 90 % of the memory limit); not exercised when none was. Result name: \
+`under-limit(<cgroup>)`.",
     keys: &[opt(
         "cgroup",
         "the limited group (default: the only declared group)",
@@ -49,6 +55,7 @@ impl CheckSpec for UnderLimit {
         format!("under-limit({})", self.cgroup)
     }
     fn needs(&self) -> Needs {
+        // swap and memsw are sampled wherever the kernel shows them (every counter is).
         Needs {
             counters: vec![USAGE.into()],
             ..Needs::default()
@@ -59,68 +66,168 @@ impl CheckSpec for UnderLimit {
     }
 }
 
+/// One page counter and the limit the scenario set on it.
+struct Bound {
+    /// The counter (`usage`, `swap`, `memsw`).
+    counter: &'static str,
+    /// The limit file, for messages.
+    file: &'static str,
+    limit: u64,
+    /// How near the counter must come for the limit to count as tested.
+    tested_at: i64,
+}
+
+/// The bounds a group's spec sets: its memory limit, and its swap limit (v2 memory.swap.max on
+/// the swap counter; v1 memory.memsw.limit_in_bytes on the memory+swap counter, where `memsw` is
+/// sampled). A swap limit of 0 (`swap = false`) is tested when the memory limit is.
+fn bounds(rec: &Record, cgroup: &str) -> Vec<Bound> {
+    let Some(spec) = rec.group(cgroup) else {
+        return Vec::new();
+    };
+    let v1 = columns(rec, cgroup, &[MEMSW.into()]).is_ok();
+    let mut out = Vec::new();
+    if let Some(l) = spec.limit {
+        out.push(Bound {
+            counter: USAGE,
+            file: if v1 {
+                "memory.limit_in_bytes"
+            } else {
+                "memory.max"
+            },
+            limit: l,
+            tested_at: l as i64 / 10 * 9,
+        });
+    }
+    let swap = if spec.swap { spec.swap_max } else { Some(0) };
+    if let Some(m) = swap {
+        let memory_tested = spec.limit.map_or(i64::MAX, |l| l as i64 / 10 * 9);
+        match (v1, spec.limit) {
+            (true, Some(l)) => out.push(Bound {
+                counter: MEMSW,
+                file: "memory.memsw.limit_in_bytes",
+                limit: l + m,
+                tested_at: if m == 0 {
+                    memory_tested
+                } else {
+                    (l + m) as i64 / 10 * 9
+                },
+            }),
+            (false, _) => out.push(Bound {
+                counter: SWAP,
+                file: "memory.swap.max",
+                limit: m,
+                tested_at: if m == 0 { i64::MAX } else { m as i64 / 10 * 9 },
+            }),
+            (true, None) => {}
+        }
+    }
+    out
+}
+
 pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
-    let Some(limit) = rec.limit_of(cgroup) else {
+    let bounds = bounds(rec, cgroup);
+    if bounds.is_empty() {
         return missing(name, format!("{cgroup} has no limit"));
-    };
-    let c = match columns(rec, cgroup, &[USAGE.into()]) {
-        Ok(c) => c[0].1,
-        Err(e) => return missing(name, e),
-    };
-    let tol = rec.machine.stat_batch_bytes() as i64;
-    let bound = limit as i64 + tol;
-    let (max, at, excused) = peak(rec, cgroup, c, (limit as i64, bound));
+    }
     if rec.series.is_empty() {
         return missing(name, "no samples".into());
     }
-    // A limit the workload never came near was not tested.
-    if max < limit as i64 / 10 * 9 {
+    let tol = rec.machine.stat_batch_bytes() as i64;
+    // The memory limit's usage peak decides whether a swap limit of 0 was tested.
+    let usage_peak = columns(rec, cgroup, &[USAGE.into()])
+        .ok()
+        .map(|c| peak(rec, cgroup, c[0].1, (i64::MAX, i64::MAX)).0);
+    let (mut passed, mut untested, mut excused_all) = (Vec::new(), Vec::new(), Vec::new());
+    for b in &bounds {
+        let c = match columns(rec, cgroup, &[b.counter.into()]) {
+            Ok(c) => c[0].1,
+            Err(e) => {
+                untested.push(e);
+                continue;
+            }
+        };
+        let limit = b.limit as i64;
+        let (max, at, excused) = peak(rec, cgroup, c, (limit, limit + tol));
+        excused_all.extend(excused.iter().map(|e| format!("{}: {e}", b.counter)));
+        if max > limit + tol {
+            let t = rec.series.t[at];
+            let mut res = CheckResult::new(
+                name,
+                Outcome::Fail,
+                format!("{cgroup}.{} = {} at t={t:.3}s", b.counter, human_bytes(max)),
+                format!("<= {} {}", b.file, human_bytes(limit)),
+                format!(
+                    "at t={t:.3}s (phase {}) {cgroup}'s {} was {} above its {} of {}: the page counter let charges past its max: {}",
+                    rec.phase_at(t),
+                    b.counter,
+                    human_bytes(max - limit),
+                    b.file,
+                    human_bytes(limit),
+                    rec.series.describe_row(at)
+                ),
+            );
+            res.at = Some(t);
+            res.bound = Some(limit);
+            res.columns = vec![rec.series.columns()[c].clone()];
+            res.tolerance = Some(tolerance_text(rec, cgroup));
+            return res;
+        }
+        // The swap limit 0 of `swap = false` is tested when the memory limit was.
+        let near = if b.tested_at == i64::MAX {
+            usage_peak.is_some_and(|u| rec.limit_of(cgroup).is_some_and(|l| u >= l as i64 / 10 * 9))
+        } else {
+            max >= b.tested_at
+        };
+        let line = format!(
+            "{} peaked at {} of its {} {}",
+            b.counter,
+            human_bytes(max),
+            b.file,
+            human_bytes(limit)
+        );
+        if near {
+            passed.push(line);
+        } else {
+            untested.push(format!("{line}: never within 90 % (not tested)"));
+        }
+    }
+    if passed.is_empty() {
         return missing(
             name,
-            format!(
-                "{cgroup}'s usage peaked at {}, below 90 % of its limit of {}: the limit was never tested",
-                human_bytes(max),
-                human_bytes(limit as i64)
-            ),
+            format!("{cgroup}: {}: no limit was tested", untested.join("; ")),
         );
     }
-    let t = rec.series.t[at];
-    let mut res = if max > bound {
-        let mut res = CheckResult::new(
-            name,
-            Outcome::Fail,
-            format!("{cgroup}.usage = {} at t={t:.3}s", human_bytes(max)),
-            format!("<= limit {}", human_bytes(limit as i64)),
-            format!(
-                "at t={t:.3}s (phase {}) {cgroup}'s usage was {} above its limit of {}: the page counter let charges past its max: {}",
-                rec.phase_at(t),
-                human_bytes(max - limit as i64),
-                human_bytes(limit as i64),
-                rec.series.describe_row(at)
-            ),
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Pass,
+        passed.join("; "),
+        bounds
+            .iter()
+            .map(|b| format!("{} <= {}", b.counter, b.file))
+            .collect::<Vec<_>>()
+            .join(", "),
+        format!(
+            "{cgroup} stayed under its limits at every one of {} samples: {}{}",
+            rec.series.len(),
+            passed.join("; "),
+            if untested.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", untested.join("; "))
+            }
+        ),
+    );
+    res.tolerance = Some(tolerance_text(rec, cgroup));
+    if !excused_all.is_empty() {
+        res.detail += &format!(
+            "; above a limit for one sample during an OOM kill (forced for the victim, gone at the next sample): {}",
+            excused_all.join(", ")
         );
-        res.at = Some(t);
-        res.bound = Some(limit as i64);
-        res.columns = vec![rec.series.columns()[c].clone()];
-        res
-    } else {
-        CheckResult::new(
-            name,
-            Outcome::Pass,
-            format!(
-                "max usage {} over {} samples",
-                human_bytes(max),
-                rec.series.len()
-            ),
-            format!("<= limit {}", human_bytes(limit as i64)),
-            format!(
-                "{cgroup}'s usage stayed under its limit of {} (highest {}, {:.0} %)",
-                human_bytes(limit as i64),
-                human_bytes(max),
-                max as f64 * 100.0 / limit as f64
-            ),
-        )
-    };
+    }
+    res
+}
+
+fn tolerance_text(rec: &Record, cgroup: &str) -> String {
     let oom = if columns(rec, cgroup, &[OOM_KILLS.into()]).is_ok() {
         format!(
             "; one sample above it within {OOM_WINDOW} s of an OOM kill in the group is a charge forced for the victim, undone as it exits"
@@ -128,17 +235,10 @@ pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     } else {
         String::new()
     };
-    res.tolerance = Some(format!(
+    format!(
         "{} (charges forced past the limit: an OOM victim exiting, __GFP_NOFAIL){oom}",
         rec.machine.stat_batch_explained()
-    ));
-    if !excused.is_empty() {
-        res.detail += &format!(
-            "; above the limit for one sample during an OOM kill (forced for the victim, gone at the next sample): {}",
-            excused.join(", ")
-        );
-    }
-    res
+    )
 }
 
 /// The group's highest usage and its row, leaving out single samples above `bound` within

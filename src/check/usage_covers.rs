@@ -1,7 +1,8 @@
 //! usage-covers: a group's usage (its page counter: v1 memory.usage_in_bytes, v2 memory.current)
-//! is at least its anon + file (memory.stat). Every anonymous and page cache page counted in the
-//! group's statistics was charged to its page counter first and is uncharged only after it left
-//! them, so the counter holds them all (and kernel memory, charges in flight, swap cache on top).
+//! is at least its anon + file (memory.stat), plus its kernel memory (v2 memory.stat kernel, v1
+//! memory.kmem.usage_in_bytes) and socket buffers (v2 sock) where they are sampled. Every page
+//! counted in the group's statistics was charged to its page counter first and is uncharged only
+//! after it left them, so the counter holds them all (and charges in flight, swap cache on top).
 //! A statistic that counts a page twice, or keeps a page that left, shows here; a missing one
 //! does not (that is `holds-files` and `tasks`).
 
@@ -24,16 +25,18 @@ pub struct UsageCovers {
 /// `usage-covers` in the check table.
 pub const KIND: Kind = Kind {
     kind: "usage-covers",
-    doc: "The group's anon + file (memory.stat) never exceed its usage (the page counter: v1 \
-memory.usage_in_bytes, v2 memory.current). Every anonymous and page cache page counted \
-in the group's statistics was charged to its page counter first and is uncharged only \
-after it left them, so the counter holds them all (and kernel memory, charges in \
+    doc: "The group's anon + file (memory.stat), plus its kernel memory (v2 `kernel`, v1 \
+memory.kmem.usage_in_bytes) and socket buffers (v2 `sock`) where the kernel shows them, \
+never exceed its usage (the page counter: v1 memory.usage_in_bytes, v2 memory.current). \
+Every page counted in the group's statistics was charged to its page counter first and \
+is uncharged only after it left them, so the counter holds them all (and charges in \
 flight, swap cache on top). A statistic that counts a page twice, or keeps a page that \
 left, shows here; a missing one does not (that is `holds-files` and `tasks`). The \
 statistics are compared with the largest usage of their stale window (0.1 s; 3 s for a \
 parent), and an excess must last 2 samples. Tolerance: the unflushed-stats bound + 64 \
-pages × CPUs (charged between the usage read and the memory.stat read). Not exercised \
-when anon + file stayed within twice the tolerance. Result name: \
+pages × CPUs (charged between the usage read and the memory.stat read), with the \
+unflushed bound once per part. Not exercised when the parts stayed within twice the \
+tolerance. Result name: \
 `usage-covers(<cgroup>)`.",
     keys: &[opt(
         "cgroup",
@@ -66,16 +69,20 @@ impl CheckSpec for UsageCovers {
 /// Samples above the usage by more than the tolerance this many times in a row fail.
 const RUN: usize = 2;
 
-/// The unflushed statistics plus a charge batch per CPU: the usage is read before memory.stat,
-/// so pages charged in between are in the statistics only (the per-CPU charge stock, 64 pages,
-/// is charged ahead and usually hides them).
-fn tolerance(m: &Machine) -> (i64, String) {
+/// The parts a group's usage must hold, where sampled: anon and file always, kernel memory (v2
+/// `kernel`, v1 `kmem`) and socket buffers (v2 `sock`) where the kernel shows them.
+const PARTS: [&str; 5] = [ANON, FILE, "kernel", "kmem", "sock"];
+
+/// The unflushed statistics of each part plus a charge batch per CPU: the usage is read before
+/// memory.stat, so pages charged in between are in the statistics only (the per-CPU charge
+/// stock, 64 pages, is charged ahead and usually hides them).
+fn tolerance(m: &Machine, parts: usize) -> (i64, String) {
     let batch = 64 * m.cpus * m.page_size;
-    let t = m.stat_batch_bytes() + batch;
+    let t = m.stat_batch_bytes() * parts as u64 + batch;
     (
         t as i64,
         format!(
-            "{} = {} + 64 pages x {} CPUs (charged between the usage read and the memory.stat read)",
+            "{} = {parts} x {} + 64 pages x {} CPUs (charged between the usage read and the memory.stat read)",
             human_bytes(t as i64),
             m.stat_batch_explained(),
             m.cpus
@@ -85,22 +92,39 @@ fn tolerance(m: &Machine) -> (i64, String) {
 
 pub fn usage_covers(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     let want = [USAGE, ANON, FILE].map(String::from);
-    let cols = match columns(rec, cgroup, &want) {
-        Ok(c) => c,
+    let usage = match columns(rec, cgroup, &want) {
+        Ok(c) => c[0].1,
         Err(e) => return missing(name, e),
     };
-    let [usage, anon, file] = [cols[0].1, cols[1].1, cols[2].1];
-    let sum_cols = super::group_columns(cgroup, &[ANON, FILE]);
+    let parts: Vec<(&str, usize)> = PARTS
+        .iter()
+        .filter_map(|p| Some((*p, rec.series.col(&crate::model::Column::group(cgroup, p))?)))
+        .collect();
+    let names: Vec<&str> = parts.iter().map(|(n, _)| *n).collect();
+    let sum_cols = super::group_columns(cgroup, &names);
     let sum = sum_label(&sum_cols);
+    let held_at = |r: usize| {
+        parts
+            .iter()
+            .map(|(_, c)| rec.series.get(r, *c))
+            .sum::<i64>()
+    };
+    let split_at = |r: usize| {
+        parts
+            .iter()
+            .map(|(n, c)| format!("{n} {}", human_bytes(rec.series.get(r, *c))))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    };
     let s = &rec.series;
-    let (tol, tol_text) = tolerance(&rec.machine);
+    let (tol, tol_text) = tolerance(&rec.machine, parts.len());
     // Statistics may lag the page counter (a parent's up to the periodic flush): pages freed a
     // moment ago are still in them. They must fit the largest usage of that window.
     let lag = stale_lag(rec, cgroup);
     let (mut run, mut worst, mut most) = (0, i64::MIN, 0);
     for r in 0..s.len() {
         let t = s.t[r];
-        let held = s.get(r, anon) + s.get(r, file);
+        let held = held_at(r);
         let ceil = (0..=r)
             .rev()
             .take_while(|&q| t - s.t[q] <= lag)
@@ -124,10 +148,10 @@ pub fn usage_covers(name: String, rec: &Record, cgroup: &str) -> CheckResult {
                     human_bytes(tol)
                 ),
                 format!(
-                    "at t={t:.3}s (phase {}) {cgroup}'s anon + file ({} + {}) were {} above the most its page counter held in the {:.0} ms before, for {RUN} samples in a row: its statistics count pages that were never charged to it, or twice: {}",
+                    "at t={t:.3}s (phase {}) {cgroup}'s {} ({}) were {} above the most its page counter held in the {:.0} ms before, for {RUN} samples in a row: its statistics count pages that were never charged to it, or twice: {}",
                     rec.phase_at(t),
-                    human_bytes(s.get(r, anon)),
-                    human_bytes(s.get(r, file)),
+                    names.join(" + "),
+                    split_at(r),
                     human_bytes(over),
                     lag * 1000.0,
                     s.describe_row(r)
@@ -144,7 +168,8 @@ pub fn usage_covers(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         return missing(
             name,
             format!(
-                "{cgroup}'s anon + file reached at most {}, within twice the tolerance: the check could not fail",
+                "{cgroup}'s {} reached at most {}, within twice the tolerance: the check could not fail",
+                names.join(" + "),
                 human_bytes(most)
             ),
         );
@@ -153,14 +178,16 @@ pub fn usage_covers(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         name,
         Outcome::Pass,
         format!(
-            "closest: anon + file {} {} the usage, over {} samples",
+            "closest: {} {} {} the usage, over {} samples",
+            names.join(" + "),
             human_bytes(worst.abs()),
             if worst > 0 { "above" } else { "below" },
             s.len()
         ),
-        format!("{cgroup}'s anon + file <= its usage"),
+        format!("{cgroup}'s {} <= its usage", names.join(" + ")),
         format!(
-            "{cgroup}'s usage held its anon + file (up to {}) at every sample",
+            "{cgroup}'s usage held its {} (up to {}) at every sample",
+            names.join(" + "),
             human_bytes(most)
         ),
     );

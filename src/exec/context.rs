@@ -24,6 +24,8 @@ pub struct Context {
     /// Wait for another run that owns the vm sysctls (else the scenario stops: 125).
     pub wait_sysctls: bool,
     pub quick: bool,
+    /// The machine is the run's own (`--dedicated`): scenarios that need it run.
+    pub dedicated: bool,
     pub timeout: Option<Duration>,
     /// The progress watchdog's time (see `super::watchdog`); None turns it off.
     pub stall: Option<Duration>,

@@ -65,6 +65,7 @@ fn load(
     Load {
         others_cpus: (others_cpu / s).max(0.0),
         others_dirtied_mb_s: others_pages as f64 * page_size as f64 / 1e6 / s,
+        others_dirtied_mb: others_pages as f64 * page_size as f64 / 1e6,
         cpu_pressure: share(m0.cpu_some_us, m1.cpu_some_us),
         io_pressure: share(m0.io_some_us, m1.io_some_us),
     }

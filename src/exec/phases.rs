@@ -10,7 +10,7 @@ use super::context::{Context, Guard, Stop};
 use super::load::LoadProbe;
 use super::sample::Sampler;
 use super::steps::{
-    Holders, StepEnv, execute_step, idle_by_design, prepare_probe, waits_on_writeback,
+    Holders, StepEnv, execute_step, idle_by_design, prepare_probe, tune_machine, waits_on_writeback,
 };
 use super::watchdog::Watchdog;
 use super::workload::{self, Job};
@@ -161,6 +161,7 @@ impl Run<'_> {
             scratch: self.scratch,
             holders,
             moves: &mut self.moves,
+            notes: &mut self.notes,
         };
         // The probe holds writeback off while it writes and while the sampler looks.
         let probe_mark = guard.sysctls.mark();
@@ -172,6 +173,7 @@ impl Run<'_> {
             // The window starts from a sample taken after the ballast is clean.
             self.sampler.wait_fresh(2);
         }
+        tune_machine(step, &mut guard.sysctls)?;
         let t0 = self.t0;
         let probe = || {
             kind.measured()

@@ -27,7 +27,7 @@ impl ScenarioResult {
 }
 
 /// Why a scenario cannot run here, if it cannot (it is then `skip`).
-pub fn unmet_requirement(sc: &Scenario, version: Version) -> Option<String> {
+pub fn unmet_requirement(sc: &Scenario, version: Version, dedicated: bool) -> Option<String> {
     if !sc.requires.cgroup.contains(&version) {
         let want: Vec<&str> = sc.requires.cgroup.iter().map(|v| v.as_str()).collect();
         return Some(format!(
@@ -41,6 +41,13 @@ pub fn unmet_requirement(sc: &Scenario, version: Version) -> Option<String> {
             Feature::Compaction => std::path::Path::new("/proc/sys/vm/compact_memory").exists(),
             Feature::VmEvents => proc::vmstat_has("pgmigrate_success"),
             Feature::Swap => proc::swap_enabled(),
+            Feature::Dedicated if !dedicated => {
+                return Some(
+                    "needs a machine of its own (run --dedicated; memcgtest vm guests are): it puts the whole machine under memory pressure or changes machine-wide knobs"
+                        .into(),
+                );
+            }
+            Feature::Dedicated => true,
         };
         if !ok {
             return Some(format!("kernel lacks {} (see `memcgtest env`)", f.name()));
@@ -52,13 +59,13 @@ pub fn unmet_requirement(sc: &Scenario, version: Version) -> Option<String> {
 /// Runs one scenario and always cleans up after it.
 pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
     let version = ctx.parent.version;
-    if let Some(why) = unmet_requirement(sc, version) {
+    if let Some(why) = unmet_requirement(sc, version, ctx.dedicated) {
         let mut r = ScenarioResult::new(sc, Status::Skip, why);
         r.cgroup_version = Some(version);
         return r;
     }
     let mut sc = sc.clone();
-    if ctx.quick {
+    if ctx.quick && sc.scale {
         sc.scale_down(8);
     }
     let started = Instant::now();
@@ -99,17 +106,17 @@ fn drop_truthless_checks(sc: &mut Scenario, result: &mut ScenarioResult) {
     }
 }
 
-/// Checks of v2's memory.numa_stat (`Needs::numa`) are not run on cgroup v1, whose numa_stat
-/// lists LRU sizes only, nor on a kernel without it (CONFIG_NUMA off): a note says so.
+/// Checks of memory.numa_stat (`Needs::numa`) are not run on a kernel without it (CONFIG_NUMA
+/// off), nor those of named counters on cgroup v1, whose numa_stat lists LRU sizes only (the
+/// invariant over all of them runs there): a note says so.
 fn drop_numa_checks(sc: &mut Scenario, result: &mut ScenarioResult, parent: &Cgroup) {
-    let why = match parent.version {
-        Version::V1 => "cgroup v1's memory.numa_stat lists LRU sizes only",
-        Version::V2 if !numa_stat_exists(&parent.path) => {
-            "this kernel has no memory.numa_stat (CONFIG_NUMA off)"
-        }
-        Version::V2 => return,
-    };
-    drop_checks(sc, result, why, |n| n.numa.is_some());
+    if !numa_stat_exists(&parent.path) {
+        let why = "this kernel has no memory.numa_stat (CONFIG_NUMA off)";
+        drop_checks(sc, result, why, |n| n.numa.is_some());
+    } else if parent.version == Version::V1 {
+        let why = "cgroup v1's memory.numa_stat lists LRU sizes only";
+        drop_checks(sc, result, why, |n| n.numa.is_some() && !n.all_counters);
+    }
 }
 
 /// Removes the checks whose needs `unmet` says this machine cannot give, each declared one with
@@ -308,6 +315,7 @@ fn create_groups(
         if !spec.swap {
             forbid_swap(&cg, spec)?;
         }
+        set_swap_limits(&cg, spec)?;
         if spec.oom_group {
             cg.write("memory.oom.group", "1").map_err(|e| {
                 Stop::Failed(Error::Environment(format!(
@@ -354,6 +362,33 @@ fn forbid_swap(cg: &Cgroup, spec: &crate::model::CgroupSpec) -> Result<(), Stop>
             spec.name
         )))
     })
+}
+
+/// A group's swap limits: v2 memory.swap.max and memory.swap.high, v1
+/// memory.memsw.limit_in_bytes = limit + swap_max. Without the files (no swap accounting) the
+/// limit cannot be tested: the machine's, 125.
+fn set_swap_limits(cg: &Cgroup, spec: &crate::model::CgroupSpec) -> Result<(), Stop> {
+    let mut writes = Vec::new();
+    match cg.version {
+        Version::V2 => {
+            writes.extend(spec.swap_max.map(|m| ("memory.swap.max", m)));
+            writes.extend(spec.swap_high.map(|h| ("memory.swap.high", h)));
+        }
+        Version::V1 => {
+            if let (Some(m), Some(l)) = (spec.swap_max, spec.limit) {
+                writes.push(("memory.memsw.limit_in_bytes", l + m));
+            }
+        }
+    }
+    for (file, value) in writes {
+        cg.write(file, &value.to_string()).map_err(|e| {
+            Stop::Failed(Error::Environment(format!(
+                "{e} (group {} limits its swap: this kernel needs swap accounting)",
+                spec.name
+            )))
+        })?;
+    }
+    Ok(())
 }
 
 /// The scenario's result from its record: notes on moves, per-phase results, the checks and the

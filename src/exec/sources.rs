@@ -138,11 +138,16 @@ fn numa_source(
     columns: &mut Vec<Column>,
 ) -> Result<Source, Stop> {
     let mut keys = Vec::new();
-    for (c, key) in plan.numa_counters() {
+    for (c, key) in plan.numa_counters(cg.version) {
         keys.push((key.to_string(), columns.len()));
         columns.push(Column::numa(name, c, pre));
     }
-    Ok(Source::node_sums(&cg.file("memory.numa_stat"), keys)?)
+    // v1 counts pages there.
+    let unit = match cg.version {
+        crate::sys::cgroup::Version::V1 => crate::sys::proc::page_size() as i64,
+        crate::sys::cgroup::Version::V2 => 1,
+    };
+    Ok(Source::node_sums(&cg.file("memory.numa_stat"), keys, unit)?)
 }
 
 /// A group's tasks' own anonymous memory (see `sample::tasks`): read just before (`pre`) and after
@@ -154,9 +159,11 @@ fn tasks_source(
     pre: bool,
     columns: &mut Vec<Column>,
 ) -> Result<Source, Stop> {
-    use crate::exec::sample::tasks::{COUNTER, TaskMemory};
+    use crate::exec::sample::tasks::{COUNTERS, TaskMemory};
     let first = columns.len();
-    columns.push(Column::tasks(name, COUNTER, pre));
+    for c in COUNTERS {
+        columns.push(Column::tasks(name, c, pre));
+    }
     // The group and every group below it: their tasks' memory is in its hierarchical counters.
     let below = format!("{name}/");
     let procs: Vec<_> = groups

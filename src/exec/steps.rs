@@ -12,6 +12,7 @@ use super::workload::{self, HoldExtras, Holder, Job, JobResult, Limits, WaitErro
 use crate::model::MoveRecord;
 use crate::model::counter::{FILE, USAGE};
 use crate::model::error::Error;
+use crate::model::step::{Advice, Region};
 use crate::scenario::{Hold, Scenario, Step};
 use crate::sys::cgroup::{Cgroup, Version, file_name, stat};
 use crate::sys::cleanup::interrupted;
@@ -67,6 +68,8 @@ pub(super) struct StepEnv<'a> {
     pub(super) scratch: &'a std::path::Path,
     pub(super) holders: &'a mut Holders,
     pub(super) moves: &'a mut Vec<MoveRecord>,
+    /// Notes for the result (an advice the kernel declined).
+    pub(super) notes: &'a mut Vec<String>,
 }
 
 impl<'a> StepEnv<'a> {
@@ -198,7 +201,8 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             cgroup,
             file,
             count,
-        } => read(env, cgroup, file, *count),
+            warm,
+        } => read(env, cgroup, file, *count, *warm),
         Step::Fault {
             cgroup,
             size,
@@ -222,6 +226,17 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             size,
             within,
         } => await_counter(env, cgroup, counter, *size, *within),
+        Step::Advise {
+            task,
+            advice,
+            region,
+        } => advise(env, task, *advice, *region),
+        Step::Cgroups { cgroup, count } => make_cgroups(env, cgroup, *count),
+        Step::Pressure { size, within } => {
+            let pages = size / env.ctx.machine.page_size;
+            wait_machine(env, "pgsteal_kswapd", pages, *within)
+        }
+        Step::Khugepaged { within } => wait_machine(env, KHUGEPAGED_SCANS, 2, *within),
     }
 }
 
@@ -274,10 +289,17 @@ pub(super) fn hold(env: &mut StepEnv, hold: &Hold) -> Result<JobResult, Stop> {
             files: (hold.files > 0)
                 .then(|| (env.path(&format!("{}.files", hold.task)), hold.files)),
             fds: hold.fds,
+            readonly: hold.readonly,
+            sock: hold.sock,
+            sparse: hold.sparse,
         },
     };
-    let (h, secs) =
+    let (h, secs, note) =
         Holder::start(&job, env.group(&hold.cgroup), &env.limits()).map_err(|e| env.stop(e))?;
+    if !note.is_empty() {
+        env.notes
+            .push(format!("phase {}, task {}: {note}", env.phase, hold.task));
+    }
     env.holders
         .insert(hold.task.clone(), (h, hold.cgroup.clone(), hold.bytes()));
     Ok(JobResult {
@@ -413,6 +435,80 @@ pub(super) fn await_counter(
     }
 }
 
+/// khugepaged's count of its full scans (a pseudo key of `wait_machine`).
+const KHUGEPAGED_SCANS: &str = "khugepaged.full_scans";
+
+/// Before a `pressure` or `khugepaged` step, on a machine of the run's own: the knobs it turns,
+/// restored after the step (`after_step`). `pressure` puts the low watermark above the free
+/// memory (min_free_kbytes at 85 % of it: the low watermark is 1.25 times that), so kswapd wakes
+/// at the next allocation and reclaims up to the high watermark (1.5 times) from every group;
+/// nothing may allocate below the min watermark meanwhile but the kernel's reserves.
+pub(super) fn tune_machine(step: &Step, sysctls: &mut SysctlGuard) -> Result<(), Stop> {
+    match step {
+        Step::Pressure { .. } => {
+            let free_kb = crate::sys::proc::mem_free_kb().ok_or_else(|| {
+                Stop::Failed(Error::Environment("no MemFree in /proc/meminfo".into()))
+            })?;
+            sysctls.set("vm.min_free_kbytes", &(free_kb / 100 * 85).to_string())?;
+        }
+        Step::Khugepaged { .. } => {
+            sysctls.set("khugepaged.scan_sleep_millisecs", "10")?;
+            sysctls.set("khugepaged.alloc_sleep_millisecs", "10")?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Waits until a machine-wide count (a /proc/vmstat key, or khugepaged's full scans) rose by
+/// `by`, for at most `within`; then the step is done (the checks judge what happened).
+fn wait_machine(env: &StepEnv, key: &str, by: u64, within: Duration) -> Result<JobResult, Stop> {
+    let read = || -> Option<i64> {
+        match key.strip_prefix("khugepaged.") {
+            Some(knob) => std::fs::read_to_string(format!(
+                "/sys/kernel/mm/transparent_hugepage/khugepaged/{knob}"
+            ))
+            .ok()?
+            .trim()
+            .parse()
+            .ok(),
+            None => crate::sys::proc::vmstat_snapshot(std::path::Path::new(crate::sys::proc::PROC))
+                .ok()?
+                .get(key),
+        }
+    };
+    let start = read().ok_or_else(|| {
+        Stop::Failed(Error::Environment(format!(
+            "this kernel does not count {key}"
+        )))
+    })?;
+    let t = Instant::now();
+    let until = t + within;
+    let mut last = start;
+    // Waiting is idle by design: no watchdog, like a sleep.
+    let limits = Limits {
+        watchdog: None,
+        ..env.limits()
+    };
+    let r = workload::poll_until(&limits, || {
+        last = read().unwrap_or(last);
+        (last - start >= by as i64 || Instant::now() >= until).then_some(Ok(()))
+    });
+    match r {
+        Ok(()) => Ok(JobResult {
+            bytes: (last - start).max(0) as u64,
+            seconds: t.elapsed().as_secs_f64(),
+            ..Default::default()
+        }),
+        Err(WaitError::Timeout) => Err(Stop::Timeout(format!(
+            "phase {}, {}",
+            env.phase,
+            env.step.describe()
+        ))),
+        Err(e) => Err(env.stop(e)),
+    }
+}
+
 /// Writes `size` to the group's memory.reclaim. The kernel answers EAGAIN when it reclaimed
 /// less than asked: with the reclaimable memory the scenario put there, that is its failure.
 pub(super) fn reclaim(env: &StepEnv, cgroup: &str, size: u64) -> Result<JobResult, Stop> {
@@ -462,6 +558,47 @@ pub(super) fn grow(env: &mut StepEnv, task: &str, anon: u64) -> Result<JobResult
     })
 }
 
+pub(super) fn advise(
+    env: &mut StepEnv,
+    task: &str,
+    advice: Advice,
+    region: Region,
+) -> Result<JobResult, Stop> {
+    let limits = env.limits();
+    let r = env.holder(task).0.advise(advice, region, &limits);
+    let (secs, note) = r.map_err(|e| env.stop(e))?;
+    if !note.is_empty() {
+        env.notes.push(format!(
+            "phase {}, task {task}: {} of its {} did not happen: {note}",
+            env.phase,
+            advice.name(),
+            region.name()
+        ));
+    }
+    Ok(JobResult {
+        seconds: secs,
+        ..Default::default()
+    })
+}
+
+/// `cgroups`: empty groups below `cgroup`, named after the run's marker so `cleanup` knows them;
+/// they go with the run's tree.
+pub(super) fn make_cgroups(env: &mut StepEnv, cgroup: &str, count: u32) -> Result<JobResult, Stop> {
+    let parent = env.group(cgroup).clone();
+    let t = Instant::now();
+    for i in 0..count {
+        parent.create_child(&format!("empty-{i}")).map_err(|e| {
+            Stop::Failed(Error::Environment(format!(
+                "make empty group {i} below {cgroup}: {e}"
+            )))
+        })?;
+    }
+    Ok(JobResult {
+        seconds: t.elapsed().as_secs_f64(),
+        ..Default::default()
+    })
+}
+
 pub(super) fn wait(env: &mut StepEnv, task: &str) -> Result<JobResult, Stop> {
     let limits = env.limits();
     let (h, _, _) = env.holder(task);
@@ -489,10 +626,17 @@ pub(super) fn create(env: &StepEnv, file: &str, size: u64, count: u32) -> Result
     run_parallel(jobs, env.aux, &env.limits()).map_err(|e| env.stop(e))
 }
 
-pub(super) fn read(env: &StepEnv, cgroup: &str, file: &str, count: u32) -> Result<JobResult, Stop> {
+pub(super) fn read(
+    env: &StepEnv,
+    cgroup: &str,
+    file: &str,
+    count: u32,
+    warm: bool,
+) -> Result<JobResult, Stop> {
     let jobs = (0..count)
         .map(|i| Job::Read {
             path: env.path(&format!("{file}.{i}")),
+            warm,
         })
         .collect();
     let r = run_parallel(jobs, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;

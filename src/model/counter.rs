@@ -46,6 +46,82 @@ pub fn numa_key(name: &str) -> Option<&'static str> {
     }
 }
 
+/// A line of cgroup v1's memory.numa_stat (its LRU lists, in pages per node) and the memory.stat
+/// counters it sums: `name` is its column's counter (`numa:<group>.lru_file`; the group's own lists
+/// `own_lru_file`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V1Numa {
+    pub name: &'static str,
+    pub key: &'static str,
+    pub parts: &'static [&'static str],
+}
+
+const LRU_ANON: &[&str] = &["inactive_anon", "active_anon"];
+const LRU_FILE: &[&str] = &["inactive_file", "active_file"];
+const LRU_UNEVICTABLE: &[&str] = &["unevictable"];
+const LRU_ALL: &[&str] = &[
+    "inactive_anon",
+    "active_anon",
+    "inactive_file",
+    "active_file",
+    "unevictable",
+];
+const LRU_ANON_LOCAL: &[&str] = &["inactive_anon.local", "active_anon.local"];
+const LRU_FILE_LOCAL: &[&str] = &["inactive_file.local", "active_file.local"];
+const LRU_UNEVICTABLE_LOCAL: &[&str] = &["unevictable.local"];
+const LRU_ALL_LOCAL: &[&str] = &[
+    "inactive_anon.local",
+    "active_anon.local",
+    "inactive_file.local",
+    "active_file.local",
+    "unevictable.local",
+];
+
+/// cgroup v1's memory.numa_stat: the group's own LRU pages (`total`, `file`, ...) and its
+/// hierarchy's (`hierarchical_*`), each the sum of memory.stat's LRU counters.
+pub const V1_NUMA: &[V1Numa] = &[
+    V1Numa {
+        name: "lru_total",
+        key: "hierarchical_total",
+        parts: LRU_ALL,
+    },
+    V1Numa {
+        name: "lru_file",
+        key: "hierarchical_file",
+        parts: LRU_FILE,
+    },
+    V1Numa {
+        name: "lru_anon",
+        key: "hierarchical_anon",
+        parts: LRU_ANON,
+    },
+    V1Numa {
+        name: "lru_unevictable",
+        key: "hierarchical_unevictable",
+        parts: LRU_UNEVICTABLE,
+    },
+    V1Numa {
+        name: "own_lru_total",
+        key: "total",
+        parts: LRU_ALL_LOCAL,
+    },
+    V1Numa {
+        name: "own_lru_file",
+        key: "file",
+        parts: LRU_FILE_LOCAL,
+    },
+    V1Numa {
+        name: "own_lru_anon",
+        key: "anon",
+        parts: LRU_ANON_LOCAL,
+    },
+    V1Numa {
+        name: "own_lru_unevictable",
+        key: "unevictable",
+        parts: LRU_UNEVICTABLE_LOCAL,
+    },
+];
+
 /// Where a counter is read for each cgroup version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {

@@ -33,11 +33,15 @@ pub enum StepKind {
     Usemem,
     Await,
     Exhaust,
+    Advise,
+    Cgroups,
+    Pressure,
+    Khugepaged,
 }
 
 impl StepKind {
     /// Every kind, in the order errors and references list them.
-    pub const ALL: [StepKind; 20] = [
+    pub const ALL: [StepKind; 24] = [
         StepKind::Write,
         StepKind::Sync,
         StepKind::Fsync,
@@ -48,6 +52,10 @@ impl StepKind {
         StepKind::MmapWrite,
         StepKind::Probe,
         StepKind::Hold,
+        StepKind::Advise,
+        StepKind::Pressure,
+        StepKind::Khugepaged,
+        StepKind::Cgroups,
         StepKind::Move,
         StepKind::Grow,
         StepKind::Wait,
@@ -83,6 +91,10 @@ impl StepKind {
             StepKind::Usemem => "usemem",
             StepKind::Await => "await",
             StepKind::Exhaust => "exhaust",
+            StepKind::Advise => "advise",
+            StepKind::Cgroups => "cgroups",
+            StepKind::Pressure => "pressure",
+            StepKind::Khugepaged => "khugepaged",
         }
     }
 
@@ -112,6 +124,74 @@ impl StepKind {
             StepKind::Fault => "faults/s",
             _ => "MB/s",
         }
+    }
+}
+
+/// What an `advise` step has a held task do with one of its mappings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Advice {
+    /// MADV_PAGEOUT: reclaim it now (anon to swap, a huge page whole where the swap device
+    /// takes it, zero-filled pages as zero pages, lazily freed ones freed).
+    Pageout,
+    /// MADV_COLD: deactivate it (onto the inactive lists).
+    Cold,
+    /// MADV_COLLAPSE: collapse it into huge pages in the task's context, whatever the THP
+    /// settings (a file mapping needs CONFIG_READ_ONLY_THP_FOR_FS and no writer of the file).
+    Collapse,
+    /// Read every page again: swapped-out pages come back (swap-ins, refaults), pages on the
+    /// inactive list are referenced.
+    Touch,
+    /// MADV_HUGEPAGE: khugepaged may collapse it (anon held in 4 KiB pages is advised
+    /// MADV_NOHUGEPAGE until then).
+    Hugepage,
+}
+
+impl Advice {
+    pub const ALL: [Advice; 5] = [
+        Advice::Pageout,
+        Advice::Cold,
+        Advice::Collapse,
+        Advice::Touch,
+        Advice::Hugepage,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Advice::Pageout => "pageout",
+            Advice::Cold => "cold",
+            Advice::Collapse => "collapse",
+            Advice::Touch => "touch",
+            Advice::Hugepage => "hugepage",
+        }
+    }
+    pub fn parse(name: &str) -> Option<Advice> {
+        Advice::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+/// One of a held task's mappings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Region {
+    /// Its anonymous memory (`anon`).
+    Anon,
+    /// Its shared memory (`shmem`).
+    Shmem,
+    /// Its mapping of `file`.
+    File,
+}
+
+impl Region {
+    pub const ALL: [Region; 3] = [Region::Anon, Region::Shmem, Region::File];
+    pub fn name(self) -> &'static str {
+        match self {
+            Region::Anon => "anon",
+            Region::Shmem => "shmem",
+            Region::File => "file",
+        }
+    }
+    pub fn parse(name: &str) -> Option<Region> {
+        Region::ALL.into_iter().find(|a| a.name() == name)
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::check::Check;
+use crate::model::step::{Advice, Region};
 use crate::model::{StepKind, Version};
 
 pub use crate::model::source::MAX_SIZE;
@@ -106,6 +107,30 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "memory-protection.toml",
         include_str!("../../scenarios/memory-protection.toml"),
     ),
+    (
+        "kernel-memory.toml",
+        include_str!("../../scenarios/kernel-memory.toml"),
+    ),
+    (
+        "huge-pages.toml",
+        include_str!("../../scenarios/huge-pages.toml"),
+    ),
+    (
+        "swap-out.toml",
+        include_str!("../../scenarios/swap-out.toml"),
+    ),
+    (
+        "working-set.toml",
+        include_str!("../../scenarios/working-set.toml"),
+    ),
+    (
+        "v2-limits.toml",
+        include_str!("../../scenarios/v2-limits.toml"),
+    ),
+    (
+        "machine-pressure.toml",
+        include_str!("../../scenarios/machine-pressure.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
@@ -137,8 +162,11 @@ pub enum Feature {
     Compaction,
     /// pgmigrate_* / compact_* in /proc/vmstat (CONFIG_VM_EVENT_COUNTERS).
     VmEvents,
-    /// Swap enabled (an entry in /proc/swaps); `memcgtest vm` gives its guests a swap file.
+    /// Swap enabled (an entry in /proc/swaps); `memcgtest vm` gives its guests a swap disk.
     Swap,
+    /// A machine of the run's own (`run --dedicated`; `memcgtest vm` guests are): the scenario
+    /// puts the whole machine under memory pressure or changes machine-wide knobs.
+    Dedicated,
 }
 
 impl Feature {
@@ -146,6 +174,7 @@ impl Feature {
         ("compaction", Feature::Compaction),
         ("vm-events", Feature::VmEvents),
         ("swap", Feature::Swap),
+        ("dedicated", Feature::Dedicated),
     ];
     pub fn name(self) -> &'static str {
         Feature::ALL.iter().find(|(_, f)| *f == self).unwrap().0
@@ -224,11 +253,13 @@ pub enum Step {
     /// them and drop them from the page cache, for read steps.
     Create { file: String, size: u64, count: u32 },
     /// `count` readers in parallel, reader i streaming `<file>.<i>` from a cold cache
-    /// (POSIX_FADV_DONTNEED first) in 1 MiB reads; measured: total bytes over the slowest reader.
+    /// (POSIX_FADV_DONTNEED first; `warm`: from what the page cache holds) in 1 MiB reads;
+    /// measured: total bytes over the slowest reader.
     Read {
         cgroup: String,
         file: String,
         count: u32,
+        warm: bool,
     },
     /// pft-style page-fault loop: `clients` processes (0: one per CPU) each map `size` bytes of
     /// anonymous memory, touch every page, unmap, over and over for `duration`; measured: faults
@@ -266,6 +297,24 @@ pub enum Step {
         size: u64,
         within: Duration,
     },
+    /// A held task applies `advice` to one of its mappings.
+    Advise {
+        task: String,
+        advice: Advice,
+        region: Region,
+    },
+    /// `count` empty groups are made below `cgroup` (removed with the run): the kernel charges
+    /// each one's per-CPU statistics to its parent, `cgroup`'s percpu.
+    Cgroups { cgroup: String, count: u32 },
+    /// On a machine of the run's own: vm.min_free_kbytes raised to 85 % of the free memory, so
+    /// the low watermark is above it and kswapd reclaims from every group; waits until kswapd
+    /// has reclaimed `size` (/proc/vmstat pgsteal_kswapd) or `within` passed, then restores it.
+    Pressure { size: u64, within: Duration },
+    /// On a machine of the run's own: khugepaged scans every 10 ms (its sysfs knobs, restored
+    /// after) until it has made two full scans or `within` passed: it collapses what tasks
+    /// advised MADV_HUGEPAGE, charging each huge page to their groups (and reclaiming there, as
+    /// khugepaged, when a group is at its limit).
+    Khugepaged { within: Duration },
 }
 
 /// A hold step: task `task` starts in `cgroup` holding `anon` bytes of touched anonymous memory
@@ -300,6 +349,15 @@ pub struct Hold {
     pub threads: u32,
     pub files: u32,
     pub fds: u32,
+    /// Its mapping of `file` is read-only, of a descriptor opened read-only (what MADV_COLLAPSE
+    /// of a file needs).
+    pub readonly: bool,
+    /// Bytes it queues on a TCP connection to itself over loopback, in a network namespace of
+    /// its own, never read: socket buffers (sock).
+    pub sock: u64,
+    /// Bytes of address space it maps and touches one page in every 2 MiB of: a page table page
+    /// for each (pagetables).
+    pub sparse: u64,
 }
 
 impl Hold {
@@ -346,14 +404,21 @@ impl Hold {
                 d += &format!(", {n} {what}");
             }
         }
+        if self.sock > 0 {
+            d += &format!(", {} queued on a loopback TCP connection", hb(self.sock));
+        }
+        if self.sparse > 0 {
+            d += &format!(", {} of address space touched every 2 MiB", hb(self.sparse));
+        }
         if let Some(f) = &self.file {
             if self.size > 0 {
                 d += &format!(
                     ", {} of {f} mapped{}",
                     hb(self.size),
-                    match (self.dirty, self.redirty) {
-                        (_, true) => " and dirtied over and over",
-                        (true, false) => " and dirtied",
+                    match (self.dirty, self.redirty, self.readonly) {
+                        (_, true, _) => " and dirtied over and over",
+                        (true, false, _) => " and dirtied",
+                        (false, false, true) => " read-only",
                         _ => "",
                     }
                 );
@@ -412,6 +477,19 @@ impl Step {
                 crate::model::units::human_bytes(*anon as i64)
             ),
             Step::Wait { task } => format!("stop task {task}'s writer"),
+            Step::Advise {
+                task,
+                advice,
+                region,
+            } => format!("task {task}: {} its {}", advice.name(), region.name()),
+            Step::Cgroups { cgroup, count } => format!("make {count} empty groups below {cgroup}"),
+            Step::Pressure { size, within } => format!(
+                "kswapd reclaims {} machine-wide (min_free_kbytes raised), for at most {within:?}",
+                crate::model::units::human_bytes(*size as i64)
+            ),
+            Step::Khugepaged { within } => {
+                format!("khugepaged scans every 10 ms, two full scans in at most {within:?}")
+            }
             Step::Release { task } => format!("task {task} exits"),
             Step::Create { file, size, count } => format!(
                 "create {count} files {file}.N of {}",
@@ -421,7 +499,11 @@ impl Step {
                 cgroup,
                 file,
                 count,
-            } => format!("{count} readers of {file}.N in {cgroup}, cold cache"),
+                warm,
+            } => format!(
+                "{count} readers of {file}.N in {cgroup}, {} cache",
+                if *warm { "warm" } else { "cold" }
+            ),
             Step::Fault {
                 cgroup,
                 size,
@@ -487,6 +569,7 @@ impl Step {
             | Step::Await { cgroup, .. } => Some(cgroup),
             Step::Hold(h) => Some(&h.cgroup),
             Step::Move { to, .. } => Some(to),
+            Step::Cgroups { cgroup, .. } => Some(cgroup),
             _ => None,
         }
     }
@@ -514,6 +597,10 @@ impl Step {
             Step::Usemem { .. } => StepKind::Usemem,
             Step::Exhaust { .. } => StepKind::Exhaust,
             Step::Await { .. } => StepKind::Await,
+            Step::Advise { .. } => StepKind::Advise,
+            Step::Cgroups { .. } => StepKind::Cgroups,
+            Step::Pressure { .. } => StepKind::Pressure,
+            Step::Khugepaged { .. } => StepKind::Khugepaged,
         }
     }
 }
@@ -595,6 +682,9 @@ pub struct Scenario {
     pub sysctls: Vec<(String, String)>,
     /// Which disk its files go on.
     pub scratch: ScratchDisk,
+    /// Whether `--quick` shrinks its sizes (`scale = false`: they are as small as what it tests
+    /// allows, such as a file eight times its group's limit).
+    pub scale: bool,
     /// Where it was read from ("builtin:NAME.toml" or a path).
     pub source: String,
 }

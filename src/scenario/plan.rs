@@ -65,7 +65,8 @@ impl SamplePlan {
             if let Some(g) = n.tasks {
                 add(&mut plan.tasks, &g);
             }
-            if let Some(g) = n.numa.filter(|_| version == Version::V2) {
+            // v1's memory.numa_stat holds the LRU lists only: the invariant over all of them.
+            if let Some(g) = n.numa.filter(|_| version == Version::V2 || n.all_counters) {
                 add(&mut plan.numa, &g);
             }
             if let Some(g) = n.reference {
@@ -75,12 +76,17 @@ impl SamplePlan {
         plan
     }
 
-    /// The counters memory.numa_stat is read for: the sampled ones it holds (those kept per node).
-    pub fn numa_counters(&self) -> Vec<(&str, &'static str)> {
-        self.counters
-            .iter()
-            .filter_map(|c| Some((c.as_str(), counter::numa_key(c)?)))
-            .collect()
+    /// The counters memory.numa_stat is read for, with their keys there: on v2 the sampled ones
+    /// it holds (those kept per node), on v1 its LRU lines (`counter::V1_NUMA`).
+    pub fn numa_counters(&self, version: Version) -> Vec<(&str, &'static str)> {
+        match version {
+            Version::V2 => self
+                .counters
+                .iter()
+                .filter_map(|c| Some((c.as_str(), counter::numa_key(c)?)))
+                .collect(),
+            Version::V1 => counter::V1_NUMA.iter().map(|l| (l.name, l.key)).collect(),
+        }
     }
 }
 
@@ -322,7 +328,8 @@ cgroup = "p"
         assert_eq!(v1.vmstat, ["nr_dirty", "nr_writeback"]);
         assert_eq!(v1.tasks, ["p", "p/a"]);
         assert_eq!(v1.reference, ["p/a"]);
-        assert!(v1.numa.is_empty());
+        // v1's memory.numa_stat is read for the LRU invariant every group gets.
+        assert_eq!(v1.numa, ["p", "p/a"]);
         assert_eq!(
             v1.files.files,
             [("data".to_string(), vec!["p".to_string(), "p/a".to_string()])]

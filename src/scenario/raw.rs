@@ -17,6 +17,8 @@ pub(super) struct RawScenario {
     pub(super) timeout: Option<Spanned<String>>,
     /// "slow": the scenario's files go on the run's slow disk when it has one.
     pub(super) scratch: Option<Spanned<String>>,
+    /// false: `--quick` leaves its sizes alone.
+    pub(super) scale: Option<bool>,
     /// Required; a missing one gets an error of its own (serde's would point at line 1:1).
     pub(super) origin: Option<Origin>,
     #[serde(default)]
@@ -53,6 +55,8 @@ pub(super) struct RawCgroup {
     pub(super) low: Option<Spanned<String>>,
     pub(super) min: Option<Spanned<String>>,
     pub(super) swap: Option<Spanned<bool>>,
+    pub(super) swap_max: Option<Spanned<String>>,
+    pub(super) swap_high: Option<Spanned<String>>,
     pub(super) oom_group: Option<Spanned<bool>>,
     pub(super) move_charge: Option<Spanned<u32>>,
 }

@@ -12,10 +12,11 @@ use super::{
     Antagonist, CgroupSpec, Check, Feature, HELPER_GROUP, Hold, Phase, Requires, SampleSpec,
     Scenario, ScenarioError, ScratchDisk, Step,
 };
-use crate::model::Version;
 use crate::model::counter::stat_key;
 use crate::model::source::{Text, is_name};
+use crate::model::step::Region;
 use crate::model::units::{MIN_INTERVAL, parse_size};
+use crate::model::{StepKind, Version};
 
 /// Parses and validates one scenario file's text. `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
@@ -51,6 +52,20 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
     let names: Vec<String> = cgroups.iter().map(|c| c.name.clone()).collect();
     let phases = phases(cx, &raw, &names)?;
     check_tasks(cx, &raw, &phases)?;
+    if let Some(k) = phases
+        .iter()
+        .flat_map(|p| &p.steps)
+        .map(|s| s.kind())
+        .find(|k| matches!(k, StepKind::Pressure | StepKind::Khugepaged))
+        && !features.contains(&Feature::Dedicated)
+    {
+        return Err(cx.err(
+            0..0,
+            format!(
+                "a {k} step changes the whole machine: the scenario must say requires.features = [\"dedicated\"] (it then runs only with run --dedicated and in memcgtest vm)"
+            ),
+        ));
+    }
 
     let outline = outline(&cgroups, &phases, &cgroup_versions);
     let (counters, vmstat, mut checks) = sampled(cx, &raw, &outline)?;
@@ -92,6 +107,7 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
         name,
         sysctls,
         scratch,
+        scale: raw.scale.unwrap_or(true),
         summary: cx.one_line(&raw.summary, "summary")?,
         description: raw.description,
         origin,
@@ -240,6 +256,20 @@ fn cgroups(
             Some(s) => *s.get_ref(),
             None => true,
         };
+        let swap_high = v2_size(&c.get_ref().swap_high, "swap_high")?;
+        let swap_max = match &c.get_ref().swap_max {
+            Some(m) if !swap => {
+                return Err(cx.err(m.span(), "swap_max with swap = false: choose one"));
+            }
+            Some(m) if cgroup_versions.contains(&Version::V1) && limit.is_none() => {
+                return Err(cx.err(
+                    m.span(),
+                    "swap_max on cgroup v1 is memory.memsw.limit_in_bytes = limit + swap_max: it needs a limit",
+                ));
+            }
+            Some(m) => Some(cx.size(m)?),
+            None => None,
+        };
         let oom_group = match &c.get_ref().oom_group {
             Some(o) if cgroup_versions.contains(&Version::V1) => {
                 return Err(cx.err(
@@ -270,6 +300,8 @@ fn cgroups(
             low,
             min,
             swap,
+            swap_max,
+            swap_high,
             oom_group,
             move_charge,
         });
@@ -383,7 +415,7 @@ fn implied(cgroups: &[CgroupSpec], phases: &[Phase], checks: &[Check]) -> Vec<Ch
                 needs_moving: false,
             }));
         }
-        if c.limit.is_some() {
+        if c.limit.is_some() || c.swap_max.is_some() {
             add(Check::implied(UnderLimit { cgroup: g.clone() }));
         }
         if has_children(&g) {
@@ -499,34 +531,49 @@ pub(super) fn check_counter(
 }
 
 /// Tasks must be held before they are used, and not held twice while alive; a phase that holds
-/// a task cannot repeat.
+/// a task cannot repeat; an advice is about memory the task holds.
 pub(super) fn check_tasks(
     cx: &Text,
     raw: &RawScenario,
     phases: &[Phase],
 ) -> Result<(), ScenarioError> {
-    let mut alive: Vec<String> = Vec::new();
+    let mut alive: Vec<&Hold> = Vec::new();
     for (p, rp) in phases.iter().zip(&raw.phase) {
         for (st, rs) in p.steps.iter().zip(&rp.get_ref().steps) {
             match st {
-                Step::Hold(Hold { task, .. }) => {
+                Step::Hold(h) => {
                     if p.repeat > 1 {
                         return Err(cx.err(rs.span(), "a phase that holds a task cannot repeat"));
                     }
-                    if alive.contains(task) {
-                        return Err(cx.err(rs.span(), format!("task {task:?} is already held")));
+                    if alive.iter().any(|a| a.task == h.task) {
+                        return Err(cx.err(rs.span(), format!("task {:?} is already held", h.task)));
                     }
-                    alive.push(task.clone());
+                    alive.push(h);
                 }
                 Step::Move { task, .. }
                 | Step::Grow { task, .. }
                 | Step::Wait { task }
                 | Step::Release { task }
-                    if !alive.contains(task) =>
+                | Step::Advise { task, .. }
+                    if !alive.iter().any(|a| a.task == *task) =>
                 {
                     return Err(cx.err(rs.span(), format!("no task {task:?} is held here")));
                 }
-                Step::Release { task } => alive.retain(|t| t != task),
+                Step::Advise { task, region, .. } => {
+                    let h = alive.iter().find(|a| a.task == *task).expect("alive");
+                    let holds = match region {
+                        Region::Anon => h.anon > 0,
+                        Region::Shmem => h.shmem > 0,
+                        Region::File => h.size > 0,
+                    };
+                    if !holds {
+                        return Err(cx.err(
+                            rs.span(),
+                            format!("task {task:?} holds no {} memory to advise", region.name()),
+                        ));
+                    }
+                }
+                Step::Release { task } => alive.retain(|t| t.task != *task),
                 _ => {}
             }
         }

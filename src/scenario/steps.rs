@@ -13,6 +13,7 @@ use super::{Hold, ScenarioError, Step};
 use crate::model::StepKind;
 use crate::model::counter::{Counter, Source, counter};
 use crate::model::source::{Key, Keys, Table, Text, key_table, opt, req};
+use crate::model::step::{Advice, Region};
 use crate::model::units::MIN_INTERVAL;
 
 /// `cgroup`: required unless the scenario declares one group only.
@@ -203,8 +204,75 @@ pub const STEPS: &[StepSyntax] = &[
                 "fds",
                 "grow its descriptor table to this many (one descriptor dup'ed that high): vmalloc'ed, 0..1048576 (default 0)",
             ),
+            opt(
+                "readonly",
+                "map `file` read-only, from a descriptor opened read-only, on a 2 MiB boundary: what MADV_COLLAPSE of a file needs (default false)",
+            ),
+            opt(
+                "sock",
+                "bytes it queues on a TCP connection to itself over loopback, in a network namespace of its own, never read: socket buffers (default 0)",
+            ),
+            opt(
+                "sparse",
+                "bytes of address space it maps and touches one page in every 2 MiB of: a page table page each (default 0)",
+            ),
         ],
         read: hold,
+    },
+    StepSyntax {
+        kind: StepKind::Advise,
+        doc: "a held task applies advice to one of its mappings: `pageout` (MADV_PAGEOUT: reclaim it now), `cold` (MADV_COLD: deactivate it), `collapse` (MADV_COLLAPSE: into huge pages), `touch` (read every page again: swap-ins, refaults, references), `hugepage` (MADV_HUGEPAGE: khugepaged may collapse it)",
+        keys: &[
+            TASK,
+            req(
+                "advice",
+                "`pageout`, `cold`, `collapse`, `touch` or `hugepage`",
+            ),
+            opt("region", "`anon` (default), `shmem` or `file`"),
+        ],
+        read: advise,
+    },
+    StepSyntax {
+        kind: StepKind::Pressure,
+        doc: "on a machine of the run's own (requires.features = [\"dedicated\"]): vm.min_free_kbytes raised to 85 % of the free memory, so kswapd reclaims from every group, until it has reclaimed `size` or `duration` passed; then restored",
+        keys: &[
+            req(
+                "size",
+                "what kswapd must reclaim (/proc/vmstat pgsteal_kswapd)",
+            ),
+            req("duration", "the longest it waits"),
+        ],
+        read: |i| {
+            Ok(Step::Pressure {
+                size: i.positive_size("size")?,
+                within: i.duration()?,
+            })
+        },
+    },
+    StepSyntax {
+        kind: StepKind::Khugepaged,
+        doc: "on a machine of the run's own (requires.features = [\"dedicated\"]): khugepaged scans every 10 ms until it has made two full scans or `duration` passed; then its knobs are restored. It collapses what held tasks advised `hugepage`, charging the huge pages to their groups",
+        keys: &[req("duration", "the longest it waits")],
+        read: |i| {
+            Ok(Step::Khugepaged {
+                within: i.duration()?,
+            })
+        },
+    },
+    StepSyntax {
+        kind: StepKind::Cgroups,
+        doc: "make `count` empty groups below `cgroup` (removed with the run): the kernel charges each one's per-CPU statistics to its parent (percpu); on cgroup v2 the group must hold no task",
+        keys: &[CGROUP, req("count", "1..10000")],
+        read: |i| {
+            let n = i.need::<u32>("count")?;
+            if !(1..=10_000).contains(n.get_ref()) {
+                return Err(i.err(n.span(), "count must be 1..10000"));
+            }
+            Ok(Step::Cgroups {
+                cgroup: i.cgroup()?,
+                count: n.into_inner(),
+            })
+        },
     },
     StepSyntax {
         kind: StepKind::Move,
@@ -258,17 +326,22 @@ pub const STEPS: &[StepSyntax] = &[
     },
     StepSyntax {
         kind: StepKind::Read,
-        doc: "`count` readers in parallel, reader i streaming `<file>.<i>` from a cold cache; measured: bytes over the slowest reader",
+        doc: "`count` readers in parallel, reader i streaming `<file>.<i>` from a cold cache (or a warm one); measured: bytes over the slowest reader",
         keys: &[
             CGROUP,
             FILE,
             opt("count", "how many readers, 1..64 (default 1)"),
+            opt(
+                "warm",
+                "read what the page cache holds instead of dropping the file from it first: a second read references its pages (activation), evicted ones refault (default false)",
+            ),
         ],
         read: |i| {
             Ok(Step::Read {
                 cgroup: i.cgroup()?,
                 file: i.file()?,
                 count: i.count()?,
+                warm: i.flag("warm")?,
             })
         },
     },
@@ -653,10 +726,28 @@ fn hold(i: &StepArgs) -> Result<Step, ScenarioError> {
         count("files", 1_000_000)?,
         count("fds", 1 << 20)?,
     );
-    if anon == 0 && shmem == 0 && size == 0 && write == 0 && threads + files + fds == 0 {
+    let (sock, sparse) = (i.size_or_zero("sock")?, i.size_or_zero("sparse")?);
+    if anon == 0
+        && shmem == 0
+        && size == 0
+        && write == 0
+        && sock == 0
+        && sparse == 0
+        && threads + files + fds == 0
+    {
         return Err(i.err(
             i.keys.span.clone(),
-            "a hold must hold something: anon, shmem, size, write, threads, files or fds more than 0",
+            "a hold must hold something: anon, shmem, size, write, threads, files, fds, sock or sparse more than 0",
+        ));
+    }
+    let readonly = i.flag("readonly")?;
+    if let Some(r) = i.get::<bool>("readonly")?
+        && *r.get_ref()
+        && (size == 0 || dirty || write > 0)
+    {
+        return Err(i.err(
+            r.span(),
+            "readonly maps the file read-only: it needs a file and a size, and neither dirty nor write",
         ));
     }
     let lazyfree = i.size_or_zero("lazyfree")?;
@@ -707,7 +798,41 @@ fn hold(i: &StepArgs) -> Result<Step, ScenarioError> {
         threads,
         files,
         fds,
+        readonly,
+        sock,
+        sparse,
     }))
+}
+
+/// `advise`: the advice and the region must be known words.
+fn advise(i: &StepArgs) -> Result<Step, ScenarioError> {
+    let a = i.need::<String>("advice")?;
+    let advice = Advice::parse(a.get_ref()).ok_or_else(|| {
+        i.err(
+            a.span(),
+            format!(
+                "unknown advice {:?} (known: pageout, cold, collapse, touch, hugepage)",
+                a.get_ref()
+            ),
+        )
+    })?;
+    let region = match i.get::<String>("region")? {
+        None => Region::Anon,
+        Some(r) => Region::parse(r.get_ref()).ok_or_else(|| {
+            i.err(
+                r.span(),
+                format!(
+                    "unknown region {:?} (known: anon, shmem, file)",
+                    r.get_ref()
+                ),
+            )
+        })?,
+    };
+    Ok(Step::Advise {
+        task: i.task()?,
+        advice,
+        region,
+    })
 }
 
 /// `await`: a memory.stat counter of the group (`counter`), at least `size`, within `duration`.
@@ -748,6 +873,11 @@ mod tests {
                 "true".into()
             }
             "count" | "clients" | "bystanders" | "threads" | "files" | "fds" => "2".into(),
+            "advice" => "\"pageout\"".into(),
+            "region" => "\"anon\"".into(),
+            "warm" => "true".into(),
+            // Read-only excludes dirty, which the table sets.
+            "readonly" => "false".into(),
             "duration" | "hold" => "\"1s\"".into(),
             "block_size" => "\"4K\"".into(),
             _ if kind == StepKind::Fault || kind == StepKind::Usemem => "\"8K\"".into(),

@@ -168,6 +168,13 @@ pub fn mem_total_bytes() -> u64 {
     mem_total_bytes_in(Path::new(PROC))
 }
 
+/// The free memory (MemFree of /proc/meminfo), KiB.
+pub fn mem_free_kb() -> Option<u64> {
+    procfs::Meminfo::from_file(Path::new(PROC).join("meminfo"))
+        .ok()
+        .map(|m| m.mem_free / 1024)
+}
+
 /// [`mem_total_bytes`] under a /proc at `proc`.
 pub fn mem_total_bytes_in(proc: &Path) -> u64 {
     procfs::Meminfo::from_file(proc.join("meminfo")).map_or(0, |m| m.mem_total)
@@ -194,15 +201,14 @@ pub fn zoneinfo_threshold(text: &str) -> u64 {
 /// This machine: online CPUs, page size and the node counters' drift (from `proc_root`/zoneinfo;
 /// 125 pages per CPU when unreadable).
 pub fn machine(proc_root: &Path) -> Machine {
-    use nix::unistd::{SysconfVar, sysconf};
-    let cpus = sysconf(SysconfVar::_NPROCESSORS_ONLN)
-        .ok()
-        .flatten()
-        .unwrap_or(1) as u64;
-    let page_size = sysconf(SysconfVar::PAGE_SIZE)
-        .ok()
-        .flatten()
-        .unwrap_or(4096) as u64;
+    let page_size = page_size();
+    let cpus = {
+        use nix::unistd::{SysconfVar, sysconf};
+        sysconf(SysconfVar::_NPROCESSORS_ONLN)
+            .ok()
+            .flatten()
+            .unwrap_or(1) as u64
+    };
     let threshold = std::fs::read_to_string(proc_root.join("zoneinfo"))
         .map(|z| zoneinfo_threshold(&z))
         .unwrap_or(125);
@@ -211,6 +217,15 @@ pub fn machine(proc_root: &Path) -> Machine {
         page_size,
         node_drift_pages: threshold * cpus,
     }
+}
+
+/// The page size (4096 where sysconf cannot say).
+pub fn page_size() -> u64 {
+    use nix::unistd::{SysconfVar, sysconf};
+    sysconf(SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .unwrap_or(4096) as u64
 }
 
 /// Whose CPU time [`cpu_seconds`] reports.

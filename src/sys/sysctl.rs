@@ -24,8 +24,16 @@ fn state_file(run_dir: &Path) -> PathBuf {
     run_dir.join("sysctl.state")
 }
 
+/// A sysctl's file (`vm.dirty_bytes`: /proc/sys/vm/dirty_bytes), or one of khugepaged's knobs
+/// (`khugepaged.scan_sleep_millisecs`: /sys/kernel/mm/transparent_hugepage/khugepaged/..., found
+/// from the /proc/sys given, so tests keep both in a temporary directory).
 fn proc_path(proc_sys: &Path, name: &str) -> PathBuf {
-    proc_sys.join(name.replace('.', "/"))
+    match name.strip_prefix("khugepaged.") {
+        Some(knob) => proc_sys
+            .join("../../sys/kernel/mm/transparent_hugepage/khugepaged")
+            .join(knob),
+        None => proc_sys.join(name.replace('.', "/")),
+    }
 }
 
 fn read_sysctl(proc_sys: &Path, name: &str) -> Result<String> {
@@ -213,9 +221,11 @@ fn restore_state(proc_sys: &Path, run_dir: &Path) -> (Vec<String>, Vec<String>) 
         return (done, failed);
     };
     let valid = |n: &str| {
-        n.strip_prefix("vm.").is_some_and(|k| {
-            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        })
+        n.strip_prefix("vm.")
+            .or_else(|| n.strip_prefix("khugepaged."))
+            .is_some_and(|k| {
+                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
     };
     // Written in the order first changed: pairs bytes then ratio, so undo in reverse.
     for line in text.lines().rev() {

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use nix::mount::{MsFlags, mount};
 use serde::{Deserialize, Serialize};
 
-use super::qemu::{DISK_SERIAL, SLOW_DISK_SERIAL};
+use super::qemu::{DISK_SERIAL, SLOW_DISK_SERIAL, SWAP_DISK_SERIAL};
 
 /// What the host tells the guest, in /vm.json.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -154,7 +154,12 @@ fn setup(cfg: &GuestConfig) -> Result<()> {
         other => bail!("unknown cgroup layout {other:?}"),
     }
     if cfg.swap > 0 {
-        make_swap(&format!("{SCRATCH}/swapfile"), cfg.swap)?;
+        let dev = find_disk(SWAP_DISK_SERIAL, Duration::from_secs(20))?;
+        // virtio-blk says it is rotational; swap keeps clusters (and takes huge pages whole)
+        // only on a non-rotational device. Kernels where the file is read-only keep the default.
+        let name = dev.trim_start_matches("/dev/");
+        let _ = std::fs::write(format!("/sys/block/{name}/queue/rotational"), "0");
+        make_swap(&dev, cfg.swap)?;
     }
     say(&format!(
         "scratch disk {disk} on {SCRATCH}, slow disk {slow} on {SLOW_SCRATCH}, cgroup {}, swap {} MiB",
@@ -175,22 +180,18 @@ pub fn swap_header(bytes: u64, page: usize) -> Vec<u8> {
     h
 }
 
-/// Creates a swap file without holes and enables it.
+/// Writes a swap header onto the swap disk (a block device: huge pages swap out whole) and
+/// enables it.
 fn make_swap(path: &str, bytes: u64) -> Result<()> {
     let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
         .ok()
         .flatten()
         .unwrap_or(4096) as usize;
-    let mut f = File::create(path).with_context(|| format!("create {path}"))?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .with_context(|| format!("open {path}"))?;
     f.write_all(&swap_header(bytes, page))?;
-    let zeros = vec![0u8; 1 << 20];
-    let mut left = bytes - page as u64;
-    while left > 0 {
-        let n = left.min(zeros.len() as u64) as usize;
-        f.write_all(&zeros[..n])
-            .with_context(|| format!("write {path}"))?;
-        left -= n as u64;
-    }
     f.sync_all().with_context(|| format!("fsync {path}"))?;
     drop(f);
     let c = std::ffi::CString::new(path).unwrap();

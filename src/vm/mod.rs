@@ -74,10 +74,20 @@ const SCRATCH_IMAGE: &str = "scratch.img";
 const SLOW_IMAGE: &str = "slow.img";
 const SLOW_DISK_MIB: u64 = 1024;
 
-/// Formats both disks (again, for a second boot).
+/// The swap disk's image (beside the scratch disk's), sparse: the guest writes its header.
+const SWAP_IMAGE: &str = "swap.img";
+
+/// Formats both disks and makes the swap disk's image (again, for a second boot).
 fn make_disks(disk: &Path, opts: &Options) -> Result<()> {
     make_disk(disk, opts.disk_mib)?;
-    make_disk(&disk.with_file_name(SLOW_IMAGE), SLOW_DISK_MIB)
+    make_disk(&disk.with_file_name(SLOW_IMAGE), SLOW_DISK_MIB)?;
+    if opts.swap > 0 {
+        let p = disk.with_file_name(SWAP_IMAGE);
+        let f = std::fs::File::create(&p).with_context(|| format!("create {}", p.display()))?;
+        f.set_len(opts.swap)
+            .with_context(|| format!("truncate {}", p.display()))?;
+    }
+    Ok(())
 }
 
 /// Default whole-VM timeout: TCG is 5-20x slower than the hardware.
@@ -154,7 +164,8 @@ pub fn guest_command(
         a.extend(["--scenario-dir".into(), "/scenarios".into()]);
     }
     if cmd == "run" {
-        a.push("--events".into());
+        // The guest is the run's own machine.
+        a.extend(["--events".into(), "--dedicated".into()]);
     }
     if cmd == "run" && report {
         a.extend(["--report".into(), guest::REPORT_DIR.into()]);
@@ -366,6 +377,7 @@ fn qemu_command(
         disk: disk.to_path_buf(),
         slow_disk: disk.with_file_name(SLOW_IMAGE),
         slow_disk_bps: opts.slow_disk_bps,
+        swap_disk: (opts.swap > 0).then(|| disk.with_file_name(SWAP_IMAGE)),
         serial: serial.clone(),
     };
     let qlog_file = std::fs::File::create(qlog)?;

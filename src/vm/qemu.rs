@@ -37,6 +37,8 @@ pub struct Config {
     /// The slow disk image (raw, ext4) and the write rate qemu allows it, bytes per second.
     pub slow_disk: PathBuf,
     pub slow_disk_bps: u64,
+    /// The swap disk image (raw, sparse; the guest writes the swap header), when there is swap.
+    pub swap_disk: Option<PathBuf>,
     /// Files for ttyS0..ttyS3.
     pub serial: [PathBuf; 4],
 }
@@ -44,6 +46,7 @@ pub struct Config {
 /// The virtio-blk serials the guest looks for in /sys/block/*/serial.
 pub const DISK_SERIAL: &str = "memcgtest-scratch";
 pub const SLOW_DISK_SERIAL: &str = "memcgtest-slow";
+pub const SWAP_DISK_SERIAL: &str = "memcgtest-swap";
 
 /// The kernel command line. `panic=-1` reboots at once on a panic, which -no-reboot turns into
 /// qemu exiting; 8250.nr_uarts=4 makes sure ttyS1..3 exist.
@@ -102,6 +105,16 @@ pub fn args(cfg: &Config) -> Vec<String> {
         "-device".into(),
         format!("virtio-blk-pci,drive=slow,serial={SLOW_DISK_SERIAL}"),
     ]);
+    // Swap on a block device of its own: the kernel swaps a huge page out whole only to a
+    // non-rotational block device (a swap file takes 4 KiB pages: thp_swpout_fallback).
+    if let Some(swap) = &cfg.swap_disk {
+        a.extend([
+            "-drive".into(),
+            format!("file={},if=none,id=swap,format=raw", escape_opt(swap)),
+            "-device".into(),
+            format!("virtio-blk-pci,drive=swap,serial={SWAP_DISK_SERIAL}"),
+        ]);
+    }
     for s in &cfg.serial {
         a.push("-serial".into());
         a.push(format!("file:{}", s.display()));
@@ -143,6 +156,7 @@ mod tests {
             disk: "/t/a,b.img".into(),
             slow_disk: "/t/slow.img".into(),
             slow_disk_bps: 4 << 20,
+            swap_disk: None,
             serial: ["/t/0".into(), "/t/1".into(), "/t/2".into(), "/t/3".into()],
         }
     }

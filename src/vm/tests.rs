@@ -20,12 +20,12 @@ fn guest_command_adds_the_vm_options() {
     let a = guest_command(&["run".into(), "--quick".into()], "v2", true, true).unwrap();
     assert_eq!(
         a.join(" "),
-        "run --cgroup v2 --scratch /scratch --slow-scratch /slow --scenario-dir /scenarios --events --report /scratch/report --quick"
+        "run --cgroup v2 --scratch /scratch --slow-scratch /slow --scenario-dir /scenarios --events --dedicated --report /scratch/report --quick"
     );
     let a = guest_command(&["run".into(), "--format=json".into()], "v1", false, false);
     assert_eq!(
         a.unwrap().join(" "),
-        "run --cgroup v1 --scratch /scratch --slow-scratch /slow --events --format=json"
+        "run --cgroup v1 --scratch /scratch --slow-scratch /slow --events --dedicated --format=json"
     );
     assert_eq!(guest_command(&[], "v1", false, false).unwrap()[0], "run");
     assert_eq!(

@@ -168,7 +168,7 @@ fn usage_above_the_limit_fails_and_a_limit_never_reached_is_not_tested() {
     assert_eq!(bad.outcome, Outcome::Fail);
     assert_eq!(bad.at, Some(1.0));
     assert!(
-        bad.detail.contains("16.0 MiB above its limit"),
+        bad.detail.contains("16.0 MiB above its memory.max"),
         "{}",
         bad.detail
     );

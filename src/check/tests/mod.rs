@@ -602,6 +602,7 @@ fn busy_pairs_are_left_out_and_too_many_make_the_ratio_inconclusive() {
     let busy = crate::model::Load {
         others_cpus: 1.5,
         others_dirtied_mb_s: 0.0,
+        others_dirtied_mb: 0.0,
         cpu_pressure: Some(0.4),
         io_pressure: None,
     };

@@ -40,9 +40,11 @@ impl Source {
         FileSource::keyed(path, keys).map(Source::File)
     }
     /// A v2 memory.numa_stat; `keys` pairs a key with the column its sum over the nodes fills.
-    pub fn node_sums(path: &Path, keys: Vec<(String, usize)>) -> Result<Source> {
+    /// memory.numa_stat: each key's values summed over the nodes, times `unit` (v1 counts
+    /// pages, v2 bytes and events).
+    pub fn node_sums(path: &Path, keys: Vec<(String, usize)>, unit: i64) -> Result<Source> {
         let mut f = FileSource::keyed(path, keys)?;
-        f.node_sums = true;
+        f.node_sums = Some(unit);
         Ok(Source::File(f))
     }
     /// A file holding one number.
@@ -72,8 +74,8 @@ pub struct FileSource {
     keys: Vec<String>,
     cols: Vec<usize>,
     single: Option<usize>,
-    /// memory.numa_stat: each key's values summed over the nodes.
-    node_sums: bool,
+    /// memory.numa_stat: each key's values summed over the nodes, times this.
+    node_sums: Option<i64>,
     /// A cgroup file: one read returns all of it (see `read_into`).
     one_record: bool,
 }
@@ -88,7 +90,7 @@ impl FileSource {
             keys,
             cols,
             single: None,
-            node_sums: false,
+            node_sums: None,
             one_record: crate::sys::cleanup::on_cgroupfs(path),
         })
     }
@@ -100,7 +102,7 @@ impl FileSource {
             keys: Vec::new(),
             cols: Vec::new(),
             single: Some(col),
-            node_sums: false,
+            node_sums: None,
             one_record: crate::sys::cleanup::on_cgroupfs(path),
         })
     }
@@ -139,16 +141,17 @@ impl FileSource {
             return Ok(());
         }
         scratch.resize(self.keys.len(), None);
-        let extract = if self.node_sums {
+        let extract = if self.node_sums.is_some() {
             stat::extract_node_sums
         } else {
             stat::extract
         };
         extract(text, &self.keys, scratch)
             .map_err(|line| anyhow!("{}: line {line}: malformed value", self.path.display()))?;
+        let unit = self.node_sums.unwrap_or(1);
         for (i, v) in scratch.iter().enumerate() {
             match v {
-                Some(v) => row[self.cols[i]] = *v,
+                Some(v) => row[self.cols[i]] = *v * unit,
                 None => bail!("{}: no key {}", self.path.display(), self.keys[i]),
             }
         }

@@ -12,8 +12,9 @@
 
 use std::path::{Path, PathBuf};
 
-/// The counter this source fills for the group.
-pub const COUNTER: &str = crate::model::counter::ANON;
+/// The counters this source fills for the group, in column order: the tasks' anonymous memory
+/// (RssAnon) and their swapped-out anonymous pages (VmSwap: swap entries in their page tables).
+pub const COUNTERS: [&str; 2] = [crate::model::counter::ANON, crate::model::counter::SWAP];
 
 /// One group's tasks' anonymous memory, as one sampler source.
 pub struct TaskMemory {
@@ -22,7 +23,7 @@ pub struct TaskMemory {
     /// and serves it again to later reads (cgroup_pidlist_start()), so a kept descriptor would
     /// not see a task that joined after it (seen on 6.18: 60 ms of a new task missing).
     procs: Vec<PathBuf>,
-    /// The column filled.
+    /// The first of the columns filled (one per `COUNTERS`).
     col: usize,
     /// Where /proc is (a temp dir in tests).
     proc_root: PathBuf,
@@ -44,7 +45,7 @@ impl TaskMemory {
     /// cgroup.procs read and its status read counts 0 (its memory is going too). The status
     /// files are opened on every pass (tasks come and go); scenarios that use this hold few.
     pub fn read_into(&self, row: &mut [i64]) -> Result<(), String> {
-        let mut sum = 0;
+        let (mut anon, mut swap) = (0, 0);
         for path in &self.procs {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("read {}: {e}", path.display()))?;
@@ -53,19 +54,21 @@ impl TaskMemory {
                 let Ok(s) = std::fs::read_to_string(&status) else {
                     continue; // gone: it exited after the cgroup.procs read
                 };
-                sum += rss_anon(&s);
+                anon += status_kb(&s, "RssAnon:");
+                swap += status_kb(&s, "VmSwap:");
             }
         }
-        row[self.col] = sum;
+        row[self.col] = anon;
+        row[self.col + 1] = swap;
         Ok(())
     }
 }
 
-/// RssAnon of a /proc/PID/status text, in bytes (0 where the line is missing: a kernel thread, a
-/// task whose mm is gone while it exits).
-pub fn rss_anon(text: &str) -> i64 {
+/// A kB line (`RssAnon:`, `VmSwap:`) of a /proc/PID/status text, in bytes (0 where the line is
+/// missing: a kernel thread, a task whose mm is gone while it exits).
+pub fn status_kb(text: &str, key: &str) -> i64 {
     text.lines()
-        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
         .map_or(0, |kb| kb * 1024)
 }
@@ -82,7 +85,10 @@ mod tests {
             std::fs::create_dir_all(proc_root.join(pid.to_string())).unwrap();
             std::fs::write(
                 proc_root.join(pid.to_string()).join("status"),
-                format!("Name:\tx\nVmRSS:\t 999 kB\nRssAnon:\t {anon} kB\nRssFile:\t 7 kB\n"),
+                format!(
+                    "Name:\tx\nVmRSS:\t 999 kB\nRssAnon:\t {anon} kB\nRssFile:\t 7 kB\nVmSwap:\t {} kB\n",
+                    anon / 10
+                ),
             )
             .unwrap();
         }
@@ -93,16 +99,16 @@ mod tests {
         std::fs::write(&child, "11\n").unwrap();
         let empty = dir.path().join("empty.procs");
         std::fs::write(&empty, "").unwrap();
-        let mut row = vec![-1i64; 2];
+        let mut row = vec![-1i64; 4];
         let t = TaskMemory::new(vec![procs, child], 0, &proc_root).unwrap();
         t.read_into(&mut row).unwrap();
-        let t = TaskMemory::new(vec![empty], 1, &proc_root).unwrap();
+        let t = TaskMemory::new(vec![empty], 2, &proc_root).unwrap();
         t.read_into(&mut row).unwrap();
-        assert_eq!(row, vec![150 * 1024, 0]);
+        assert_eq!(row, vec![150 * 1024, 15 * 1024, 0, 0]);
     }
 
     #[test]
     fn status_without_rss_lines_counts_zero() {
-        assert_eq!(rss_anon("Name:\tkthreadd\nState:\tS\n"), 0);
+        assert_eq!(status_kb("Name:\tkthreadd\nState:\tS\n", "RssAnon:"), 0);
     }
 }

@@ -143,7 +143,7 @@ pub(super) fn run_job(job: &Job) -> Result<JobResult> {
             drop_cache(path)?;
             Ok(r)
         }
-        Job::Read { path } => read_cold(path),
+        Job::Read { path, warm } => read_file(path, *warm),
         Job::Fault { size, duration_ms } => fault_loop(*size, *duration_ms),
         Job::Usemem { size, small } => usemem(*size, *small),
     }
@@ -176,8 +176,12 @@ pub(super) fn drop_cache(path: &std::path::Path) -> Result<()> {
 }
 
 /// Streams a file from a cold cache, like `dd of=/dev/null bs=1M`.
-pub(super) fn read_cold(path: &std::path::Path) -> Result<JobResult> {
-    drop_cache(path)?;
+/// Reads a file in 1 MiB reads, from a cold cache unless `warm` (then what the page cache holds
+/// stays: a second read references its pages, evicted ones refault).
+pub(super) fn read_file(path: &std::path::Path, warm: bool) -> Result<JobResult> {
+    if !warm {
+        drop_cache(path)?;
+    }
     let mut f = fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
     let mut buf = vec![0u8; 1 << 20];
     let cpu0 = cpu_seconds();
@@ -263,7 +267,7 @@ fn map_shared(f: &fs::File, size: u64) -> Result<std::ptr::NonNull<std::ffi::c_v
 
 /// A memfd of `size` bytes, mapped shared with every page written: `size` bytes of shmem, all
 /// mapped, charged to the caller's group. The mapping stays until the task exits.
-pub(super) fn touch_shmem(size: u64) -> Result<std::os::fd::OwnedFd> {
+fn touch_shmem(size: u64) -> Result<(std::os::fd::OwnedFd, Region)> {
     use nix::sys::memfd::{MFdFlags, memfd_create};
     let fd = memfd_create(c"memcgtest-shmem", MFdFlags::MFD_CLOEXEC).context("memfd_create")?;
     let f = fs::File::from(fd);
@@ -273,7 +277,11 @@ pub(super) fn touch_shmem(size: u64) -> Result<std::os::fd::OwnedFd> {
         // SAFETY: off < size, inside the mapping.
         unsafe { base.add(off).write_volatile(0x5a) };
     }
-    Ok(f.into())
+    let region = Region {
+        addr: base as usize,
+        len: size as usize,
+    };
+    Ok((f.into(), region))
 }
 
 /// usemem's measure: the throughput of writing fresh anonymous memory (faults, zeroing, charging
@@ -327,10 +335,10 @@ pub(super) fn fault_loop(size: u64, duration_ms: u64) -> Result<JobResult> {
 /// benchmark) and touches every page. The mapping is leaked on purpose: the task holds it.
 /// A held task's anonymous memory, touched as `extras` says: in huge pages or 4 KiB ones, with
 /// zeros or a pattern, mlocked, part of it given back with MADV_FREE. Kept until the task exits.
-fn hold_anon(size: u64, extras: &super::HoldExtras) -> Result<()> {
+fn hold_anon(size: u64, extras: &super::HoldExtras) -> Result<Option<Region>> {
     use nix::sys::mman::{MmapAdvise, madvise, mlock};
     if size == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let ptr = if extras.huge {
         map_huge(size)?
@@ -357,6 +365,184 @@ fn hold_anon(size: u64, extras: &super::HoldExtras) -> Result<()> {
             )
         }
         .context("madvise MADV_FREE")?;
+    }
+    Ok(Some(Region {
+        addr: base as usize,
+        len: size as usize,
+    }))
+}
+
+/// A mapping a held task keeps until it exits, which an `advise` step works on.
+#[derive(Debug, Clone, Copy)]
+struct Region {
+    addr: usize,
+    len: usize,
+}
+
+/// MADV_COLLAPSE (Linux 6.1), not in every libc's headers.
+const MADV_COLLAPSE: libc::c_int = 25;
+
+/// Applies an `advise` step's advice to `region`; returns a note when the kernel declined a
+/// collapse (an old kernel, no CONFIG_READ_ONLY_THP_FOR_FS for a file, no huge page to be had):
+/// the checks over the fields it would have moved then say they were not exercised.
+fn advise(region: Region, advice: crate::model::step::Advice) -> Result<Option<String>> {
+    use crate::model::step::Advice;
+    let base = region.addr as *mut u8;
+    let call = |advice: libc::c_int| {
+        // SAFETY: advice on a mapping the task made and keeps.
+        let r = unsafe { libc::madvise(base.cast(), region.len, advice) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    match advice {
+        Advice::Pageout => call(libc::MADV_PAGEOUT).context("madvise MADV_PAGEOUT")?,
+        Advice::Cold => call(libc::MADV_COLD).context("madvise MADV_COLD")?,
+        Advice::Hugepage => call(libc::MADV_HUGEPAGE).context("madvise MADV_HUGEPAGE")?,
+        Advice::Collapse => {
+            // EAGAIN: a page was busy (under writeback, locked, on a per-CPU batch): try again.
+            let mut last = None;
+            for _ in 0..5 {
+                match call(MADV_COLLAPSE) {
+                    Ok(()) => return Ok(None),
+                    Err(e) => last = Some(e),
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            return Ok(last.map(|e| format!("MADV_COLLAPSE: {e}")));
+        }
+        Advice::Touch => {
+            let mut sum = 0u8;
+            for off in (0..region.len).step_by(4096) {
+                // SAFETY: off < len, inside the mapping.
+                sum = sum.wrapping_add(unsafe { base.add(off).read_volatile() });
+            }
+            std::hint::black_box(sum);
+        }
+    }
+    Ok(None)
+}
+
+/// `size` bytes of `path`, an existing file, opened read-only and mapped read-only on a 2 MiB
+/// boundary, every page read: the file has no writer, so MADV_COLLAPSE may put it in huge pages.
+fn map_file_readonly(path: &std::path::Path, size: u64) -> Result<(fs::File, Region)> {
+    const HUGE: usize = 2 << 20;
+    let f = fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+    let len = size as usize;
+    // Reserve room for an aligned mapping, then map the file over its aligned part.
+    let room = map_anon(size + HUGE as u64, false)?;
+    let aligned = (room.as_ptr() as usize).next_multiple_of(HUGE);
+    // SAFETY: MAP_FIXED inside the reservation just made; the file stays open.
+    let p = unsafe {
+        libc::mmap(
+            aligned as *mut libc::c_void,
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        bail!(
+            "mmap {} read-only: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    let region = Region { addr: aligned, len };
+    advise(region, crate::model::step::Advice::Touch)?;
+    Ok((f, region))
+}
+
+/// `size` bytes of address space, one byte written in every 2 MiB of it (4 KiB pages): a page
+/// table page for each, and little memory.
+fn touch_sparse(size: u64) -> Result<()> {
+    use nix::sys::mman::{MapFlags, ProtFlags, mmap_anonymous};
+    if size == 0 {
+        return Ok(());
+    }
+    let len = std::num::NonZeroUsize::new(size as usize).context("sparse mapping of 0 bytes")?;
+    // SAFETY: a new mapping, written only inside its length; never unmapped (the task holds it).
+    let ptr = unsafe {
+        mmap_anonymous(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_NORESERVE,
+        )
+    }
+    .context("mmap the sparse region")?;
+    let base = ptr.as_ptr() as *mut u8;
+    // SAFETY: advice on the mapping just made: no huge page may fill a 2 MiB stretch.
+    unsafe { libc::madvise(base.cast(), size as usize, libc::MADV_NOHUGEPAGE) };
+    for off in (0..size as usize).step_by(2 << 20) {
+        // SAFETY: off < size, inside the mapping.
+        unsafe { base.add(off).write_volatile(1) };
+    }
+    Ok(())
+}
+
+/// `bytes` queued on a TCP connection this task makes to itself over loopback, never read: the
+/// receiver's queue and the sender's unsent data are socket memory charged to its group (v2
+/// memory.stat sock). In a network namespace of its own (its loopback brought up), so nothing
+/// of the machine's network is touched. Returns the sockets, kept open.
+fn hold_sock(bytes: u64) -> Result<Vec<std::os::fd::OwnedFd>> {
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::OwnedFd;
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+        .context("unshare a network namespace")?;
+    loopback_up()?;
+    let listener = TcpListener::bind("127.0.0.1:0").context("listen on loopback")?;
+    let mut tx = TcpStream::connect(listener.local_addr()?).context("connect over loopback")?;
+    let (rx, _) = listener.accept().context("accept on loopback")?;
+    tx.set_nonblocking(true)?;
+    let block = vec![0x5au8; 64 << 10];
+    let mut left = bytes as usize;
+    let mut stuck = 0;
+    while left > 0 && stuck < 50 {
+        match tx.write(&block[..left.min(block.len())]) {
+            Ok(n) => left -= n,
+            // Both buffers full (the autotuned receive and send buffers): that is all it holds.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                stuck += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e).context("write to the loopback connection"),
+        }
+    }
+    Ok(vec![
+        OwnedFd::from(listener),
+        OwnedFd::from(tx),
+        OwnedFd::from(rx),
+    ])
+}
+
+/// Brings up `lo` in this task's network namespace (SIOCSIFFLAGS with IFF_UP).
+fn loopback_up() -> Result<()> {
+    // SAFETY: a plain socket for the ioctl, closed below.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        bail!("socket: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: s was just made and is owned here.
+    let s = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(s) };
+    // SAFETY: an all-zero ifreq is valid; the name is NUL-terminated.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, c) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *d = *c as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS with a valid ifreq.
+    unsafe {
+        if libc::ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) < 0 {
+            bail!("SIOCGIFFLAGS lo: {}", std::io::Error::last_os_error());
+        }
+        req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(s.as_raw_fd(), libc::SIOCSIFFLAGS, &req) < 0 {
+            bail!("bring up lo: {}", std::io::Error::last_os_error());
+        }
     }
     Ok(())
 }
@@ -395,7 +581,7 @@ fn map_huge(size: u64) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
 /// `size` bytes of shmem in huge pages: a tmpfs mounted with huge=always at `dir`, in a mount
 /// namespace of this task's own (it goes with the task), a file there written through a shared
 /// mapping. Returns the file, kept open.
-fn touch_huge_tmpfs(dir: &std::path::Path, size: u64) -> Result<fs::File> {
+fn touch_huge_tmpfs(dir: &std::path::Path, size: u64) -> Result<(fs::File, Region)> {
     use nix::mount::{MsFlags, mount};
     use nix::sched::{CloneFlags, unshare};
     fs::create_dir_all(dir).with_context(|| format!("mkdir {}", dir.display()))?;
@@ -424,7 +610,12 @@ fn touch_huge_tmpfs(dir: &std::path::Path, size: u64) -> Result<fs::File> {
         // SAFETY: off < size, inside the mapping.
         unsafe { base.add(off).write_volatile(0x5a) };
     }
-    fs::File::open(&path).with_context(|| format!("open {}", path.display()))
+    let f = fs::File::open(&path).with_context(|| format!("open {}", path.display()))?;
+    let region = Region {
+        addr: base as usize,
+        len: size as usize,
+    };
+    Ok((f, region))
 }
 
 /// The kernel memory a held task makes: threads (kernel stacks), empty files (inodes and
@@ -608,21 +799,54 @@ pub(super) fn hold(
     write: u64,
     extras: &super::HoldExtras,
 ) -> Result<JobResult> {
+    use crate::model::step::{Advice, Region as Which};
     use std::io::BufRead;
     let t = Instant::now();
-    hold_anon(anon, extras)?;
-    // Kept open and mapped until the task exits, which frees it.
-    let _shmem = match (&extras.shmem_huge, shmem) {
-        (_, 0) => None,
-        (Some(dir), n) => Some(touch_huge_tmpfs(dir, n)?.into()),
-        (None, n) => Some(touch_shmem(n)?),
+    // Before any thread starts: the network namespace is the task's (threads inherit it).
+    // A kernel without TCP (CONFIG_INET) holds none: a note, and the checks over sock say
+    // they were not exercised.
+    let mut notes = Vec::new();
+    let _sock = match extras.sock {
+        0 => Vec::new(),
+        n => hold_sock(n).unwrap_or_else(|e| {
+            notes.push(format!("no socket memory held: {e:#}"));
+            Vec::new()
+        }),
     };
+    let anon_region = hold_anon(anon, extras)?;
+    // Kept open and mapped until the task exits, which frees it.
+    let (_shmem, shmem_region): (Option<std::os::fd::OwnedFd>, _) =
+        match (&extras.shmem_huge, shmem) {
+            (_, 0) => (None, None),
+            (Some(dir), n) => {
+                let (f, r) = touch_huge_tmpfs(dir, n)?;
+                (Some(f.into()), Some(r))
+            }
+            (None, n) => {
+                let (f, r) = touch_shmem(n)?;
+                (Some(f), Some(r))
+            }
+        };
+    touch_sparse(extras.sparse)?;
     let _kernel = kernel_memory(extras)?;
     let mut mapping = None;
+    let mut file_region = None;
+    let mut _readonly = None;
     if let Some(f) = file
         && file_size > 0
     {
-        mapping = Some(map_file(f, file_size, dirty)?);
+        if extras.readonly {
+            let (fd, r) = map_file_readonly(f, file_size)?;
+            _readonly = Some(fd);
+            file_region = Some(r);
+        } else {
+            let addr = map_file(f, file_size, dirty)?;
+            mapping = Some(addr);
+            file_region = Some(Region {
+                addr,
+                len: file_size as usize,
+            });
+        }
     }
     let mut total = anon + shmem + file_size;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -641,7 +865,12 @@ pub(super) fn hold(
         writers.push(std::thread::spawn(move || rewrite_until(&p, write, &stop)));
     }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "ready {}", t.elapsed().as_secs_f64())?;
+    writeln!(
+        out,
+        "ready {} {}",
+        t.elapsed().as_secs_f64(),
+        notes.join("; ")
+    )?;
     out.flush()?;
     for line in std::io::stdin().lock().lines() {
         let line = line.context("read command")?;
@@ -664,6 +893,30 @@ pub(super) fn hold(
                     total += r.bytes;
                 }
                 writeln!(out, "ok {}", t.elapsed().as_secs_f64())?;
+            }
+            (Some("advise"), Some(a)) => {
+                let t = Instant::now();
+                let advice = Advice::parse(a).context("advise ADVICE REGION")?;
+                let which = it
+                    .next()
+                    .and_then(Which::parse)
+                    .context("advise ADVICE REGION")?;
+                let region = match which {
+                    Which::Anon => anon_region,
+                    Which::Shmem => shmem_region,
+                    Which::File => file_region,
+                };
+                // The scenario's parser checks the task holds it; a task without is a no-op.
+                let note = match region {
+                    Some(r) => advise(r, advice)?,
+                    None => Some(format!("the task holds no {} memory", which.name())),
+                };
+                writeln!(
+                    out,
+                    "ok {} {}",
+                    t.elapsed().as_secs_f64(),
+                    note.unwrap_or_default()
+                )?;
             }
             (Some("exit"), None) => break,
             _ => bail!("unknown holder command {line:?}"),

@@ -67,7 +67,11 @@ pub enum Job {
     /// Write a file of `size`, fsync it and drop it from the page cache (POSIX_FADV_DONTNEED).
     Create { path: PathBuf, size: u64 },
     /// Read a file from a cold cache (POSIX_FADV_DONTNEED first) in 1 MiB reads.
-    Read { path: PathBuf },
+    Read {
+        path: PathBuf,
+        #[serde(default)]
+        warm: bool,
+    },
     /// Page-fault loop for `duration_ms`: map `size` bytes anonymous, touch every page, unmap.
     Fault { size: u64, duration_ms: u64 },
     /// usemem: map `size` bytes anonymous and write every byte once; measured: MB/s. With
@@ -130,6 +134,15 @@ pub struct HoldExtras {
     /// The file descriptor table grown to this many (one descriptor dup'ed that high): a table
     /// that large is vmalloc'ed.
     pub fds: u32,
+    /// The file mapped read-only from a read-only descriptor, on a 2 MiB boundary.
+    #[serde(default)]
+    pub readonly: bool,
+    /// Bytes queued on a loopback TCP connection to itself, in a network namespace of its own.
+    #[serde(default)]
+    pub sock: u64,
+    /// Bytes of address space touched once every 2 MiB (page tables).
+    #[serde(default)]
+    pub sparse: u64,
 }
 
 /// A running worker process.
@@ -336,7 +349,12 @@ pub struct Holder {
 impl Holder {
     /// Starts a holder in `cgroup` and waits until its memory is set up; returns the seconds the
     /// set-up took.
-    pub fn start(job: &Job, cgroup: &Cgroup, limits: &Limits) -> Result<(Holder, f64), WaitError> {
+    /// The holder's note (what it could not hold) comes with the seconds.
+    pub fn start(
+        job: &Job,
+        cgroup: &Cgroup,
+        limits: &Limits,
+    ) -> Result<(Holder, f64, String), WaitError> {
         let mut worker = spawn(job, cgroup).map_err(|e| WaitError::Failed(e.into()))?;
         let stdin = worker.child.stdin.take().expect("holder stdin is piped");
         let stdout = std::io::BufReader::new(worker.child.stdout.take().expect("stdout piped"));
@@ -347,12 +365,17 @@ impl Holder {
             stdin,
             stdout,
         };
-        let secs = h.answer("ready", limits)?;
-        Ok((h, secs))
+        let (secs, note) = h.answer_noted("ready", limits)?;
+        Ok((h, secs, note))
     }
 
     /// Reads the holder's next line, which must start with `word`; returns the seconds it reports.
     fn answer(&mut self, word: &str, limits: &Limits) -> Result<f64, WaitError> {
+        self.answer_noted(word, limits).map(|(secs, _)| secs)
+    }
+
+    /// `answer`, with the rest of the line: a note the holder adds (an advice the kernel declined).
+    fn answer_noted(&mut self, word: &str, limits: &Limits) -> Result<(f64, String), WaitError> {
         use std::io::BufRead;
         let fd = self.stdout.get_ref().as_raw_fd();
         poll_until(limits, || {
@@ -376,7 +399,8 @@ impl Holder {
         if it.next() != Some(word) {
             return Err(self.failed(format!("holder said {:?} instead of {word:?}", line.trim())));
         }
-        Ok(it.next().and_then(|x| x.parse().ok()).unwrap_or(0.0))
+        let secs = it.next().and_then(|x| x.parse().ok()).unwrap_or(0.0);
+        Ok((secs, it.collect::<Vec<_>>().join(" ")))
     }
 
     /// Sends one command and waits for its "ok"; returns the seconds the holder reports.
@@ -385,6 +409,20 @@ impl Holder {
             return Err(self.failed(format!("send {cmd:?} to holder: {e}")));
         }
         self.answer("ok", limits)
+    }
+
+    /// Sends an `advise ADVICE REGION` command; returns the seconds and the holder's note.
+    pub fn advise(
+        &mut self,
+        advice: crate::model::step::Advice,
+        region: crate::model::step::Region,
+        limits: &Limits,
+    ) -> Result<(f64, String), WaitError> {
+        let cmd = format!("advise {} {}", advice.name(), region.name());
+        if let Err(e) = writeln!(self.stdin, "{cmd}").and_then(|_| self.stdin.flush()) {
+            return Err(self.failed(format!("send {cmd:?} to holder: {e}")));
+        }
+        self.answer_noted("ok", limits)
     }
 
     /// The holder stopped talking: whose fault it is follows from how it exited (a holder that

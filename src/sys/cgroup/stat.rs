@@ -83,6 +83,8 @@ fn extract_with<K: AsRef<str>>(
         let Some((k, v)) = line.split_once(' ') else {
             continue;
         };
+        // v1 memory.numa_stat: "file=12 N0=10 N1=2", the key with the group's total.
+        let k = k.split_once('=').map_or(k, |(k, _)| k);
         if let Some(i) = keys.iter().position(|w| w.as_ref() == k) {
             out[i] = Some(value(v).ok_or(no + 1)?);
         }
