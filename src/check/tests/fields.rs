@@ -1,0 +1,221 @@
+//! The invariants over the fields the first scenarios did not move: swap limits and their
+//! events, kernel memory within usage, the tasks' swap, cgroup v1's memory.numa_stat.
+
+use super::moves::move_record;
+use super::*;
+use crate::check::CheckSpec;
+use crate::model::CgroupSpec;
+
+/// A record of group `a` with `cols` sampled every 0.1 s for 3 s, each value from `at(col, t)`.
+fn sampled(cols: &[&str], at: impl Fn(&str, f64) -> i64) -> Record {
+    let mut r = move_record(0, None);
+    r.steps.clear();
+    r.series = Series::new(cols.iter().map(|c| Column::from(*c)).collect());
+    for i in 0..30 {
+        let t = i as f64 * 0.1;
+        let row: Vec<i64> = cols.iter().map(|c| at(c, t)).collect();
+        r.series.push(t, &row);
+    }
+    r
+}
+
+fn swap_limited(max: u64, high: Option<u64>) -> Vec<CgroupSpec> {
+    vec![CgroupSpec {
+        name: "a".into(),
+        swap: true,
+        swap_max: Some(max),
+        swap_high: high,
+        ..Default::default()
+    }]
+}
+
+/// v2: swap past memory.swap.max fails, naming the counter, the file and the excess; swap that
+/// never came near it did not test it.
+#[test]
+fn swap_above_swap_max_fails_and_far_below_is_not_tested() {
+    let mut bad = sampled(&["a.usage", "a.swap"], |c, t| match c {
+        "a.swap" if t > 1.0 => 24 * MIB,
+        "a.swap" => 8 * MIB,
+        _ => 40 * MIB,
+    });
+    bad.cgroups = swap_limited(16 << 20, None);
+    let r = under_limit("u".into(), &bad, "a");
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(
+        r.detail
+            .contains("a's swap was 8.0 MiB above its memory.swap.max of 16.0 MiB"),
+        "{}",
+        r.detail
+    );
+    let mut low = sampled(&["a.usage", "a.swap"], |c, _| match c {
+        "a.swap" => 2 * MIB,
+        _ => 40 * MIB,
+    });
+    low.cgroups = swap_limited(16 << 20, None);
+    assert_eq!(
+        under_limit("u".into(), &low, "a").outcome,
+        Outcome::NotExercised
+    );
+}
+
+/// v1: memory+swap past limit + swap_max fails.
+#[test]
+fn memsw_above_its_limit_fails() {
+    let mut r = sampled(&["a.usage", "a.memsw"], |c, t| match c {
+        "a.memsw" if t > 2.0 => 90 * MIB,
+        "a.memsw" => 70 * MIB,
+        _ => 60 * MIB,
+    });
+    r.cgroups = vec![CgroupSpec {
+        name: "a".into(),
+        limit: Some(64 << 20),
+        swap: true,
+        swap_max: Some(16 << 20),
+        ..Default::default()
+    }];
+    let res = under_limit("u".into(), &r, "a");
+    assert_eq!(res.outcome, Outcome::Fail, "{}", res.detail);
+    assert!(
+        res.detail
+            .contains("memory.memsw.limit_in_bytes of 80.0 MiB"),
+        "{}",
+        res.detail
+    );
+}
+
+/// memory.swap.events max counted while the swap watermark stayed far below memory.swap.max
+/// fails; at the limit it is allowed. high events with the watermark at or below swap.high fail.
+#[test]
+fn swap_events_count_only_at_the_swap_limits() {
+    let cols = [
+        "a.usage",
+        "a.peak",
+        "a.limit_hits",
+        "a.swap_peak",
+        "a.swap_max_events",
+        "a.swap_high_events",
+    ];
+    let rec = |peak: i64, maxed: i64, high: i64| {
+        let mut r = sampled(&cols, |c, t| match c {
+            "a.swap_peak" => peak,
+            "a.swap_max_events" if t > 1.5 => maxed,
+            "a.swap_high_events" if t > 1.5 => high,
+            "a.limit_hits" | "a.swap_max_events" | "a.swap_high_events" => 0,
+            _ => 10 * MIB,
+        });
+        r.cgroups = swap_limited(16 << 20, Some(8 << 20));
+        r
+    };
+    let far = limit_counters("l".into(), &rec(4 * MIB, 3, 0), "a", false);
+    assert_eq!(far.outcome, Outcome::Fail, "{}", far.detail);
+    assert!(
+        far.detail
+            .contains("3 swap charges refused at memory.swap.max"),
+        "{}",
+        far.detail
+    );
+    let at = limit_counters("l".into(), &rec(16 * MIB, 3, 2), "a", false);
+    assert_eq!(at.outcome, Outcome::Pass, "{}", at.detail);
+    assert!(at.detail.contains("3 swap.max events"), "{}", at.detail);
+    let high = limit_counters("l".into(), &rec(8 * MIB, 0, 2), "a", false);
+    assert_eq!(high.outcome, Outcome::Fail, "{}", high.detail);
+    assert!(
+        high.detail.contains("2 swap.high events"),
+        "{}",
+        high.detail
+    );
+}
+
+/// Kernel memory and socket buffers count within the usage: statistics above it fail.
+#[test]
+fn kernel_memory_and_sockets_must_fit_the_usage() {
+    let cols = ["a.usage", "a.anon", "a.file", "a.kernel", "a.sock"];
+    let ok = sampled(&cols, |c, _| match c {
+        "a.usage" => 64 * MIB,
+        "a.kernel" => 20 * MIB,
+        "a.sock" => 4 * MIB,
+        _ => 16 * MIB,
+    });
+    assert_eq!(usage_covers("u".into(), &ok, "a").outcome, Outcome::Pass);
+    let bad = sampled(&cols, |c, _| match c {
+        "a.usage" => 64 * MIB,
+        "a.kernel" => 40 * MIB,
+        "a.sock" => 4 * MIB,
+        _ => 16 * MIB,
+    });
+    let r = usage_covers("u".into(), &bad, "a");
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(
+        r.detail.contains("anon + file + kernel + sock"),
+        "{}",
+        r.detail
+    );
+}
+
+/// The group's swap must hold what its tasks swapped out (VmSwap); v1 adds the swap cache.
+#[test]
+fn swap_short_of_the_tasks_vmswap_fails() {
+    let cols = [
+        "tasks.pre.a.anon",
+        "tasks.pre.a.swap",
+        "a.anon",
+        "a.swap",
+        "tasks.a.anon",
+        "tasks.a.swap",
+    ];
+    let rec = |group_swap: i64| {
+        sampled(&cols, |c, _| match c {
+            "tasks.pre.a.swap" | "tasks.a.swap" => 32 * MIB,
+            "a.swap" => group_swap,
+            _ => 16 * MIB,
+        })
+    };
+    assert_eq!(
+        tasks("t".into(), &rec(32 * MIB,), "a").outcome,
+        Outcome::Pass
+    );
+    let r = tasks("t".into(), &rec(8 * MIB), "a");
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(
+        r.detail
+            .contains("24.0 MiB short of what its tasks had swapped out"),
+        "{}",
+        r.detail
+    );
+}
+
+/// cgroup v1: a memory.numa_stat line that does not sum to memory.stat's LRU counters fails.
+#[test]
+fn v1_numa_stat_lines_must_sum_to_the_lru_counters() {
+    let cols = [
+        "numa.pre.a.lru_file",
+        "a.inactive_file",
+        "a.active_file",
+        "numa.a.lru_file",
+    ];
+    let rec = |numa: i64| {
+        sampled(&cols, |c, _| match c {
+            "numa.pre.a.lru_file" | "numa.a.lru_file" => numa,
+            _ => 16 * MIB,
+        })
+    };
+    let check = crate::check::NumaStat {
+        cgroup: "a".into(),
+        counters: Vec::new(),
+        all: true,
+    };
+    assert_eq!(check.evaluate(&rec(32 * MIB)).outcome, Outcome::Pass);
+    let r = check.evaluate(&rec(20 * MIB));
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.detail);
+    assert!(r.detail.contains("hierarchical_file"), "{}", r.detail);
+}
+
+/// v1 memory.numa_stat lines carry the group's total before the nodes: the key is read without it.
+#[test]
+fn v1_numa_stat_keys_are_read_without_their_totals() {
+    let text = "total=300 N0=200 N1=100\nfile=10 N0=4 N1=6\nhierarchical_file=12 N0=6 N1=6\n";
+    let mut out = vec![None; 2];
+    crate::sys::cgroup::stat::extract_node_sums(text, &["file", "hierarchical_file"], &mut out)
+        .unwrap();
+    assert_eq!(out, vec![Some(10), Some(12)]);
+}
