@@ -7,7 +7,9 @@
 #   ci/build-kernel.sh kernel-patches/x.patch -> $WORK/out/x.bzImage
 #
 # Prints the path of the bzImage on stdout (progress goes to stderr). The work directory
-# (MEMCGTEST_KERNEL_WORK, default /var/cache/memcgtest-ci) is kept between runs as a cache.
+# (MEMCGTEST_KERNEL_WORK, default /var/cache/memcgtest-ci) is kept between runs as a cache: a
+# bzImage whose stamp (the source tarball, ci/kernel.config and the patches, hashed) matches is
+# not built again.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${MEMCGTEST_KERNEL_WORK:-/var/cache/memcgtest-ci}
@@ -56,6 +58,17 @@ if [ ! -f .config ] || [ "$(cat .memcgtest-config 2>/dev/null)" != "$want" ]; th
 fi
 
 name=stock
+if [ ${#patches[@]} -gt 0 ]; then
+  name=""
+  for p in "${patches[@]}"; do name="${name:+$name+}$(basename "$p" .patch)"; done
+fi
+stamp=$( { stat -c '%s %Y' /usr/src/linux-source-6.12.tar.xz; cat "$repo/ci/kernel.config"; \
+  for p in "${patches[@]}"; do cat "$p"; done; } | sha256sum | cut -d' ' -f1)
+if [ -f "$out/$name.bzImage" ] && [ "$(cat "$out/$name.stamp" 2>/dev/null)" = "$stamp" ]; then
+  log "$name is built (stamp matches)"
+  echo "$out/$name.bzImage"
+  exit 0
+fi
 applied=()
 reverse() {
   for ((i=${#applied[@]}-1; i>=0; i--)); do patch -p1 -R -s < "${applied[$i]}" >&2 || log "could not reverse ${applied[$i]}"; done
@@ -78,5 +91,6 @@ if ! make -j"$(nproc)" bzImage > "$work/build-$name.log" 2>&1; then
   exit 1
 fi
 cp arch/x86/boot/bzImage "$out/$name.bzImage"
+echo "$stamp" > "$out/$name.stamp"
 log "built $name in $(( $(date +%s) - start ))s"
 echo "$out/$name.bzImage"

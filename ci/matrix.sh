@@ -2,7 +2,8 @@
 # Detection matrix: the stock 6.12 kernel and every mutant in kernel-patches/, each booted by
 # `memcgtest vm`. The stock kernel runs the whole quick suite MEMCGTEST_STOCK_RUNS times (default
 # 1) under cgroup v2 and v1; each mutant runs only the scenarios its "Caught-by:" header names
-# (quick; cgroup v2 unless its "Cgroup:" header says v1), so CI stays short; a mutant with a
+# (quick; cgroup v2 unless its "Cgroup:" header says v1), so CI stays short, and where its "Check:"
+# header names a check kind, that check must be among those that failed; a mutant with a
 # "Caught-by-ab:" header instead runs `memcgtest ab` stock vs it (4 rounds, quick). ci/stock-runs.sh
 # repeats the stock runs alone (MEMCGTEST_MUTANTS=0) for the README's 3/3 figures.
 # Prints a kernel x scenario table ('-' = not run) and one verdict line.
@@ -66,7 +67,7 @@ for i in $(seq 1 "$runs"); do
   done
 done
 vm_args=()
-declare -A catches
+declare -A catches checks
 ab_mutants=()
 for p in kernel-patches/*.patch; do
   [ "$mutants" = 1 ] || break
@@ -91,6 +92,7 @@ for p in kernel-patches/*.patch; do
     continue
   fi
   catches[$name]=$(sed -n 's/^Caught-by: *//p' "$p" | tr -d ' ')
+  checks[$name]=$(sed -n 's/^Check: *//p' "$p" | tr -d ' ')
   [ -n "${catches[$name]}" ] || { echo "matrix: $p has no Caught-by: header"; exit 1; }
   cg=$(sed -n 's/^Cgroup: *\(v[12]\).*/\1/p' "$p")
   kernel=$(ci/build-kernel.sh "$p")
@@ -113,6 +115,10 @@ for l in "${labels[@]}"; do
       *) if [[ ",${catches[$l]}," == *",$s,"* ]]; then
            mark="*"
            [ "$st" = FAIL ] || { ok=0; problems+=("$l: not caught by a check of $s ($st; an error or timeout is no diagnosis)"); }
+           if [ "$st" = FAIL ] && [ -n "${checks[$l]}" ] &&
+              ! grep -qE "^# $s: failed: (.*; )?${checks[$l]}\(" "$out/$l.ktap"; then
+             ok=0; problems+=("$l: $s failed, but not by ${checks[$l]}: $(grep -m1 "^# $s: failed:" "$out/$l.ktap")")
+           fi
          fi ;;
     esac
     printf ' %-20s' "$st$mark"
@@ -120,6 +126,11 @@ for l in "${labels[@]}"; do
   printf ' %s\n' "$(cat "$out/$l.rc")"
 done
 echo "(* = the scenario the mutant's Caught-by: header names; n/a = needs the other cgroup version; reports in $out)"
+# What failed, for each mutant: the checks named (the Check: header's must be among them).
+for l in "${labels[@]}"; do
+  case "$l" in stock-*) continue ;; esac
+  grep -h "^# [a-z0-9-]*: failed:" "$out/$l.ktap" | cut -c1-220 | sed "s/^# /$l: /"
+done
 for m in "${ab_mutants[@]}"; do
   n=$(grep -c "REGRESSION\$" "$out/$m.ab" || true)
   echo "$m (ab, stock vs it): exit $(cat "$out/$m.rc"), $n regressions"

@@ -47,6 +47,22 @@ pub fn settles(
             format!("the scenario ran no {} step", step::join(after, "/")),
         );
     }
+    // What there was to settle: the counters' peak over the run.
+    let top = (0..rec.series.len())
+        .flat_map(|r| cols.iter().map(move |(_, c)| (r, *c)))
+        .map(|(r, c)| rec.series.get(r, c))
+        .max()
+        .unwrap_or(0);
+    if top <= 2 * bound {
+        return missing(
+            name,
+            format!(
+                "{} reached at most {}, within twice the bound: there was nothing to settle",
+                counters.join(", "),
+                human_bytes(top)
+            ),
+        );
+    }
     let mut worst_settle = 0.0f64;
     for &si in &syncs {
         let s = &rec.steps[si];
@@ -81,10 +97,11 @@ pub fn settles(
         name,
         Outcome::Pass,
         format!(
-            "settled after all {} {} steps, slowest in {:.3}s",
+            "settled after all {} {} steps, slowest in {:.3}s, from up to {}",
             syncs.len(),
             step::join(after, "/"),
-            worst_settle
+            worst_settle,
+            human_bytes(top)
         ),
         format!(
             "{} <= {} within {within}s",
@@ -92,8 +109,9 @@ pub fn settles(
             human_bytes(bound)
         ),
         format!(
-            "{} came back under the bound after every {} step",
+            "{} (up to {} during the run) came back under the bound after every {} step",
             counters.join(", "),
+            human_bytes(top),
             step::join(after, "/")
         ),
     );
@@ -161,8 +179,9 @@ pub const KIND: Kind = Kind {
 `within`, and before the next step starts (a following `sleep` step does not end the \
 window). After sync(2) the group's pages are clean, so what memory.stat still shows is \
 at most what the memcg statistics have not flushed: the unflushed-stats bound. Not \
-exercised when no step of those kinds ran, or when no sample fell between such a \
-step's end and the next step. Result name: `settles(<cgroup>)`, or `settles(<cgroup> \
+exercised when no step of those kinds ran, when no sample fell between such a \
+step's end and the next step, or when the counters never rose above twice the bound \
+(nothing to settle); the pass line says how high they went. Result name: `settles(<cgroup>)`, or `settles(<cgroup> \
 after <kinds>)` when `after` is not `[\"sync\"]`.",
     keys: &[
         CGROUP,

@@ -485,10 +485,11 @@ fn touch_sparse(size: u64) -> Result<()> {
     Ok(())
 }
 
-/// `bytes` queued on a TCP connection this task makes to itself over loopback, never read: the
-/// receiver's queue and the sender's unsent data are socket memory charged to its group (v2
-/// memory.stat sock). In a network namespace of its own (its loopback brought up), so nothing
-/// of the machine's network is touched. Returns the sockets, kept open.
+/// `bytes` queued on TCP connections this task makes to itself over loopback, never read: the
+/// receivers' queues and the senders' unsent data are socket memory charged to its group (v2
+/// memory.stat sock). A connection holds what its autotuned buffers take (a few MiB), so as
+/// many are opened as it takes (at most 64). In a network namespace of its own (its loopback
+/// brought up), so nothing of the machine's network is touched. Returns the sockets, kept open.
 fn hold_sock(bytes: u64) -> Result<Vec<std::os::fd::OwnedFd>> {
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::OwnedFd;
@@ -496,28 +497,30 @@ fn hold_sock(bytes: u64) -> Result<Vec<std::os::fd::OwnedFd>> {
         .context("unshare a network namespace")?;
     loopback_up()?;
     let listener = TcpListener::bind("127.0.0.1:0").context("listen on loopback")?;
-    let mut tx = TcpStream::connect(listener.local_addr()?).context("connect over loopback")?;
-    let (rx, _) = listener.accept().context("accept on loopback")?;
-    tx.set_nonblocking(true)?;
     let block = vec![0x5au8; 64 << 10];
     let mut left = bytes as usize;
-    let mut stuck = 0;
-    while left > 0 && stuck < 50 {
-        match tx.write(&block[..left.min(block.len())]) {
-            Ok(n) => left -= n,
-            // Both buffers full (the autotuned receive and send buffers): that is all it holds.
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                stuck += 1;
-                std::thread::sleep(Duration::from_millis(10));
+    let mut fds = Vec::new();
+    while left > 0 && fds.len() < 2 * 64 {
+        let mut tx = TcpStream::connect(listener.local_addr()?).context("connect over loopback")?;
+        let (rx, _) = listener.accept().context("accept on loopback")?;
+        tx.set_nonblocking(true)?;
+        let mut stuck = 0;
+        while left > 0 && stuck < 20 {
+            match tx.write(&block[..left.min(block.len())]) {
+                Ok(n) => left -= n,
+                // Both buffers full: that is all this connection holds.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    stuck += 1;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(e).context("write to the loopback connection"),
             }
-            Err(e) => return Err(e).context("write to the loopback connection"),
         }
+        fds.push(OwnedFd::from(tx));
+        fds.push(OwnedFd::from(rx));
     }
-    Ok(vec![
-        OwnedFd::from(listener),
-        OwnedFd::from(tx),
-        OwnedFd::from(rx),
-    ])
+    fds.push(OwnedFd::from(listener));
+    Ok(fds)
 }
 
 /// Brings up `lo` in this task's network namespace (SIOCSIFFLAGS with IFF_UP).
