@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::check::{Check, KINDS};
-use crate::model::counter::{self, COUNTERS, Counter, Kind, Source};
+use crate::model::counter::{self, COUNTERS, Counter, DIRTY, Kind, Source, WRITEBACK};
 use crate::model::{CheckResult, Outcome, RunReport, Version};
 use crate::scenario::Scenario;
 
@@ -66,6 +66,10 @@ pub const MUTANTS: &[(&str, &str)] = &[
     (
         "low-events-local",
         include_str!("../kernel-patches/low-events-local.patch"),
+    ),
+    (
+        "memcg-dirty-unthrottled",
+        include_str!("../kernel-patches/memcg-dirty-unthrottled.patch"),
     ),
     (
         "move-charge",
@@ -379,6 +383,9 @@ pub fn invariants(what: &What, version: Version, scenarios: &[Scenario]) -> Vec<
             }
             if additive(c, version) || local {
                 out.insert("hierarchy".into());
+            }
+            if version == Version::V2 && !local && [DIRTY, WRITEBACK].contains(&base) {
+                out.insert("dirty-domain".into());
             }
             for (kind, names) in [
                 ("faults", &["pgfault", "pgmajfault"][..]),

@@ -192,6 +192,7 @@ pub const KINDS: &[Kind] = &[
     limit_counters::KIND,
     holds_files::KIND,
     under_limit::KIND,
+    dirty_domain::KIND,
     under_high::KIND,
     tasks::KIND,
     usage_covers::KIND,
@@ -326,6 +327,7 @@ pub mod args;
 
 // The check kinds, one file each (see `KINDS`).
 mod change;
+mod dirty_domain;
 mod dirty_probe;
 mod exercised;
 mod faults;
@@ -352,6 +354,7 @@ mod under_limit;
 mod usage_covers;
 
 pub use change::{Change, Expect, change, change_in};
+pub use dirty_domain::{DirtyDomain, dirty_domain};
 pub use dirty_probe::{DirtyProbe, dirty_probe};
 pub use exercised::{Exercised, exercised};
 pub use faults::{Faults, faults};

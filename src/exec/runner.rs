@@ -214,6 +214,10 @@ fn execute(
     for (k, v) in &sc.sysctls {
         guard.sysctls.set(&format!("vm.{k}"), v)?;
     }
+    // The dirty limits the scenario's writeback domains follow (cgroup v2 gives each memcg one).
+    let dirty = (root.version == Version::V2)
+        .then(crate::sys::proc::dirty_limits)
+        .flatten();
 
     let scratch = scratch_base(ctx, sc, result).join(cleanup::marked(&sc.name));
     std::fs::create_dir(&scratch).with_context(|| format!("mkdir {}", scratch.display()))?;
@@ -276,6 +280,7 @@ fn execute(
             charge_moving,
             cgroups: sc.cgroups.clone(),
             stopped: stopped_step,
+            dirty,
         },
     );
     if stopped.is_some() {

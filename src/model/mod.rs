@@ -27,8 +27,8 @@ pub use column::{Column, join_names, sum_label};
 pub use event::Event;
 pub use format::Format;
 pub use record::{
-    CgroupSpec, Load, Machine, Measurement, MoveRecord, PhaseMeasure, PhaseRecord, Record,
-    StepRecord, step_rate,
+    CgroupSpec, DirtyLimits, Load, Machine, Measurement, MoveRecord, PhaseMeasure, PhaseRecord,
+    Record, StepRecord, step_rate,
 };
 pub use result::{PhaseResult, RunReport, ScenarioResult, Status, Totals};
 pub use series::Series;

@@ -198,6 +198,16 @@ pub struct Record {
     /// checks and measurements that look at finished steps never judge a cut-off one; the
     /// accounting checks' windows include it (what the samples show during it is real).
     pub stopped: Option<StepRecord>,
+    /// vm.dirty_ratio and vm.dirty_bytes while the scenario ran, on cgroup v2 (whose memcgs are
+    /// writeback domains of their own); None on v1.
+    pub dirty: Option<DirtyLimits>,
+}
+
+/// The machine's dirty limits (/proc/sys/vm/dirty_ratio, dirty_bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirtyLimits {
+    pub ratio: u64,
+    pub bytes: u64,
 }
 
 impl Record {

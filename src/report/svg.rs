@@ -640,6 +640,7 @@ mod tests {
             charge_moving: None,
             cgroups: vec![],
             stopped: None,
+            dirty: None,
         };
         let mut c = crate::model::fixtures::check("tracks-global(test)", Outcome::Fail);
         c.columns = vec![

@@ -131,6 +131,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "machine-pressure.toml",
         include_str!("../../scenarios/machine-pressure.toml"),
     ),
+    (
+        "dirty-throttle.toml",
+        include_str!("../../scenarios/dirty-throttle.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create

@@ -69,7 +69,7 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
 
     let outline = outline(&cgroups, &phases, &cgroup_versions);
     let (counters, vmstat, mut checks) = sampled(cx, &raw, &outline)?;
-    checks.extend(implied(&cgroups, &phases, &checks));
+    checks.extend(implied(&cgroups, &phases, &checks, &cgroup_versions));
 
     let interval = match &raw.sample.interval {
         Some(i) => cx.duration_within(i, MIN_INTERVAL)?,
@@ -371,10 +371,15 @@ fn phases(cx: &Text, raw: &RawScenario, groups: &[String]) -> Result<Vec<Phase>,
 /// tasks: a task that moves without its charge parts from it by design), under-limit for a
 /// limited group, and hierarchy over every counter for each group with children. They judge
 /// every counter the kernel shows (see `SamplePlan`).
-fn implied(cgroups: &[CgroupSpec], phases: &[Phase], checks: &[Check]) -> Vec<Check> {
+fn implied(
+    cgroups: &[CgroupSpec],
+    phases: &[Phase],
+    checks: &[Check],
+    versions: &[Version],
+) -> Vec<Check> {
     use crate::check::{
-        Faults, Hierarchy, Identities, LimitCounters, Monotonic, NumaStat, Tasks, UnderLimit,
-        UsageCovers,
+        DirtyDomain, Faults, Hierarchy, Identities, LimitCounters, Monotonic, NumaStat, Tasks,
+        UnderLimit, UsageCovers,
     };
     let moves = phases
         .iter()
@@ -388,6 +393,14 @@ fn implied(cgroups: &[CgroupSpec], phases: &[Phase], checks: &[Check]) -> Vec<Ch
                 .is_some_and(|r| !r.contains('/'))
         })
     };
+    // The least memory.max or memory.high of a group and its ancestors (see `dirty-domain`).
+    let has_ceiling = |g: &str| {
+        cgroups.iter().any(|c| {
+            (c.name == g || g.starts_with(&format!("{}/", c.name)))
+                && (c.limit.is_some() || c.high.is_some())
+        })
+    };
+    let versions_v2 = versions.contains(&Version::V2);
     let mut out: Vec<Check> = Vec::new();
     for c in cgroups {
         let g = c.name.clone();
@@ -414,6 +427,9 @@ fn implied(cgroups: &[CgroupSpec], phases: &[Phase], checks: &[Check]) -> Vec<Ch
                 cgroup: g.clone(),
                 needs_moving: false,
             }));
+        }
+        if versions_v2 && has_ceiling(&g) {
+            add(Check::implied(DirtyDomain { cgroup: g.clone() }));
         }
         if c.limit.is_some() || c.swap_max.is_some() {
             add(Check::implied(UnderLimit { cgroup: g.clone() }));

@@ -168,6 +168,21 @@ pub fn mem_total_bytes() -> u64 {
     mem_total_bytes_in(Path::new(PROC))
 }
 
+/// vm.dirty_ratio and vm.dirty_bytes, where readable.
+pub fn dirty_limits() -> Option<crate::model::DirtyLimits> {
+    let read = |k: &str| -> Option<u64> {
+        std::fs::read_to_string(format!("/proc/sys/vm/{k}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(crate::model::DirtyLimits {
+        ratio: read("dirty_ratio")?,
+        bytes: read("dirty_bytes")?,
+    })
+}
+
 /// The free memory (MemFree of /proc/meminfo), KiB.
 pub fn mem_free_kb() -> Option<u64> {
     procfs::Meminfo::from_file(Path::new(PROC).join("meminfo"))

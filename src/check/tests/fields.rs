@@ -219,3 +219,58 @@ fn v1_numa_stat_keys_are_read_without_their_totals() {
         .unwrap();
     assert_eq!(out, vec![Some(10), Some(12)]);
 }
+
+/// cgroup v2: dirty + writeback past dirty_ratio of the group's ceiling (here its parent's
+/// limit) fail; within it they pass; on v1 (no limits read) nothing is judged.
+#[test]
+fn dirty_pages_stay_within_the_writeback_domain() {
+    let rec = |peak: i64| {
+        let mut r = sampled(&["p/w.dirty", "p/w.writeback"], |c, t| match c {
+            "p/w.dirty" if t > 1.0 => peak,
+            "p/w.dirty" => MIB,
+            _ => MIB,
+        });
+        r.cgroups = vec![
+            CgroupSpec {
+                name: "p".into(),
+                limit: Some(64 << 20),
+                ..Default::default()
+            },
+            CgroupSpec {
+                name: "p/w".into(),
+                ..Default::default()
+            },
+        ];
+        r.dirty = Some(crate::model::DirtyLimits {
+            ratio: 20,
+            bytes: 0,
+        });
+        r
+    };
+    // 20 % of 64 MiB = 12.8 MiB, + 2 MiB of unflushed stats, 64 KiB, 1.6 MiB.
+    let ok = dirty_domain("d".into(), &rec(12 * MIB), "p/w");
+    assert_eq!(ok.outcome, Outcome::Pass, "{}", ok.detail);
+    let bad = dirty_domain("d".into(), &rec(40 * MIB), "p/w");
+    assert_eq!(bad.outcome, Outcome::Fail, "{}", bad.detail);
+    assert!(
+        bad.detail
+            .contains("above vm.dirty_ratio (20 %) of its ceiling of 64.0 MiB"),
+        "{}",
+        bad.detail
+    );
+    let mut v1 = rec(40 * MIB);
+    v1.dirty = None;
+    assert_eq!(
+        dirty_domain("d".into(), &v1, "p/w").outcome,
+        Outcome::NotExercised
+    );
+    let mut bytes = rec(40 * MIB);
+    bytes.dirty = Some(crate::model::DirtyLimits {
+        ratio: 20,
+        bytes: 1 << 30,
+    });
+    assert_eq!(
+        dirty_domain("d".into(), &bytes, "p/w").outcome,
+        Outcome::NotExercised
+    );
+}

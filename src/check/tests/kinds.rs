@@ -61,6 +61,7 @@ fn cycles(settled: &[i64]) -> Record {
         charge_moving: None,
         cgroups: Vec::new(),
         stopped: None,
+        dirty: None,
     }
 }
 

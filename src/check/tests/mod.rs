@@ -68,6 +68,7 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
         charge_moving: None,
         cgroups: Vec::new(),
         stopped: None,
+        dirty: None,
     }
 }
 
@@ -501,6 +502,7 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
         charge_moving: None,
         cgroups: Vec::new(),
         stopped: None,
+        dirty: None,
     }
 }
 

@@ -46,6 +46,7 @@ pub(super) fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
         charge_moving,
         cgroups: Vec::new(),
         stopped: None,
+        dirty: None,
     }
 }
 
