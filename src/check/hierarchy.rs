@@ -43,6 +43,18 @@ fn children(rec: &Record, parent: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether the kernel keeps `c` with the memcg statistics (memory.stat, flushed from per-CPU
+/// deltas: a parent can lag), rather than in a page counter or an event file it raises in every
+/// ancestor at once.
+fn flushed(c: &str) -> bool {
+    match counter::counter(c).map(|k| k.source) {
+        Some(counter::Source::File { v1, v2, .. }) => {
+            [v1, v2].iter().flatten().any(|l| l.file == "memory.stat")
+        }
+        _ => true,
+    }
+}
+
 /// How long a parent's hierarchical counters may lag its children's: the memcg's periodic flush
 /// of the whole tree (FLUSH_TIME, 2 s in mm/memcontrol.c) plus 1 s for the deferrable work to run
 /// on a busy or emulated machine. A read flushes only what the kernel thinks is pending; on 6.18
@@ -161,8 +173,15 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
             }
             let since = *gap_since.get_or_insert(t);
             let above_usage = usage.is_some_and(|u| pv > rec.series.get(r, u) + tol);
-            let stale = stale_by(rec, r, pv, &parts, tol)
-                .or((above_usage && t - since <= ANCESTOR_LAG).then_some(t - since));
+            // Page counters and memory.events are raised in every ancestor at once (the charge
+            // and memcg_memory_event walk up the tree): only memory.stat's counters wait for a
+            // flush, so only they can be stale.
+            let stale = if flushed(c) {
+                stale_by(rec, r, pv, &parts, tol)
+                    .or((above_usage && t - since <= ANCESTOR_LAG).then_some(t - since))
+            } else {
+                None
+            };
             if let Some(ago) = stale {
                 if lag.as_ref().is_none_or(|(l, _, _)| ago > *l) {
                     lag = Some((ago, t, c.clone()));
@@ -266,21 +285,36 @@ fn broken(name: String, rec: &Record, column: &Column, c: &str, b: Broken) -> Ch
         kids,
     } = b;
     let t = rec.series.t[r];
+    // Events are counts, sizes bytes.
+    let amount = |v: i64| {
+        if counter::counter(c).is_some_and(|k| k.unit == counter::Unit::Events) {
+            v.to_string()
+        } else {
+            human_bytes(v)
+        }
+    };
+    let why = if flushed(c) {
+        format!(
+            "and is not what the parts summed to at any time in the {ANCESTOR_LAG:.0} s before (so not a late flush)"
+        )
+    } else {
+        "and the kernel raises it in every ancestor at once (no flush to wait for)".to_string()
+    };
     let mut res = CheckResult::new(
         name,
         Outcome::Fail,
-        format!("{column} = {pv} ({})", human_bytes(pv)),
+        format!("{column} = {}", amount(pv)),
         format!(
             "own {} + children {} = {} +- {}",
-            human_bytes(ov),
-            human_bytes(kv),
-            human_bytes(ov + kv),
-            human_bytes(tol)
+            amount(ov),
+            amount(kv),
+            amount(ov + kv),
+            amount(tol)
         ),
         format!(
-            "at t={t:.3}s (phase {}) the parent's hierarchical {c} differs from the sum of its parts by {}, as in the sample before (t={:.3}s), and is not what the parts summed to at any time in the {ANCESTOR_LAG:.0} s before (so not a late flush): {}",
+            "at t={t:.3}s (phase {}) the parent's hierarchical {c} differs from the sum of its parts by {}, as in the sample before (t={:.3}s), {why}: {}",
             rec.phase_at(t),
-            human_bytes(gap),
+            amount(gap),
             rec.series.t[r - 1],
             rec.series.describe_row(r)
         ),
@@ -359,7 +393,10 @@ sample only). A parent that shows what its parts summed to at some sample in the
 stats flush of the ancestor: the memcg's periodic flush runs every 2 s, plus 1 s for \
 the deferred work to run on a busy or emulated machine); so is a parent that counts \
 more pages than its own page counter holds (where `usage` is sampled), for up to 3 s \
-from the start of the gap. The pass line says how long the parent lagged. Tolerance: \
+from the start of the gap. Only memory.stat's counters can be stale so: page counters \
+(usage, swap, the watermarks' groups) and memory.events are raised in every ancestor at \
+once, and a parent behind its parts there fails at the second sample. The pass line says \
+how long the parent lagged. Tolerance: \
 (children + 1) × the unflushed-stats bound + read skew (rate of change × the sampler's \
 pass time). Not exercised when the parent has no sampled child groups. Every declared \
 group with declared children gets a `hierarchy` check of the scenario's sampled \
