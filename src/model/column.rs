@@ -46,6 +46,11 @@ pub enum Column {
     Sampler(String),
 }
 
+/// A tasks column's counter for the tasks' threads beyond their first (`Threads:` - 1 in
+/// /proc/PID/status): before Linux 6.2 each thread caches up to 64 events of its mm's counters
+/// (SPLIT_RSS_COUNTING), and one that sleeps never passes them on.
+pub const EXTRA_THREADS: &str = "extra_threads";
+
 impl Column {
     /// A group's counter as a scenario names it (`dirty`, or `dirty.local` for its own value).
     pub fn group(group: &str, counter: &str) -> Column {

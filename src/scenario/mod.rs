@@ -804,6 +804,7 @@ mod checks;
 pub mod plan;
 mod raw;
 mod resolve;
+pub mod render;
 mod steps;
 
 pub use crate::model::source::Key;

@@ -13,8 +13,16 @@
 use std::path::{Path, PathBuf};
 
 /// The counters this source fills for the group, in column order: the tasks' anonymous memory
-/// (RssAnon) and their swapped-out anonymous pages (VmSwap: swap entries in their page tables).
-pub const COUNTERS: [&str; 2] = [crate::model::counter::ANON, crate::model::counter::SWAP];
+/// (RssAnon), their swapped-out anonymous pages (VmSwap: swap entries in their page tables) and
+/// their threads beyond the first (`Threads:` - 1 per task: before 6.2 each thread caches up to
+/// 64 events of its mm's counters, and a sleeping thread never passes them on).
+pub const COUNTERS: [&str; 3] = [
+    crate::model::counter::ANON,
+    crate::model::counter::SWAP,
+    EXTRA_THREADS,
+];
+
+use crate::model::column::EXTRA_THREADS;
 
 /// One group's tasks' anonymous memory, as one sampler source.
 pub struct TaskMemory {
@@ -45,7 +53,7 @@ impl TaskMemory {
     /// cgroup.procs read and its status read counts 0 (its memory is going too). The status
     /// files are opened on every pass (tasks come and go); scenarios that use this hold few.
     pub fn read_into(&self, row: &mut [i64]) -> Result<(), String> {
-        let (mut anon, mut swap) = (0, 0);
+        let (mut anon, mut swap, mut threads) = (0, 0, 0);
         for path in &self.procs {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("read {}: {e}", path.display()))?;
@@ -56,12 +64,22 @@ impl TaskMemory {
                 };
                 anon += status_kb(&s, "RssAnon:");
                 swap += status_kb(&s, "VmSwap:");
+                threads += status_count(&s, "Threads:").saturating_sub(1);
             }
         }
         row[self.col] = anon;
         row[self.col + 1] = swap;
+        row[self.col + 2] = threads;
         Ok(())
     }
+}
+
+/// A plain number line (`Threads:`) of a /proc/PID/status text; 0 where missing.
+pub fn status_count(text: &str, key: &str) -> i64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or(0)
 }
 
 /// A kB line (`RssAnon:`, `VmSwap:`) of a /proc/PID/status text, in bytes (0 where the line is
@@ -86,8 +104,9 @@ mod tests {
             std::fs::write(
                 proc_root.join(pid.to_string()).join("status"),
                 format!(
-                    "Name:\tx\nVmRSS:\t 999 kB\nRssAnon:\t {anon} kB\nRssFile:\t 7 kB\nVmSwap:\t {} kB\n",
-                    anon / 10
+                    "Name:\tx\nVmRSS:\t 999 kB\nRssAnon:\t {anon} kB\nRssFile:\t 7 kB\nVmSwap:\t {} kB\nThreads:\t{}\n",
+                    anon / 10,
+                    anon / 50
                 ),
             )
             .unwrap();
@@ -99,12 +118,12 @@ mod tests {
         std::fs::write(&child, "11\n").unwrap();
         let empty = dir.path().join("empty.procs");
         std::fs::write(&empty, "").unwrap();
-        let mut row = vec![-1i64; 4];
+        let mut row = vec![-1i64; 6];
         let t = TaskMemory::new(vec![procs, child], 0, &proc_root).unwrap();
         t.read_into(&mut row).unwrap();
-        let t = TaskMemory::new(vec![empty], 2, &proc_root).unwrap();
+        let t = TaskMemory::new(vec![empty], 3, &proc_root).unwrap();
         t.read_into(&mut row).unwrap();
-        assert_eq!(row, vec![150 * 1024, 15 * 1024, 0, 0]);
+        assert_eq!(row, vec![150 * 1024, 15 * 1024, 1, 0, 0, 0]);
     }
 
     #[test]
