@@ -113,6 +113,48 @@ pub enum Command {
         #[arg(long, hide = true)]
         events: bool,
     },
+    /// Generate scenarios from the step and check tables and run them under every invariant; a
+    /// failure is confirmed by a second run and shrunk to a minimal scenario file (exit 1).
+    Explore {
+        /// The cases are drawn from this seed (default: the time); the same seed on the same
+        /// machine makes byte-identical scenario files.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Stop starting cases after this long (e.g. 10m, 1h).
+        #[arg(long, default_value = "10m", value_parser = units::parse_cli_duration)]
+        budget: std::time::Duration,
+        /// Stop after this many cases.
+        #[arg(long)]
+        cases: Option<u32>,
+        /// Where the cases, failures, shrunk cases and summary go (default: DIR/explore with
+        /// --report DIR, else ./memcgtest-explore-SEED).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// The longest one failure is shrunk.
+        #[arg(long, default_value = "10m", value_parser = units::parse_cli_duration)]
+        shrink_time: std::time::Duration,
+        /// What stdout carries: text, KTAP, JSON, JUnit XML or KCIDB JSON (one test per case).
+        #[arg(long, value_enum, default_value = "human")]
+        format: report::Format,
+        /// Write every report format into DIR (as `run --report`).
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+        /// Per-case timeout overriding the cases' own (120 s).
+        #[arg(long, value_parser = units::parse_cli_duration)]
+        timeout: Option<std::time::Duration>,
+        /// The progress watchdog (as `run --stall`).
+        #[arg(long, value_parser = units::parse_cli_duration_or_off)]
+        stall: Option<std::time::Duration>,
+        /// When another run owns the vm sysctls, stop (exit 125) instead of waiting for it.
+        #[arg(long)]
+        no_wait: bool,
+        /// The machine is this run's alone (as `run --dedicated`).
+        #[arg(long)]
+        dedicated: bool,
+        /// Stream typed events on stdout (what the guest of `memcgtest vm` does).
+        #[arg(long, hide = true)]
+        events: bool,
+    },
     /// Compare the measurements of two sets of `run --format json` results, files or directories
     /// of them: one sample per run, a verdict from 3 runs a side (exit 1 on a regression).
     Compare {

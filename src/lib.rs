@@ -7,6 +7,7 @@ pub mod check;
 pub mod compare;
 pub mod coverage;
 pub mod exec;
+pub mod explore;
 pub mod model;
 pub mod report;
 pub mod scenario;

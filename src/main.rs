@@ -151,6 +151,53 @@ fn run(cli: Cli) -> Result<u8, Error> {
             format,
             ..
         } => compare_results(base, new, *threshold, *pool_repetitions, *format),
+        Command::Explore {
+            seed,
+            budget,
+            cases,
+            out,
+            shrink_time,
+            format,
+            report,
+            timeout,
+            stall,
+            no_wait,
+            dedicated,
+            events,
+        } => {
+            let place = suite::Place {
+                cgroup: cli.cgroup,
+                parent: cli.parent.as_deref(),
+                scratch: &cli.scratch,
+                slow_scratch: cli.slow_scratch.as_deref(),
+                scenario_dir: None,
+            };
+            let run = suite::Options {
+                names: &[],
+                format: *format,
+                report_dir: report.as_deref(),
+                events: *events,
+                origin: report::kcidb::DEFAULT_ORIGIN,
+                build_id: None,
+                quick: false,
+                timeout: *timeout,
+                stall: *stall,
+                sample_interval: None,
+                no_wait: *no_wait,
+                dedicated: *dedicated,
+            };
+            memcgtest::explore::explore(
+                &place,
+                &memcgtest::explore::Options {
+                    run,
+                    seed: *seed,
+                    budget: *budget,
+                    cases: *cases,
+                    out: out.as_deref(),
+                    shrink_time: *shrink_time,
+                },
+            )
+        }
     }
 }
 

@@ -46,35 +46,48 @@ fn untestable(msg: impl std::fmt::Display) -> Error {
     Error::Environment(format!("nothing can be tested: {msg}"))
 }
 
-/// Runs the selected scenarios and renders the report; the verdict is the run's exit code
-/// (see [`run_verdict`]).
-pub fn run_scenarios(place: &Place, o: &Options) -> Result<u8, Error> {
-    let Options {
-        format,
-        report_dir,
-        events,
-        origin,
-        build_id,
-        quick,
-        timeout,
-        stall,
-        ..
-    } = *o;
-    let selected = select(place.scenario_dir, o.names, o.sample_interval)?;
+/// A run of scenarios under way: the context they run in, the machine's description, when it
+/// started and its KCIDB ids; `_live` keeps `cleanup` away from its groups and files.
+pub struct Session {
+    pub ctx: crate::exec::Context,
+    pub environment: model::env::EnvInfo,
+    pub started: chrono::DateTime<chrono::Utc>,
+    pub ids: report::kcidb::Ids,
+    _live: lock::LiveLock,
+}
+
+impl Session {
+    /// The run's report of `results`, with its wall time so far.
+    pub fn report(&self, results: Vec<model::ScenarioResult>, quick: bool) -> model::RunReport {
+        let mut rep = model::RunReport::new(
+            self.environment.clone(),
+            quick,
+            self.started,
+            self.ids.clone(),
+            results,
+        );
+        rep.seconds = (chrono::Utc::now() - self.started).as_seconds_f64();
+        rep
+    }
+}
+
+/// Opens a run: root, the liveness lock, the test parent, scratch and report directories
+/// checked (`writeback`: a scenario writes through the page cache), signal handlers, the
+/// machine described, progress on (typed events with `--events`), the start event sent.
+pub fn open_session(place: &Place, o: &Options, writeback: bool) -> Result<Session, Error> {
     if !nix::unistd::geteuid().is_root() {
         return Err(untestable(
-            "memcgtest run needs root (it creates cgroups and writes /proc/sys/vm)",
+            "memcgtest needs root to run scenarios (it creates cgroups and writes /proc/sys/vm)",
         ));
     }
     // Held for the whole run: `cleanup` leaves this run's groups and files alone.
-    let _live = own_liveness().map_err(untestable)?;
-    let (parent, scratch, slow_scratch) = test_place(place, &selected, report_dir)?;
+    let live = own_liveness().map_err(untestable)?;
+    let (parent, scratch, slow_scratch) = test_place(place, writeback, o.report_dir)?;
     cleanup::install_signal_handlers();
     let started = chrono::Utc::now();
     let environment = env::gather(place.cgroup, place.parent, place.scratch, true);
-    let in_vm = std::env::var_os("MEMCGTEST_KMSG").is_some();
     // `--events` (a VM guest): stdout carries typed events for the host, not the format.
-    let mode = if events {
+    let mode = if o.events {
         progress::Mode::Events
     } else if std::io::stderr().is_terminal() {
         progress::Mode::Live
@@ -86,38 +99,65 @@ pub fn run_scenarios(place: &Place, o: &Options) -> Result<u8, Error> {
         scratch,
         slow_scratch,
         wait_sysctls: !o.no_wait,
-        quick,
+        quick: o.quick,
         dedicated: o.dedicated,
-        timeout,
-        stall: match stall {
+        timeout: o.timeout,
+        stall: match o.stall {
             Some(d) if d.is_zero() => None,
             Some(d) => Some(d),
-            None if quick => Some(crate::exec::watchdog::QUICK_STALL),
+            None if o.quick => Some(crate::exec::watchdog::QUICK_STALL),
             None => Some(crate::exec::watchdog::STALL),
         },
         machine: crate::sys::proc::machine(Path::new(crate::sys::proc::PROC)),
         progress: crate::exec::Progress::new(mode),
     };
-    let ids = report::kcidb::Ids::new(origin, build_id, &environment, started);
-    let header = model::RunReport::new(environment.clone(), quick, started, ids.clone(), vec![]);
+    let ids = report::kcidb::Ids::new(o.origin, o.build_id, &environment, started);
+    let header = model::RunReport::new(environment.clone(), o.quick, started, ids.clone(), vec![]);
     ctx.progress.event(&model::Event::Start {
-        format,
+        format: o.format,
         report: Box::new(header),
     });
-    let results = run_each(&ctx, &selected, quick, in_vm);
-    let mut rep = model::RunReport::new(environment, quick, started, ids, results);
-    rep.seconds = (chrono::Utc::now() - started).as_seconds_f64();
-    ctx.progress.event(&model::Event::Finish {
+    Ok(Session {
+        ctx,
+        environment,
+        started,
+        ids,
+        _live: live,
+    })
+}
+
+/// Ends a run: the finish event, the format on stdout (unless events are streamed), the report
+/// directory; returns the exit code (`verdict` from the results, kept bad when the report
+/// cannot be written).
+pub fn close_session(
+    s: &Session,
+    rep: &model::RunReport,
+    o: &Options,
+    verdict: Result<u8, Error>,
+) -> Result<u8, Error> {
+    s.ctx.progress.event(&model::Event::Finish {
         seconds: rep.seconds,
     });
-    if !events {
-        print!("{}", report::render(&rep, format));
+    if !o.events {
+        print!("{}", report::render(rep, o.format));
     }
-    let verdict = run_verdict(&rep.scenarios, cleanup::interrupted());
-    match report_dir {
-        Some(dir) => with_report(verdict, report::write_dir(&rep, dir)),
+    match o.report_dir {
+        Some(dir) => with_report(verdict, report::write_dir(rep, dir)),
         None => verdict,
     }
+}
+
+/// Runs the selected scenarios and renders the report; the verdict is the run's exit code
+/// (see [`run_verdict`]).
+pub fn run_scenarios(place: &Place, o: &Options) -> Result<u8, Error> {
+    let selected = select(place.scenario_dir, o.names, o.sample_interval)?;
+    let writeback = selected.iter().any(|s| s.requires.writeback);
+    let session = open_session(place, o, writeback)?;
+    let in_vm = std::env::var_os("MEMCGTEST_KMSG").is_some();
+    let results = run_each(&session.ctx, &selected, o.quick, in_vm);
+    let rep = session.report(results, o.quick);
+    let verdict = run_verdict(&rep.scenarios, cleanup::interrupted());
+    close_session(&session, &rep, o, verdict)
 }
 
 /// The scenarios `names` asks for (all when empty), with `--sample-interval` applied.
@@ -156,7 +196,7 @@ fn select(
 /// needs it) and the report directory.
 fn test_place(
     place: &Place,
-    selected: &[scenario::Scenario],
+    writeback: bool,
     report_dir: Option<&Path>,
 ) -> Result<(cgroup::Cgroup, PathBuf, Option<PathBuf>), Error> {
     let layout = detect::detect().map_err(untestable)?;
@@ -179,7 +219,6 @@ fn test_place(
         )));
     }
     // The scratch and report directories are this machine's: checked before anything runs.
-    let writeback = selected.iter().any(|s| s.requires.writeback);
     let scratch = scratch_dir(place.scratch, "--scratch", writeback)?;
     let slow_scratch = match place.slow_scratch {
         Some(d) => Some(scratch_dir(d, "--slow-scratch", writeback)?),

@@ -306,7 +306,11 @@ fn swap(
             .unwrap_or(0);
         most = most.max(s.get(r, pre).max(s.get(r, post)));
         let v = held(r);
-        run = if floor - v > tol + threads(r) { run + 1 } else { 0 };
+        run = if floor - v > tol + threads(r) {
+            run + 1
+        } else {
+            0
+        };
         if run >= RUN {
             let t = s.t[r];
             let what = parts.join(" + ");

@@ -616,7 +616,7 @@ pub enum Antagonist {
     Compaction,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Phase {
     pub name: String,
     /// How many times the steps run in a row; measurements keep one sample per repetition.
@@ -803,8 +803,8 @@ pub fn load_all(dir: Option<&Path>) -> Result<Vec<Scenario>, ScenarioError> {
 mod checks;
 pub mod plan;
 mod raw;
-mod resolve;
 pub mod render;
+mod resolve;
 mod steps;
 
 pub use crate::model::source::Key;

@@ -19,7 +19,7 @@ pub fn size(b: u64) -> String {
 /// A duration as scenario files write it: whole seconds or milliseconds.
 pub fn duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("\"{}s\"", ms / 1000)
     } else {
         format!("\"{ms}ms\"")
@@ -43,7 +43,11 @@ impl Table {
         self
     }
     fn flag(self, key: &'static str, on: bool) -> Table {
-        if on { self.with(key, "true".into()) } else { self }
+        if on {
+            self.with(key, "true".into())
+        } else {
+            self
+        }
     }
     fn bytes(self, key: &'static str, b: u64) -> Table {
         if b > 0 { self.with(key, size(b)) } else { self }
@@ -184,12 +188,12 @@ impl Step {
                 .with("task", s(task))
                 .with("advice", s(advice.name()))
                 .with("region", s(region.name())),
-            Step::Cgroups { cgroup, count } => t
-                .with("cgroup", s(cgroup))
-                .with("count", count.to_string()),
-            Step::Pressure { size: n, within } => t
-                .with("size", size(*n))
-                .with("duration", duration(*within)),
+            Step::Cgroups { cgroup, count } => {
+                t.with("cgroup", s(cgroup)).with("count", count.to_string())
+            }
+            Step::Pressure { size: n, within } => {
+                t.with("size", size(*n)).with("duration", duration(*within))
+            }
             Step::Khugepaged { within } => t.with("duration", duration(*within)),
         }
         .render()

@@ -128,9 +128,9 @@ pub fn guest_command(
         user.push("run".into());
     }
     let cmd = user[0].as_str();
-    if !["run", "env", "list"].contains(&cmd) {
+    if !["run", "explore", "env", "list"].contains(&cmd) {
         bail!(
-            "the guest command must be run, env or list (got {cmd:?}): memcgtest vm --kernel K -- run [NAMES] [OPTIONS]"
+            "the guest command must be run, explore, env or list (got {cmd:?}): memcgtest vm --kernel K -- run [NAMES] [OPTIONS]"
         );
     }
     for forbidden in [
@@ -163,11 +163,12 @@ pub fn guest_command(
     if scenario_dir {
         a.extend(["--scenario-dir".into(), "/scenarios".into()]);
     }
-    if cmd == "run" {
+    let runs = cmd == "run" || cmd == "explore";
+    if runs {
         // The guest is the run's own machine.
         a.extend(["--events".into(), "--dedicated".into()]);
     }
-    if cmd == "run" && report {
+    if runs && report {
         a.extend(["--report".into(), guest::REPORT_DIR.into()]);
     }
     a.extend(user[1..].iter().cloned());

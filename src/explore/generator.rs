@@ -1,0 +1,562 @@
+//! The case generator: a scenario drawn from (seed, index) alone, from the step kinds of the
+//! scenario format, in a random group tree with random limits, sized for the machine. Cases are
+//! valid by construction (every step refers to a group, a file and a task that exist when it
+//! runs), so each is worth a run; the same seed and machine give byte-identical files.
+
+use std::time::Duration;
+
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::{Rng, SeedableRng};
+
+use super::case::{Case, Declared};
+use crate::model::Version;
+use crate::model::step::{Advice, Region};
+use crate::scenario::{Antagonist, CgroupSpec, Hold, Phase, Step};
+
+/// What the generator knows of the machine.
+#[derive(Debug, Clone, Copy)]
+pub struct Machine {
+    pub version: Version,
+    /// RAM, bytes: sizes stay well inside it.
+    pub memory: u64,
+    /// Swap is enabled: swap limits and page-outs may be generated.
+    pub swap: bool,
+}
+
+impl Machine {
+    /// The most a case's steps hold or write at once: 1/16 of RAM, 32..128 MiB.
+    pub fn budget(&self) -> u64 {
+        (self.memory / 16).clamp(32 << 20, 128 << 20)
+    }
+}
+
+const MIB: u64 = 1 << 20;
+
+/// A seeded source of the generator's choices.
+struct Dice(ChaCha8Rng);
+
+impl Dice {
+    /// (seed, index) -> an independent stream: splitmix64 of both.
+    fn new(seed: u64, index: u32) -> Dice {
+        let mut z = seed ^ (u64::from(index).wrapping_add(1)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Dice(ChaCha8Rng::seed_from_u64(z ^ (z >> 31)))
+    }
+    /// 0..n.
+    fn below(&mut self, n: u64) -> u64 {
+        self.0.next_u64() % n.max(1)
+    }
+    /// lo..=hi.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi.saturating_sub(lo) + 1)
+    }
+    /// True with probability `percent` %.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len() as u64) as usize]
+    }
+    /// A size in whole MiB, lo..=hi MiB.
+    fn mib(&mut self, lo: u64, hi: u64) -> u64 {
+        self.range(lo.max(1), hi.max(1)) * MIB
+    }
+}
+
+/// What exists while the steps are generated: files written (and not unlinked), files created
+/// for readers, held tasks (the group each is in, the anon it holds, the memory in all), and the
+/// groups an `exhaust` ran in (no task may be held there: the OOM killer could take it).
+#[derive(Default)]
+struct World {
+    files: Vec<(String, u64)>,
+    created: Vec<(String, u64)>,
+    tasks: Vec<Task>,
+    next_file: u32,
+    next_task: u32,
+    synced: bool,
+    exhausted: Vec<String>,
+}
+
+#[derive(Clone)]
+struct Task {
+    name: String,
+    group: String,
+    anon: u64,
+    bytes: u64,
+}
+
+impl World {
+    /// What a new task or a transient allocation in `g` may take so that no limit above it
+    /// (memory.max or memory.high of `g` or an ancestor) is more than half used by held tasks:
+    /// a task the OOM killer took would be a false alarm, and one memory.high throttles only
+    /// slows the case down.
+    fn room(&self, groups: &[CgroupSpec], g: &str, budget: u64) -> u64 {
+        groups
+            .iter()
+            .filter(|a| a.name == g || g.starts_with(&format!("{}/", a.name)))
+            .filter_map(|a| {
+                let cap = [a.limit, a.high].into_iter().flatten().min()?;
+                let held: u64 = self
+                    .tasks
+                    .iter()
+                    .filter(|t| t.group == a.name || t.group.starts_with(&format!("{}/", a.name)))
+                    .map(|t| t.bytes)
+                    .sum();
+                Some((cap / 2).saturating_sub(held))
+            })
+            .min()
+            .unwrap_or(budget)
+            .min(budget)
+    }
+}
+
+/// The step kinds the generator draws from, with weights.
+const KINDS: &[(&str, u64)] = &[
+    ("write", 14),
+    ("mmap", 6),
+    ("read", 6),
+    ("truncate", 5),
+    ("unlink", 3),
+    ("fsync", 3),
+    ("sync", 8),
+    ("sleep", 4),
+    ("fault", 4),
+    ("usemem", 3),
+    ("hold", 10),
+    ("grow", 3),
+    ("advise", 4),
+    ("move", 5),
+    ("release", 5),
+    ("reclaim", 4),
+    ("exhaust", 3),
+];
+
+/// The case (seed, index) for `m`.
+pub fn generate(seed: u64, index: u32, m: &Machine) -> Case {
+    let mut d = Dice::new(seed, index);
+    let groups = tree(&mut d, m);
+    let leaves: Vec<String> = groups
+        .iter()
+        .filter(|g| {
+            !groups
+                .iter()
+                .any(|c| c.name.starts_with(&format!("{}/", g.name)))
+        })
+        .map(|g| g.name.clone())
+        .collect();
+    let mut w = World::default();
+    let mut phases = Vec::new();
+    let mut swap = groups.iter().any(|g| g.swap_max.is_some());
+    for pi in 0..d.range(1, 3) {
+        let mut steps = Vec::new();
+        for _ in 0..d.range(1, 5) {
+            if let Some(st) = step(&mut d, m, &groups, &leaves, &mut w) {
+                swap |= matches!(
+                    &st,
+                    Step::Advise {
+                        advice: Advice::Pageout,
+                        ..
+                    }
+                );
+                steps.push(st);
+            }
+        }
+        if steps.is_empty() {
+            steps.push(Step::Sleep(Duration::from_millis(100)));
+        }
+        phases.push(Phase {
+            name: format!("p{pi}"),
+            repeat: 1,
+            warmup: false,
+            alternate: false,
+            steps,
+            antagonists: if d.chance(15) {
+                vec![Antagonist::Compaction]
+            } else {
+                Vec::new()
+            },
+        });
+    }
+    // Held tasks exit at the end: their exit is a step too.
+    if !w.tasks.is_empty() {
+        let steps = w
+            .tasks
+            .iter()
+            .map(|t| Step::Release {
+                task: t.name.clone(),
+            })
+            .collect();
+        phases.push(Phase {
+            name: "end".into(),
+            repeat: 1,
+            warmup: false,
+            alternate: false,
+            steps,
+            antagonists: Vec::new(),
+        });
+    }
+    let checks = declared(&groups, &w);
+    Case {
+        name: format!("explore-{seed}-{index}"),
+        seed,
+        index,
+        version: m.version,
+        swap: swap && m.swap,
+        groups,
+        phases,
+        checks,
+    }
+}
+
+/// A random tree: 1..6 groups, 3 levels at most, names g0, g0/g1, ...; some with limits.
+fn tree(d: &mut Dice, m: &Machine) -> Vec<CgroupSpec> {
+    let mut groups: Vec<CgroupSpec> = Vec::new();
+    let n = d.range(1, 6);
+    let budget = m.budget() / MIB;
+    for i in 0..n {
+        let parents: Vec<String> = groups
+            .iter()
+            .filter(|g| g.name.matches('/').count() < 2)
+            .map(|g| g.name.clone())
+            .collect();
+        let name = if parents.is_empty() || d.chance(35) {
+            format!("g{i}")
+        } else {
+            format!("{}/g{i}", d.pick(&parents))
+        };
+        let mut g = CgroupSpec {
+            name,
+            swap: true,
+            ..Default::default()
+        };
+        if d.chance(40) {
+            g.limit = Some(d.mib(16, budget));
+        }
+        if m.version == Version::V2 {
+            if d.chance(15) {
+                g.high = Some(d.mib(16, budget));
+            }
+            if d.chance(10) {
+                g.low = Some(d.mib(8, budget / 2));
+            }
+            if d.chance(10) {
+                g.min = Some(d.mib(8, budget / 2));
+            }
+            if d.chance(10) {
+                g.oom_group = true;
+            }
+        }
+        if g.limit.is_some() && d.chance(25) {
+            g.swap = false;
+        } else if m.swap && g.limit.is_some() && d.chance(20) {
+            g.swap_max = Some(d.mib(1, 16));
+        }
+        groups.push(g);
+    }
+    groups
+}
+
+/// One step, or None when the kind drawn has nothing to work on yet.
+fn step(
+    d: &mut Dice,
+    m: &Machine,
+    groups: &[CgroupSpec],
+    leaves: &[String],
+    w: &mut World,
+) -> Option<Step> {
+    let total: u64 = KINDS.iter().map(|(_, n)| n).sum();
+    let mut x = d.below(total);
+    let kind = KINDS
+        .iter()
+        .find(|(_, n)| {
+            if x < *n {
+                true
+            } else {
+                x -= n;
+                false
+            }
+        })
+        .map(|(k, _)| *k)
+        .unwrap_or("sleep");
+    let budget = m.budget() / MIB;
+    let g = d.pick(leaves).clone();
+    let room = w.room(groups, &g, m.budget());
+    Some(match kind {
+        "write" => {
+            let size = d.mib(1, budget);
+            let file = fresh_file(w, size);
+            Step::Write {
+                cgroup: g,
+                file,
+                size,
+                block_size: *d.pick(&[4096, 64 << 10, MIB]),
+                fsync: d.chance(20),
+            }
+        }
+        "mmap" => {
+            let size = d.mib(1, budget / 2);
+            let file = fresh_file(w, size);
+            Step::MmapWrite {
+                cgroup: g,
+                file,
+                size,
+                hold: Duration::from_millis(d.range(1, 8) * 100),
+            }
+        }
+        "read" => {
+            let (file, fresh) = match w.created.is_empty() || d.chance(30) {
+                true => {
+                    let f = format!("r{}", w.next_file);
+                    w.next_file += 1;
+                    (f, true)
+                }
+                false => (d.pick(&w.created).0.clone(), false),
+            };
+            if fresh {
+                let size = d.mib(1, budget);
+                w.created.push((file.clone(), size));
+                // The reader's file is made (not measured) right before.
+                return Some(Step::Create {
+                    file,
+                    size,
+                    count: 1,
+                });
+            }
+            Step::Read {
+                cgroup: g,
+                file,
+                count: 1,
+                warm: d.chance(40),
+            }
+        }
+        "truncate" if !w.files.is_empty() => {
+            let (file, size) = d.pick(&w.files).clone();
+            Step::Truncate {
+                cgroup: g,
+                file,
+                size: *d.pick(&[0, size / 2 / 4096 * 4096]),
+            }
+        }
+        "unlink" if !w.files.is_empty() => {
+            let i = d.below(w.files.len() as u64) as usize;
+            let (file, _) = w.files[i].clone();
+            w.files.remove(i);
+            Step::Unlink { cgroup: g, file }
+        }
+        "fsync" if !w.files.is_empty() => Step::Fsync {
+            cgroup: g,
+            file: d.pick(&w.files).0.clone(),
+        },
+        "sync" => {
+            w.synced = true;
+            Step::Sync
+        }
+        "sleep" => Step::Sleep(Duration::from_millis(d.range(1, 5) * 100)),
+        "fault" if room >= 2 * MIB => Step::Fault {
+            cgroup: g,
+            size: d.mib(1, (room / MIB).min(16)),
+            clients: 1,
+            duration: Duration::from_millis(d.range(1, 5) * 100),
+        },
+        "usemem" if room >= 2 * MIB => Step::Usemem {
+            cgroup: g,
+            size: d.mib(1, room / MIB / 2),
+            clients: 1,
+        },
+        "hold" if room >= 4 * MIB && !w.exhausted.contains(&g) => {
+            let task = format!("t{}", w.next_task);
+            w.next_task += 1;
+            let room = room / MIB;
+            let anon = if d.chance(80) { d.mib(1, room / 2) } else { 0 };
+            let shmem = if d.chance(30) { d.mib(1, room / 4) } else { 0 };
+            let (file, size, dirty) = match (w.files.is_empty(), d.chance(30)) {
+                (false, true) => {
+                    let (f, s) = d.pick(&w.files).clone();
+                    (Some(f), s.min(room / 4 * MIB).max(MIB), d.chance(50))
+                }
+                _ => (None, 0, false),
+            };
+            let (anon, shmem) = if anon + shmem + size == 0 {
+                (MIB, 0)
+            } else {
+                (anon, shmem)
+            };
+            w.tasks.push(Task {
+                name: task.clone(),
+                group: g.clone(),
+                anon,
+                bytes: anon + shmem + size,
+            });
+            Step::Hold(Hold {
+                task,
+                cgroup: g,
+                anon,
+                shmem,
+                file,
+                size,
+                dirty,
+                redirty: false,
+                write: 0,
+                huge: anon >= 4 * MIB && d.chance(20),
+                mlock: false,
+                zero: anon > 0 && d.chance(15),
+                lazyfree: if anon > 0 && d.chance(15) {
+                    anon / 2
+                } else {
+                    0
+                },
+                shmem_huge: false,
+                threads: 0,
+                files: 0,
+                fds: 0,
+                readonly: false,
+                sock: 0,
+                sparse: 0,
+            })
+        }
+        "grow" if !w.tasks.is_empty() => {
+            let i = d.below(w.tasks.len() as u64) as usize;
+            let room = w.room(groups, &w.tasks[i].group, m.budget());
+            if room < 2 * MIB {
+                return None;
+            }
+            let anon = d.mib(1, room / MIB / 2);
+            w.tasks[i].anon += anon;
+            w.tasks[i].bytes += anon;
+            Step::Grow {
+                task: w.tasks[i].name.clone(),
+                anon,
+            }
+        }
+        "advise" if w.tasks.iter().any(|t| t.anon > 0) => {
+            let anon: Vec<&Task> = w.tasks.iter().filter(|t| t.anon > 0).collect();
+            let task = d.pick(&anon).name.clone();
+            let mut advice = *d.pick(&[
+                Advice::Pageout,
+                Advice::Cold,
+                Advice::Touch,
+                Advice::Collapse,
+            ]);
+            if advice == Advice::Pageout && !m.swap {
+                advice = Advice::Touch;
+            }
+            Step::Advise {
+                task,
+                advice,
+                region: Region::Anon,
+            }
+        }
+        "move" if !w.tasks.is_empty() => {
+            let i = d.below(w.tasks.len() as u64) as usize;
+            let to = d.pick(leaves).clone();
+            // The destination must have room for what the task holds (v1 moves its charge).
+            if w.tasks[i].group == to
+                || w.exhausted.contains(&to)
+                || w.room(groups, &to, m.budget()) < w.tasks[i].bytes
+            {
+                return None;
+            }
+            w.tasks[i].group = to.clone();
+            Step::Move {
+                task: w.tasks[i].name.clone(),
+                to,
+            }
+        }
+        "release" if !w.tasks.is_empty() => {
+            let i = d.below(w.tasks.len() as u64) as usize;
+            let task = w.tasks.remove(i).name;
+            Step::Release { task }
+        }
+        "reclaim" if m.version == Version::V2 => Step::Reclaim {
+            cgroup: g,
+            size: d.mib(1, 8),
+        },
+        "exhaust" => {
+            // Only where the OOM killer must act: a group whose own limit holds no swap.
+            let spec = groups.iter().find(|s| s.name == g)?;
+            let occupied = w.tasks.iter().any(|t| t.group == g);
+            if spec.swap || spec.limit.is_none() || w.exhausted.contains(&g) || occupied {
+                return None;
+            }
+            w.exhausted.push(g.clone());
+            Step::Exhaust {
+                cgroup: g,
+                anon: spec.limit.unwrap() * 2,
+                bystanders: d.range(0, 2) as u32,
+                within: None,
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// A new file name, remembered as written.
+fn fresh_file(w: &mut World, size: u64) -> String {
+    let f = format!("f{}", w.next_file);
+    w.next_file += 1;
+    w.files.push((f.clone(), size));
+    f
+}
+
+/// The checks every group gets besides the implied invariants: counters never negative, dirty
+/// settling after a sync, the page cache of written files held, memory.high kept, OOM kills
+/// where a task exhausts its group.
+fn declared(groups: &[CgroupSpec], w: &World) -> Vec<Declared> {
+    let mut out = Vec::new();
+    for g in groups {
+        out.push(Declared::NoUnderflow(g.name.clone()));
+        if w.synced {
+            out.push(Declared::Settles(g.name.clone()));
+        }
+        if !w.files.is_empty() || !w.created.is_empty() {
+            out.push(Declared::HoldsFiles(g.name.clone()));
+        }
+        if g.high.is_some() {
+            out.push(Declared::UnderHigh(g.name.clone()));
+        }
+        if w.exhausted.contains(&g.name) {
+            out.push(Declared::OomKills(g.name.clone()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine(version: Version) -> Machine {
+        Machine {
+            version,
+            memory: 2 << 30,
+            swap: true,
+        }
+    }
+
+    /// The same seed and machine give the same file, byte for byte; another index another case.
+    #[test]
+    fn cases_are_reproducible_from_seed_and_index() {
+        let m = machine(Version::V2);
+        assert_eq!(generate(7, 3, &m).to_toml(), generate(7, 3, &m).to_toml());
+        assert_ne!(generate(7, 3, &m).to_toml(), generate(7, 4, &m).to_toml());
+        assert_ne!(generate(7, 3, &m).to_toml(), generate(8, 3, &m).to_toml());
+    }
+
+    /// Every generated case is a valid scenario, for both versions, over many seeds.
+    #[test]
+    fn generated_cases_parse() {
+        for version in [Version::V1, Version::V2] {
+            let m = machine(version);
+            for i in 0..300 {
+                let c = generate(42, i, &m);
+                let text = c.to_toml();
+                let sc = crate::scenario::parse("case.toml", &text)
+                    .unwrap_or_else(|e| panic!("case {i}: {e}\n{text}"));
+                assert_eq!(sc.name, c.name);
+                assert!(c.groups.len() <= 6);
+                assert!(c.groups.iter().all(|g| g.name.matches('/').count() <= 2));
+            }
+        }
+    }
+}

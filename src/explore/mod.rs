@@ -1,0 +1,273 @@
+//! `memcgtest explore`: generated scenarios under every invariant, failures confirmed and shrunk
+//! to a minimal scenario file.
+//!
+//! Each case is drawn from (seed, index) (`generator`), written to `<out>/cases/` as a scenario file,
+//! read back as any scenario is, and run like one: the invariants every scenario gets judge
+//! every group at every sample, and the case declares the few generic checks that need no
+//! expectation (`case::Declared`). A case that fails runs again: a failure that does not repeat
+//! is flaky (reported with both runs, not the kernel's fault); one that does is shrunk (`shrink`)
+//! while the same check keeps failing, and the smallest case is written to `<out>` beside the
+//! original, with the reports of both runs.
+
+pub mod case;
+pub mod generator;
+pub mod shrink;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::exec::runner;
+use crate::model::error::{Error, exit};
+use crate::model::{Outcome, ScenarioResult, Status};
+use crate::scenario::Scenario;
+use crate::suite::{self, Place, Session};
+use crate::sys::cleanup;
+use case::Case;
+
+/// What `memcgtest explore` was asked for.
+pub struct Options<'a> {
+    /// The run's options (format, report directory, events, ...); no names, no --quick.
+    pub run: suite::Options<'a>,
+    pub seed: Option<u64>,
+    /// Stop starting cases after this long.
+    pub budget: Duration,
+    /// Stop after this many cases.
+    pub cases: Option<u32>,
+    /// Where cases, failures and shrunk cases go.
+    pub out: Option<&'a Path>,
+    /// The longest one failure is shrunk.
+    pub shrink_time: Duration,
+}
+
+/// One confirmed failure: the check, the case and the smallest case that still fails it.
+struct Found {
+    check: String,
+    original: Case,
+    shrunk: Case,
+    shrink_runs: u32,
+}
+
+pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
+    let seed = o.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs())
+    });
+    let session = suite::open_session(place, &o.run, true)?;
+    let out = o
+        .out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| match o.run.report_dir {
+            Some(r) => r.join("explore"),
+            None => PathBuf::from(format!("memcgtest-explore-{seed}")),
+        });
+    std::fs::create_dir_all(out.join("cases")).map_err(|e| {
+        Error::Environment(format!(
+            "explore: create {}: {e}",
+            out.join("cases").display()
+        ))
+    })?;
+    let m = generator::Machine {
+        version: session.ctx.parent.version,
+        memory: crate::sys::proc::mem_total_bytes(),
+        swap: crate::sys::proc::swap_enabled(),
+    };
+    let say = |msg: &str| session.ctx.progress.say(&format!("explore: {msg}"));
+    say(&format!(
+        "seed {seed} (memcgtest explore --seed {seed} makes the same cases), cases in {}",
+        out.join("cases").display()
+    ));
+    let start = Instant::now();
+    let mut results: Vec<ScenarioResult> = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
+    let mut flaky = 0u32;
+    let mut index = 0u32;
+    while !cleanup::interrupted() && start.elapsed() < o.budget && o.cases.is_none_or(|n| index < n)
+    {
+        let case = generator::generate(seed, index, &m);
+        index += 1;
+        let (sc, r) = run_case(&session, &case, &out.join("cases"))?;
+        let Some(check) = failed_check(&r) else {
+            results.push(r);
+            continue;
+        };
+        say(&format!("{}: {check} failed; running it again", case.name));
+        let (_, again) = run_case(&session, &case, &out.join("cases"))?;
+        let confirmed = still_fails(&again, &check);
+        results.push(r);
+        let mut again = again;
+        again.name = format!("{} (again)", case.name);
+        if !confirmed {
+            flaky += 1;
+            again.notes.push(format!(
+                "flaky: {check} failed in the first run and not in this one; not counted as the kernel's failure"
+            ));
+            if again.status == Status::Fail {
+                again.status = Status::Skip;
+                again.reason = format!("flaky: {check} did not fail again");
+            }
+            results.push(again);
+            continue;
+        }
+        results.push(again);
+        write(&out.join(format!("{}.toml", case.name)), &case.to_toml())?;
+        drop(sc);
+        let (shrunk, runs) = shrink(&session, &case, &check, &out, o.shrink_time)?;
+        let mut min = shrunk.clone();
+        min.name = format!("{}-min", case.name);
+        write(&out.join(format!("{}.toml", min.name)), &min.to_toml())?;
+        say(&format!(
+            "{}: shrunk in {runs} runs to {} groups and {} steps: {}",
+            case.name,
+            min.groups.len(),
+            min.steps(),
+            out.join(format!("{}.toml", min.name)).display()
+        ));
+        let (_, last) = run_case(&session, &min, &out)?;
+        results.push(last);
+        found.push(Found {
+            check,
+            original: case,
+            shrunk: min,
+            shrink_runs: runs,
+        });
+    }
+    let mut rep = session.report(results, false);
+    rep.scenarios
+        .iter_mut()
+        .for_each(|r| r.measurements.clear());
+    let summary = summary(seed, index, start.elapsed(), &found, flaky, &out);
+    say(&summary);
+    write(&out.join("summary.txt"), &summary)?;
+    let verdict = if cleanup::interrupted() {
+        Err(Error::Interrupted)
+    } else if !found.is_empty() {
+        Ok(exit::FAIL)
+    } else if index == 0 || rep.scenarios.iter().all(|r| r.status == Status::Skip) {
+        Err(Error::Environment(format!(
+            "explore ran no case to the end in {:?} (every case skipped)",
+            o.budget
+        )))
+    } else {
+        Ok(exit::OK)
+    };
+    suite::close_session(&session, &rep, &o.run, verdict)
+}
+
+/// Writes the case, reads it back as a scenario file is read, and runs it.
+fn run_case(s: &Session, case: &Case, dir: &Path) -> Result<(Scenario, ScenarioResult), Error> {
+    let path = dir.join(format!("{}.toml", case.name));
+    let text = case.to_toml();
+    write(&path, &text)?;
+    let sc = crate::scenario::parse(&path.display().to_string(), &text)
+        .map_err(|e| Error::Internal(format!("explore made a case that does not parse: {e}")))?;
+    s.ctx
+        .progress
+        .scenario((1, 1), &sc.name, &sc.summary, None, None);
+    let r = runner::run_scenario(&s.ctx, &sc);
+    s.ctx.progress.done(&r);
+    Ok((sc, r))
+}
+
+/// The first check a result failed, or the kernel error that stopped it.
+fn failed_check(r: &ScenarioResult) -> Option<String> {
+    let kernel_error = r
+        .error
+        .as_ref()
+        .is_some_and(|e| e.exit_code() == exit::FAIL);
+    if r.status != Status::Fail && !kernel_error {
+        return None;
+    }
+    r.checks
+        .iter()
+        .find(|c| c.outcome == Outcome::Fail)
+        .map(|c| c.name.clone())
+        .or_else(|| Some("error".into()))
+}
+
+fn still_fails(r: &ScenarioResult, check: &str) -> bool {
+    match check {
+        "error" => r
+            .error
+            .as_ref()
+            .is_some_and(|e| e.exit_code() == exit::FAIL),
+        c => r
+            .checks
+            .iter()
+            .any(|x| x.name == c && x.outcome == Outcome::Fail),
+    }
+}
+
+/// Shrinks `case` while `check` keeps failing, for at most `limit`; returns the smallest case
+/// and the runs it took.
+fn shrink(
+    s: &Session,
+    case: &Case,
+    check: &str,
+    out: &Path,
+    limit: Duration,
+) -> Result<(Case, u32), Error> {
+    let dir = out.join("shrink");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::Environment(format!("explore: create {}: {e}", dir.display())))?;
+    let until = Instant::now() + limit;
+    let (mut best, mut runs) = (case.clone(), 0u32);
+    'smaller: loop {
+        for mut v in shrink::candidates(&best, check) {
+            if Instant::now() >= until || cleanup::interrupted() {
+                break 'smaller;
+            }
+            runs += 1;
+            v.name = format!("{}-s{runs}", case.name);
+            let (_, r) = run_case(s, &v, &dir)?;
+            if still_fails(&r, check) {
+                s.ctx.progress.say(&format!(
+                    "explore: {}: still fails {check} with {} groups, {} steps",
+                    case.name,
+                    v.groups.len(),
+                    v.steps()
+                ));
+                v.name = case.name.clone();
+                best = v;
+                continue 'smaller;
+            }
+        }
+        break;
+    }
+    Ok((best, runs))
+}
+
+fn summary(
+    seed: u64,
+    cases: u32,
+    took: Duration,
+    found: &[Found],
+    flaky: u32,
+    out: &Path,
+) -> String {
+    let mut s = format!(
+        "seed {seed}: {cases} cases in {:.0} s, {} confirmed failures, {flaky} flaky",
+        took.as_secs_f64(),
+        found.len()
+    );
+    for f in found {
+        s += &format!(
+            "\n  {}: {} — shrunk in {} runs from {} groups and {} steps to {} groups and {} steps: memcgtest --scenario-dir {} run {}",
+            f.original.name,
+            f.check,
+            f.shrink_runs,
+            f.original.groups.len(),
+            f.original.steps(),
+            f.shrunk.groups.len(),
+            f.shrunk.steps(),
+            out.display(),
+            f.shrunk.name
+        );
+    }
+    s + "\n"
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Error> {
+    std::fs::write(path, text)
+        .map_err(|e| Error::Environment(format!("explore: write {}: {e}", path.display())))
+}
