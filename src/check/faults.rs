@@ -11,7 +11,7 @@
 use super::args::CheckArgs;
 use super::{
     Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, row_at_or_after,
-    row_at_or_before,
+    row_at_or_before, stale_lag,
 };
 use crate::model::error::ScenarioError;
 use crate::model::{Column, Record, StepKind, StepRecord};
@@ -76,10 +76,21 @@ pub fn faults(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             continue;
         };
         let tasks = (st.minflt + st.majflt) as i64;
-        let group = s.get(r1, fc) - s.get(r0, fc);
-        let alone = !others_held(rec, cgroup, (st.start, st.end));
-        let fail = |what: &str, expected: String| {
-            let t = s.t[r1];
+        // A parent's statistics may lag its children's by the periodic flush: its lower bound is
+        // read that long after the step (the counter never falls), and only a step in the group
+        // itself gets the upper bound (a stale count before it would inflate the rise).
+        let lag = stale_lag(rec, cgroup);
+        let own = st.cgroup == cgroup;
+        let late = row_at_or_after(rec, st.end + lag);
+        let r_low = late.unwrap_or(s.len() - 1);
+        if late.is_none() && !own && s.get(r_low, fc) - s.get(r0, fc) < tasks - tol {
+            // The run ended before the parent's count had to be fresh.
+            continue;
+        }
+        let group = s.get(r_low, fc) - s.get(r0, fc);
+        let alone = own && !others_held(rec, cgroup, (st.start, st.end));
+        let fail = |what: &str, expected: String, group: i64, row: usize| {
+            let t = s.t[row];
             let mut res = CheckResult::new(
                 name.clone(),
                 Outcome::Fail,
@@ -102,18 +113,28 @@ pub fn faults(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             return fail(
                 "the group counted fewer faults than its tasks took",
                 format!(">= {tasks} - {tol}"),
+                group,
+                r_low,
             );
         }
-        if alone && group as f64 > tasks as f64 * MAX_EXCESS + tol as f64 {
+        let group_at_end = s.get(r1, fc) - s.get(r0, fc);
+        if alone && group_at_end as f64 > tasks as f64 * MAX_EXCESS + tol as f64 {
             return fail(
                 "the group counted more faults than its tasks could have taken",
                 format!("<= {MAX_EXCESS} x {tasks} + {tol}"),
+                group_at_end,
+                r1,
             );
         }
         if let Some(mc) = maj {
-            let gm = s.get(r1, mc) - s.get(r0, mc);
+            let gm = s.get(r_low, mc) - s.get(r0, mc);
             if gm < st.majflt as i64 - tol {
-                let mut res = fail("", format!("pgmajfault >= {} - {tol}", st.majflt));
+                let mut res = fail(
+                    "",
+                    format!("pgmajfault >= {} - {tol}", st.majflt),
+                    group,
+                    r_low,
+                );
                 res.actual = format!("{cgroup}.pgmajfault rose by {gm}");
                 res.detail = format!(
                     "across '{}' its workers counted {} major faults of their own and {cgroup}'s pgmajfault rose by {gm}: the group counted fewer major faults than its tasks took",

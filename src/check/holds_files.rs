@@ -86,7 +86,7 @@ pub fn holds_files(name: String, rec: &Record, cgroup: &str, phase: Option<&str>
         return missing(
             name,
             format!(
-                "no per-file truth for {cgroup} (a group outside its subtree writes its files; see the notes)"
+                "no per-file truth for {cgroup} (no step in its subtree writes a file, or a group outside it writes one too; see the notes)"
             ),
         );
     };

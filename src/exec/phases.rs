@@ -43,9 +43,10 @@ pub(super) struct Run<'a> {
 }
 
 /// How many repetitions of a measured phase may be run again because the machine was busy
-/// during one of their measured steps: as many as the phase has.
+/// during one of their measured steps: as many as the phase has, none for a phase written to
+/// run once (its steps need not be repeatable: an unlink, a release).
 fn rerun_budget(phase: &Phase) -> u32 {
-    phase.repeat
+    if phase.repeat > 1 { phase.repeat } else { 0 }
 }
 
 impl Run<'_> {

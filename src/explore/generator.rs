@@ -76,6 +76,9 @@ struct World {
     next_task: u32,
     synced: bool,
     exhausted: Vec<String>,
+    /// (file, group) for every step that writes or dirties a file: holds-files has a truth for
+    /// a group only when its subtree writes a file nobody outside it writes.
+    writers: Vec<(String, String)>,
 }
 
 #[derive(Clone)]
@@ -286,6 +289,7 @@ fn step(
         "write" => {
             let size = d.mib(1, budget);
             let file = fresh_file(w, size);
+            w.writers.push((file.clone(), g.clone()));
             Step::Write {
                 cgroup: g,
                 file,
@@ -297,6 +301,7 @@ fn step(
         "mmap" => {
             let size = d.mib(1, budget / 2);
             let file = fresh_file(w, size);
+            w.writers.push((file.clone(), g.clone()));
             Step::MmapWrite {
                 cgroup: g,
                 file,
@@ -377,6 +382,9 @@ fn step(
                 }
                 _ => (None, 0, false),
             };
+            if let Some(f) = &file {
+                w.writers.push((f.clone(), g.clone()));
+            }
             let (anon, shmem) = if anon + shmem + size == 0 {
                 (MIB, 0)
             } else {
@@ -506,10 +514,22 @@ fn declared(groups: &[CgroupSpec], w: &World) -> Vec<Declared> {
     let mut out = Vec::new();
     for g in groups {
         out.push(Declared::NoUnderflow(g.name.clone()));
-        if w.synced {
+        let inside = |x: &str| x == g.name || x.starts_with(&format!("{}/", g.name));
+        let mine: Vec<&String> = w
+            .writers
+            .iter()
+            .filter(|(_, x)| inside(x))
+            .map(|(f, _)| f)
+            .collect();
+        // Dirty pages settle only where they were made; the files' truth only where no group
+        // outside writes them too.
+        if w.synced && !mine.is_empty() {
             out.push(Declared::Settles(g.name.clone()));
         }
-        if !w.files.is_empty() || !w.created.is_empty() {
+        let shared = mine
+            .iter()
+            .any(|f| w.writers.iter().any(|(f2, x)| f2 == *f && !inside(x)));
+        if !mine.is_empty() && !shared {
             out.push(Declared::HoldsFiles(g.name.clone()));
         }
         if g.high.is_some() {

@@ -274,3 +274,49 @@ fn dirty_pages_stay_within_the_writeback_domain() {
         Outcome::NotExercised
     );
 }
+
+/// A record of groups `a` and `a/b` sampled every 0.1 s for 6 s, with one fault step in `a/b`
+/// (t = 0.5..1.0, 10000 faults of its own) and each group's pgfault from `at(group, t)`.
+fn faulted(at: impl Fn(&str, f64) -> i64) -> Record {
+    let mut r = sampled(&[], |_, _| 0);
+    r.series = Series::new(vec![
+        Column::group("a", "pgfault"),
+        Column::group("a/b", "pgfault"),
+    ]);
+    for i in 0..60 {
+        let t = i as f64 * 0.1;
+        r.series.push(t, &[at("a", t), at("a/b", t)]);
+    }
+    r.steps = vec![StepRecord {
+        kind: StepKind::Fault,
+        describe: "1 fault clients in a/b".into(),
+        start: 0.5,
+        end: 1.0,
+        cgroup: "a/b".into(),
+        minflt: 10_000,
+        ..Default::default()
+    }];
+    r
+}
+
+/// A parent's pgfault may catch up with its child's within the periodic flush: late is not
+/// short. One that never does is short, and the message names the group and the amounts.
+#[test]
+fn a_parents_faults_may_lag_by_the_periodic_flush_but_not_fall_short() {
+    let child = |t: f64| if t >= 1.0 { 10_000 } else { 0 };
+    let late = faulted(|g, t| match g {
+        "a" if t < 2.5 => 0,
+        _ => child(t),
+    });
+    let a = crate::check::faults::faults("faults(a)".into(), &late, "a");
+    assert_eq!(a.outcome, Outcome::Pass, "{}", a.detail);
+    let short = faulted(|g, t| match g {
+        "a" => child(t) / 2,
+        _ => child(t),
+    });
+    let a = crate::check::faults::faults("faults(a)".into(), &short, "a");
+    assert_eq!(a.outcome, Outcome::Fail);
+    assert!(a.actual.contains("a.pgfault rose by 5000"), "{}", a.actual);
+    let b = crate::check::faults::faults("faults(a/b)".into(), &short, "a/b");
+    assert_eq!(b.outcome, Outcome::Pass, "{}", b.detail);
+}
