@@ -47,6 +47,16 @@ left=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'memcgtest-[0-9]*' 2>/dev/n
 [ -z "$left" ] || { echo "leftover test cgroups: $left"; exit 1; }
 [ "$rc" = 0 ] || exit 1
 
+log "explore on this machine's kernel: 8 generated cases (seed 1), none may fail"
+set +e
+$bin explore --seed 1 --cases 8 --shrink-time 1m --out "$out/explore-host" --format ktap > "$out/explore-host.ktap"
+rc=$?
+set -e
+cat "$out/explore-host/summary.txt" || true
+left=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'memcgtest-[0-9]*' 2>/dev/null || true)
+[ -z "$left" ] || { echo "explore left test cgroups: $left"; exit 1; }
+[ "$rc" = 0 ] || { echo "explore exited $rc"; exit 1; }
+
 log "that run's report as CI systems read it: results.xml (XML parser), kcidb.json (kcidb-io), index.html (headless Chromium)"
 ci/check-report.sh "$report"
 

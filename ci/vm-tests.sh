@@ -50,6 +50,14 @@ log "the VM run's report as CI systems read it (JUnit, kcidb-io, headless Chromi
 ci/check-report.sh "$out/linux-6.12-v2"
 suite linux-6.12 v1 "$stock"
 
+log "explore in the 6.12 kernel, cgroup v2: generated cases for 2 minutes (seed 1), none may fail"
+set +e
+"$bin" --cgroup v2 vm --kernel "$stock" --report "$out/explore-6.12-v2" -- explore --seed 1 --budget 2m --shrink-time 2m --format ktap > "$out/explore-6.12-v2.ktap"
+rc=$?
+set -e
+cat "$out/explore-6.12-v2/explore/summary.txt" || true
+[ "$rc" = 0 ] || fail "explore in 6.12 v2 exited $rc"
+
 log "coverage of the memcg interface by the quick suite (6.12, v2 and v1): at least 90 %"
 ci/coverage.sh
 
