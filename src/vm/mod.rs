@@ -635,7 +635,7 @@ pub fn execute(opts: &Options) -> Result<Outcome> {
         report: None,
         text: String::new(),
     };
-    if args[0] == "run" {
+    if args[0] == "run" || args[0] == "explore" {
         (out.code, out.report) = finish_run(opts, &b, &reason, &failed, &work, code);
     } else {
         out.text = b.results.clone();

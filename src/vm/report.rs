@@ -28,13 +28,18 @@ pub(super) fn write_report(
     copy_dir(&dir, dest)
 }
 
+/// Copies a directory tree (the report, and explore's cases below it).
 fn copy_dir(src: &Path, dest: &Path) -> Result<()> {
     std::fs::create_dir_all(dest).with_context(|| format!("mkdir {}", dest.display()))?;
     let entries = std::fs::read_dir(src).with_context(|| format!("read {}", src.display()))?;
     for e in entries {
         let p = e.with_context(|| format!("read {}", src.display()))?.path();
         let to = dest.join(p.file_name().unwrap());
-        std::fs::copy(&p, &to).with_context(|| format!("copy to {}", to.display()))?;
+        if p.is_dir() {
+            copy_dir(&p, &to)?;
+        } else {
+            std::fs::copy(&p, &to).with_context(|| format!("copy to {}", to.display()))?;
+        }
     }
     Ok(())
 }
