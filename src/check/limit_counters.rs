@@ -7,10 +7,10 @@
 
 use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt};
-use crate::model::Record;
 use crate::model::counter::{LIMIT_HITS, PEAK, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
+use crate::model::{Column, Record};
 
 /// `limit-counters`: the watermark and the limit-hit count of `cgroup` agree with its usage.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,6 +92,10 @@ struct Seen<'a> {
     top: usize,
     max_peak: i64,
     max_hits: i64,
+    /// v1: the memory+swap counter's failures (memory.memsw.failcnt). With a memsw limit at the
+    /// memory limit, try_charge charges memsw first, so a group at its limit fails there and
+    /// its memory counter never fails.
+    memsw_hits: i64,
     margin: i64,
     /// The watermark came within `margin` of the limit.
     reached: bool,
@@ -150,6 +154,9 @@ pub fn limit_counters(name: String, rec: &Record, cgroup: &str, hit: bool) -> Ch
         top,
         max_peak,
         max_hits: (0..s.len()).map(|r| s.get(r, hits)).max().unwrap_or(0),
+        memsw_hits: s
+            .col(&Column::group(cgroup, "memsw_hits"))
+            .map_or(0, |c| (0..s.len()).map(|r| s.get(r, c)).max().unwrap_or(0)),
         margin,
         reached: limit.is_some_and(|l| max_peak >= l - margin),
     };
@@ -346,14 +353,14 @@ fn failures(v: &Seen, name: &str, hit: bool) -> Option<CheckResult> {
             ),
         ));
     }
-    (hit && max_hits == 0).then(|| {
+    (hit && max_hits == 0 && v.memsw_hits == 0).then(|| {
         v.fail(
             name,
             v.top,
             format!("{cgroup}.limit_hits = 0"),
             "> 0 once the usage reached the limit".into(),
             format!(
-                "{} {cgroup}'s usage reached its limit (high watermark {}, {}) and the workload needed more, yet no charge failed at the limit (v1 memory.failcnt, v2 memory.events max stayed 0): {}",
+                "{} {cgroup}'s usage reached its limit (high watermark {}, {}) and the workload needed more, yet no charge failed at the limit (v1 memory.failcnt and memory.memsw.failcnt, v2 memory.events max stayed 0): {}",
                 v.at(v.top),
                 human_bytes(v.max_peak),
                 v.limit_text(),

@@ -19,6 +19,10 @@ pub enum Declared {
     UnderHigh(String),
     /// Each `exhaust` in the group ends in an OOM kill of the task that needed the memory.
     OomKills(String),
+    /// A write below the group needed more page cache than its limit (the least in its chain):
+    /// once the usage reached it, charges must have failed there (memory.events max, v1
+    /// memory.failcnt).
+    LimitHit(String),
 }
 
 impl Declared {
@@ -29,7 +33,8 @@ impl Declared {
             | Declared::Settles(g)
             | Declared::HoldsFiles(g)
             | Declared::UnderHigh(g)
-            | Declared::OomKills(g) => g,
+            | Declared::OomKills(g)
+            | Declared::LimitHit(g) => g,
         }
     }
 
@@ -43,6 +48,7 @@ impl Declared {
             Declared::HoldsFiles(_) => ("holds-files", ""),
             Declared::UnderHigh(_) => ("under-high", ""),
             Declared::OomKills(_) => ("oom-kills", ""),
+            Declared::LimitHit(_) => ("limit-counters", "hit = true\n"),
         };
         format!(
             "[[check]]\nkind = \"{kind}\"\ncgroup = \"{}\"\n{extra}",

@@ -79,6 +79,8 @@ struct World {
     /// (file, group) for every step that writes or dirties a file: holds-files has a truth for
     /// a group only when its subtree writes a file nobody outside it writes.
     writers: Vec<(String, String)>,
+    /// (group, bytes) of every buffered write: page cache the group must charge.
+    writes: Vec<(String, u64)>,
 }
 
 #[derive(Clone)]
@@ -290,6 +292,7 @@ fn step(
             let size = d.mib(1, budget);
             let file = fresh_file(w, size);
             w.writers.push((file.clone(), g.clone()));
+            w.writes.push((g.clone(), size));
             Step::Write {
                 cgroup: g,
                 file,
@@ -537,6 +540,39 @@ fn declared(groups: &[CgroupSpec], w: &World) -> Vec<Declared> {
         }
         if w.exhausted.contains(&g.name) {
             out.push(Declared::OomKills(g.name.clone()));
+        }
+    }
+    for g in limit_hits(groups, w) {
+        let d = Declared::LimitHit(g);
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// The groups whose limit a write must have run into: for each write, the group with the least
+/// limit among its group and their ancestors, when the write alone is 8 MiB beyond it and no
+/// memory.high in the chain reclaims first (the usage would then stay below the limit).
+fn limit_hits(groups: &[CgroupSpec], w: &World) -> Vec<String> {
+    let mut out = Vec::new();
+    for (g, size) in &w.writes {
+        let chain: Vec<&CgroupSpec> = groups
+            .iter()
+            .filter(|a| *g == a.name || g.starts_with(&format!("{}/", a.name)))
+            .collect();
+        if chain.iter().any(|a| a.high.is_some()) {
+            continue;
+        }
+        let least = chain
+            .iter()
+            .filter_map(|a| a.limit.map(|l| (l, &a.name)))
+            .min();
+        if let Some((l, name)) = least
+            && *size > l + 8 * MIB
+            && !out.contains(name)
+        {
+            out.push(name.clone());
         }
     }
     out

@@ -73,6 +73,7 @@ fn kind_of(d: &Declared) -> &'static str {
         Declared::HoldsFiles(_) => "holds-files",
         Declared::UnderHigh(_) => "under-high",
         Declared::OomKills(_) => "oom-kills",
+        Declared::LimitHit(_) => "limit-counters",
     }
 }
 
