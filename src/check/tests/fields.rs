@@ -320,3 +320,41 @@ fn a_parents_faults_may_lag_by_the_periodic_flush_but_not_fall_short() {
     let b = crate::check::faults::faults("faults(a/b)".into(), &short, "a/b");
     assert_eq!(b.outcome, Outcome::Pass, "{}", b.detail);
 }
+
+/// v1, a limit without swap (memsw limit = memory limit): a workload that needs more than the
+/// limit fails its charges at the memsw counter, which try_charge charges first, so
+/// memory.memsw.failcnt alone counts them; with both failure counts 0 the limit's failures were
+/// lost (6.18 under v1, see docs/findings.md).
+#[test]
+fn a_limit_without_swap_counts_its_failures_in_memsw() {
+    let cols = [
+        "a.usage",
+        "a.peak",
+        "a.limit_hits",
+        "a.memsw_hits",
+        "a.memsw_peak",
+    ];
+    let rec = |memsw_hits: i64| {
+        let mut r = sampled(&cols, |c, t| match c {
+            "a.memsw_hits" if t > 1.5 => memsw_hits,
+            "a.limit_hits" | "a.memsw_hits" => 0,
+            _ => 16 * MIB,
+        });
+        r.cgroups = vec![CgroupSpec {
+            name: "a".into(),
+            limit: Some(16 << 20),
+            swap: false,
+            ..Default::default()
+        }];
+        r
+    };
+    let counted = limit_counters("l".into(), &rec(4869), "a", true);
+    assert_eq!(counted.outcome, Outcome::Pass, "{}", counted.detail);
+    let lost = limit_counters("l".into(), &rec(0), "a", true);
+    assert_eq!(lost.outcome, Outcome::Fail, "{}", lost.detail);
+    assert!(
+        lost.detail.contains("memory.memsw.failcnt"),
+        "{}",
+        lost.detail
+    );
+}
