@@ -181,6 +181,7 @@ impl Column {
             Column::Vmstat { key, .. } if key.starts_with("nr_") => "pages",
             Column::Vmstat { .. } => "events",
             Column::Sampler(_) => "us",
+            Column::Tasks { counter, .. } if counter == EXTRA_THREADS => "threads",
             Column::Files { .. }
             | Column::Machine { .. }
             | Column::Numa { .. }

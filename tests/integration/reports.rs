@@ -35,10 +35,13 @@ fn ktap_and_report_dir() {
         // The per-file truth is read first (where cachestat exists), then /proc/vmstat, the
         // groups, /proc/vmstat again and the truth again; every header carries its unit.
         let header = csv.lines().next().unwrap();
-        assert!(
-            header.contains("vmstat:pre:nr_dirty[pages],vmstat:pre:nr_writeback[pages],test.dirty[B],test.writeback[B],test.file[B],test.usage[B],control.dirty[B],"),
-            "{header}"
-        );
+        for part in [
+            "vmstat:pre:nr_dirty[pages],vmstat:pre:nr_writeback[pages],tasks:pre:test.anon[B],",
+            "tasks:pre:test.extra_threads[threads],test.dirty[B],test.writeback[B],test.file[B],test.usage[B],",
+            "tasks:pre:control.extra_threads[threads],control.dirty[B],",
+        ] {
+            assert!(header.contains(part), "{part} not in {header}");
+        }
         assert!(
             header.starts_with("t[s],files:pre:test.file[B],")
                 || header.starts_with("t[s],vmstat:"),
@@ -217,8 +220,8 @@ fn fault_overhead_runs_and_compare_judges_only_on_enough_samples() {
             runs.push(v);
         }
         let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
-        // Identical sample sets never separate.
-        let (code, rows) = compare_json(&a, &a);
+        // Identical sample sets never separate (a file against itself, its repetitions pooled).
+        let (code, rows) = compare_json_with(&a, &a, &["--pool-repetitions"]);
         assert_eq!(code, Some(0));
         for r in &rows {
             assert_eq!(r["verdict"], "no-significant-change", "{r}");
