@@ -31,15 +31,18 @@ With cgroup writeback each memcg is a dirty domain of its own (balance_dirty_pag
 mdtc): its dirtyable memory is its file pages plus the least of its headroom (ceiling - \
 usage) and the machine's other clean page cache, at most the ceiling since file pages are \
 part of the usage, and a task dirtying pages is paused once dirty + writeback pass \
-dirty_ratio of it. Tolerance: the unflushed-stats bound for each counter + 8 pages per CPU \
+dirty_ratio of it. Judged: the dirty pages (writeback is not the writer's to hold back: a \
+group at its limit wakes the flusher from reclaim, and the domain's hard limit follows a \
+falling threshold only by 1/32 every 200 ms, so dirty + writeback can stay above the share \
+for seconds on a correct kernel). Tolerance: the unflushed-stats bound for each counter + 8 pages per CPU \
 (what a task may dirty between two throttling checks once the domain is exceeded) + an \
 eighth of the share (the throttling steers around a setpoint, and a writer at full speed \
 passes the limit by what it dirties before its next pause: 11 % of the share seen on 6.12 \
 in TCG). \
 Judged only while vm.dirty_bytes is 0 (a byte limit is converted to a ratio of the \
 machine's dirtyable memory, which is not sampled), not during `probe` steps (writeback \
-held off), and not on cgroup v1 (no writeback domain per memcg). Not exercised when dirty + \
-writeback never reached half of dirty_ratio of the ceiling. Every group with a ceiling gets it on v2. Result \
+held off), and not on cgroup v1 (no writeback domain per memcg). Not exercised when the \
+dirty pages never reached half of dirty_ratio of the ceiling. Every group with a ceiling gets it on v2. Result \
 name: `dirty-domain(<cgroup>)`.",
     keys: &[opt(
         "cgroup",
@@ -105,11 +108,11 @@ pub fn dirty_domain(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             format!("neither {cgroup} nor a group above it has memory.max or memory.high"),
         );
     };
-    let cols = match columns(rec, cgroup, &[DIRTY.into(), WRITEBACK.into()]) {
+    let cols = match columns(rec, cgroup, &[DIRTY.into()]) {
         Ok(c) => c,
         Err(e) => return missing(name, e),
     };
-    let (dirty, writeback) = (cols[0].1, cols[1].1);
+    let dirty = cols[0].1;
     let m = &rec.machine;
     let share = ceil as i64 / 100 * limits.ratio as i64;
     let slack = 2 * m.stat_batch_bytes() as i64 + (8 * m.cpus * m.page_size) as i64 + share / 8;
@@ -123,7 +126,12 @@ pub fn dirty_domain(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     };
     let (mut run, mut top, mut top_at) = (0, 0i64, 0usize);
     for r in (0..s.len()).filter(|&r| !probing(s.t[r])) {
-        let v = s.get(r, dirty) + s.get(r, writeback);
+        // Dirty pages only: pages under writeback are not the writer's to hold back. A group at
+        // its limit wakes the flusher from reclaim, which turns its dirty pages into writeback
+        // at once, and the domain's hard limit (dom->dirty_limit) follows a falling threshold
+        // only by 1/32 every 200 ms: stock 6.12 in TCG held 15.6 MiB under writeback (0 dirty)
+        // in a 19 MiB group writing 124 MiB (explore seed 1, case 16).
+        let v = s.get(r, dirty);
         if v > top {
             (top, top_at) = (v, r);
         }
@@ -133,7 +141,7 @@ pub fn dirty_domain(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             let mut res = CheckResult::new(
                 name,
                 Outcome::Fail,
-                format!("{cgroup}.dirty + writeback = {}", human_bytes(v)),
+                format!("{cgroup}.dirty = {}", human_bytes(v)),
                 format!(
                     "<= {}% of {} = {} + {}",
                     limits.ratio,
@@ -142,17 +150,17 @@ pub fn dirty_domain(name: String, rec: &Record, cgroup: &str) -> CheckResult {
                     human_bytes(slack)
                 ),
                 format!(
-                    "at t={t:.3}s (phase {}) {cgroup}'s dirty + writeback were {} above vm.dirty_ratio ({} %) of its ceiling of {} (its memory limit), for {RUN} samples in a row: its writers were not throttled by its writeback domain: {}",
+                    "at t={t:.3}s (phase {}) {cgroup}'s dirty pages were {} above vm.dirty_ratio ({} %) of its ceiling of {} (its memory limit), for {RUN} samples in a row: its writers were not throttled by its writeback domain: {}",
                     rec.phase_at(t),
                     human_bytes(v - share),
                     limits.ratio,
                     human_bytes(ceil as i64),
-                    s.describe_cols(r, &[dirty, writeback])
+                    s.describe_cols(r, &[dirty])
                 ),
             );
             res.at = Some(t);
             res.bound = Some(share);
-            res.columns = vec![cols[0].0.clone(), cols[1].0.clone()];
+            res.columns = vec![cols[0].0.clone()];
             res.tolerance = Some(tolerance_text(rec, slack));
             return res;
         }
@@ -161,7 +169,7 @@ pub fn dirty_domain(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         return missing(
             name,
             format!(
-                "{cgroup}'s dirty + writeback reached at most {}, below half of {} % of its ceiling of {} ({}): its writeback domain was not in play",
+                "{cgroup}'s dirty pages reached at most {}, below half of {} % of its ceiling of {} ({}): its writeback domain was not in play",
                 human_bytes(top),
                 limits.ratio,
                 human_bytes(ceil as i64),
@@ -173,7 +181,7 @@ pub fn dirty_domain(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         name,
         Outcome::Pass,
         format!(
-            "dirty + writeback peaked at {} at t={:.3}s",
+            "dirty peaked at {} at t={:.3}s",
             human_bytes(top),
             s.t[top_at]
         ),
@@ -184,7 +192,7 @@ pub fn dirty_domain(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             human_bytes(slack)
         ),
         format!(
-            "{cgroup}'s dirty + writeback (up to {}) stayed within vm.dirty_ratio ({} %) of its ceiling of {} at every sample",
+            "{cgroup}'s dirty pages (up to {}) stayed within vm.dirty_ratio ({} %) of its ceiling of {} at every sample",
             human_bytes(top),
             limits.ratio,
             human_bytes(ceil as i64)
