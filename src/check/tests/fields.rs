@@ -370,3 +370,27 @@ fn a_limit_without_swap_counts_its_failures_in_memsw() {
         lost.detail
     );
 }
+
+/// A leaf's own and hierarchical memory.stat values come from different views: the hierarchical
+/// one may show what the own one showed up to the periodic flush ago, never something else.
+#[test]
+fn a_leafs_own_stat_may_lead_its_hierarchical_one_by_the_flush() {
+    let rec = |late: f64, off: i64| {
+        sampled(&["a.dirty.local", "a.dirty"], |c, t| {
+            let rising = |t: f64| (t * 20.0 * MIB as f64) as i64;
+            match c {
+                "a.dirty.local" => rising(t),
+                _ => rising((t - late).max(0.0)) + off,
+            }
+        })
+    };
+    let lagging = crate::check::identities::identities("i".into(), &rec(1.0, 0), "a");
+    assert_eq!(lagging.outcome, Outcome::Pass, "{}", lagging.detail);
+    let wrong = crate::check::identities::identities("i".into(), &rec(0.0, 60 * MIB), "a");
+    assert_eq!(wrong.outcome, Outcome::Fail, "{}", wrong.detail);
+    assert!(
+        wrong.detail.contains("dirty.local = dirty"),
+        "{}",
+        wrong.detail
+    );
+}
