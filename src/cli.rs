@@ -9,6 +9,39 @@ use memcgtest::sys::cgroup::detect::Choice;
 use memcgtest::sys::env;
 use memcgtest::{compare, report, vm};
 
+/// The options of a run of scenarios, shared by `run` and `explore` (one test per scenario or
+/// case).
+#[derive(Args, Debug)]
+pub struct SessionArgs {
+    /// What stdout carries: text, KTAP, JSON, JUnit XML or KCIDB JSON.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: report::Format,
+    /// Write results.ktap, results.json, results.xml (JUnit), kcidb.json, index.html and
+    /// per-scenario CSV and SVG into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// Per-scenario timeout overriding the scenario's own (e.g. 120s, 10m; explore's cases: 120s).
+    #[arg(long, value_parser = units::parse_cli_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Stop a scenario whose workload made no progress for this long (no task of its groups
+    /// read, wrote or faulted; for sync steps, no page written back) and judge its checks on
+    /// what was sampled: default 30s, 10s with --quick; 0 turns the watchdog off.
+    #[arg(long, value_parser = units::parse_cli_duration_or_off)]
+    pub stall: Option<std::time::Duration>,
+    /// When another run owns the vm sysctls, stop (exit 125) instead of waiting for it.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// The machine is this run's alone (a VM of its own; `memcgtest vm` passes it): also run
+    /// the scenarios that put the whole machine under memory pressure or change machine-wide
+    /// knobs (requires.features = ["dedicated"]); without it they are skipped.
+    #[arg(long)]
+    pub dedicated: bool,
+    /// Stream typed events (JSON lines: scenario begin and end with the result, progress) on
+    /// stdout instead of printing the format: what the guest of `memcgtest vm` does for the host.
+    #[arg(long, hide = true)]
+    pub events: bool,
+}
+
 #[derive(Parser)]
 #[command(
     name = "memcgtest",
@@ -72,13 +105,6 @@ pub enum Command {
     /// Run scenarios (all when none is named).
     Run {
         names: Vec<String>,
-        /// What stdout carries: text, KTAP, JSON, JUnit XML or KCIDB JSON.
-        #[arg(long, value_enum, default_value = "human")]
-        format: report::Format,
-        /// Write results.ktap, results.json, results.xml (JUnit), kcidb.json, index.html and
-        /// per-scenario CSV and SVG into DIR.
-        #[arg(long, value_name = "DIR")]
-        report: Option<PathBuf>,
         /// KCIDB origin: the CI system submitting ([a-z0-9_]+).
         #[arg(long, default_value = report::kcidb::DEFAULT_ORIGIN)]
         origin: String,
@@ -89,29 +115,11 @@ pub enum Command {
         /// Scale sizes down 8x for smoke runs on slow machines; every check still runs.
         #[arg(long)]
         quick: bool,
-        /// Per-scenario timeout overriding the scenario's own (e.g. 120s, 10m).
-        #[arg(long, value_parser = units::parse_cli_duration)]
-        timeout: Option<std::time::Duration>,
-        /// Stop a scenario whose workload made no progress for this long (no task of its groups
-        /// read, wrote or faulted; for sync steps, no page written back) and judge its checks on
-        /// what was sampled: default 30s, 10s with --quick; 0 turns the watchdog off.
-        #[arg(long, value_parser = units::parse_cli_duration_or_off)]
-        stall: Option<std::time::Duration>,
         /// Sampling interval overriding the scenarios' own (for measuring the sampler's cost).
         #[arg(long, value_parser = units::parse_cli_duration)]
         sample_interval: Option<std::time::Duration>,
-        /// When another run owns the vm sysctls, stop (exit 125) instead of waiting for it.
-        #[arg(long)]
-        no_wait: bool,
-        /// The machine is this run's alone (a VM of its own; `memcgtest vm` passes it): also run
-        /// the scenarios that put the whole machine under memory pressure or change machine-wide
-        /// knobs (requires.features = ["dedicated"]); without it they are skipped.
-        #[arg(long)]
-        dedicated: bool,
-        /// Stream typed events (JSON lines: scenario begin and end with the result, progress) on
-        /// stdout instead of printing the format: what the guest of `memcgtest vm` does for the host.
-        #[arg(long, hide = true)]
-        events: bool,
+        #[command(flatten)]
+        session: SessionArgs,
     },
     /// Generate scenarios from the step and check tables and run them under every invariant; a
     /// failure is confirmed by a second run and shrunk to a minimal scenario file (exit 1).
@@ -133,27 +141,8 @@ pub enum Command {
         /// The longest one failure is shrunk.
         #[arg(long, default_value = "10m", value_parser = units::parse_cli_duration)]
         shrink_time: std::time::Duration,
-        /// What stdout carries: text, KTAP, JSON, JUnit XML or KCIDB JSON (one test per case).
-        #[arg(long, value_enum, default_value = "human")]
-        format: report::Format,
-        /// Write every report format into DIR (as `run --report`).
-        #[arg(long, value_name = "DIR")]
-        report: Option<PathBuf>,
-        /// Per-case timeout overriding the cases' own (120 s).
-        #[arg(long, value_parser = units::parse_cli_duration)]
-        timeout: Option<std::time::Duration>,
-        /// The progress watchdog (as `run --stall`).
-        #[arg(long, value_parser = units::parse_cli_duration_or_off)]
-        stall: Option<std::time::Duration>,
-        /// When another run owns the vm sysctls, stop (exit 125) instead of waiting for it.
-        #[arg(long)]
-        no_wait: bool,
-        /// The machine is this run's alone (as `run --dedicated`).
-        #[arg(long)]
-        dedicated: bool,
-        /// Stream typed events on stdout (what the guest of `memcgtest vm` does).
-        #[arg(long, hide = true)]
-        events: bool,
+        #[command(flatten)]
+        session: SessionArgs,
     },
     /// Compare the measurements of two sets of `run --format json` results, files or directories
     /// of them: one sample per run, a verdict from 3 runs a side (exit 1 on a regression).

@@ -101,45 +101,26 @@ fn run(cli: Cli) -> Result<u8, Error> {
         Command::Ab { .. } => run_ab(&cli),
         Command::Run {
             names,
-            format,
-            report,
             origin,
             build_id,
             quick,
-            timeout,
-            stall,
             sample_interval,
-            no_wait,
-            dedicated,
-            events,
+            session,
         } => {
             if !report::kcidb::valid_origin(origin) {
                 return Err(Error::Usage(format!(
                     "--origin {origin:?}: KCIDB wants [a-z0-9_]+"
                 )));
             }
-            let place = suite::Place {
-                cgroup: cli.cgroup,
-                parent: cli.parent.as_deref(),
-                scratch: &cli.scratch,
-                slow_scratch: cli.slow_scratch.as_deref(),
-                scenario_dir: cli.scenario_dir.as_deref(),
-            };
             suite::run_scenarios(
-                &place,
+                &place(&cli, cli.scenario_dir.as_deref()),
                 &suite::Options {
                     names,
-                    format: *format,
-                    report_dir: report.as_deref(),
-                    events: *events,
                     origin,
                     build_id: build_id.as_deref(),
                     quick: *quick,
-                    timeout: *timeout,
-                    stall: *stall,
                     sample_interval: *sample_interval,
-                    no_wait: *no_wait,
-                    dedicated: *dedicated,
+                    ..session_options(session)
                 },
             )
         }
@@ -157,35 +138,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             cases,
             out,
             shrink_time,
-            format,
-            report,
-            timeout,
-            stall,
-            no_wait,
-            dedicated,
-            events,
+            session,
         } => {
-            let place = suite::Place {
-                cgroup: cli.cgroup,
-                parent: cli.parent.as_deref(),
-                scratch: &cli.scratch,
-                slow_scratch: cli.slow_scratch.as_deref(),
-                scenario_dir: None,
-            };
-            let run = suite::Options {
-                names: &[],
-                format: *format,
-                report_dir: report.as_deref(),
-                events: *events,
-                origin: report::kcidb::DEFAULT_ORIGIN,
-                build_id: None,
-                quick: false,
-                timeout: *timeout,
-                stall: *stall,
-                sample_interval: None,
-                no_wait: *no_wait,
-                dedicated: *dedicated,
-            };
+            // Explore makes its own scenarios: --scenario-dir is not read.
+            let place = place(&cli, None);
+            let run = session_options(session);
             memcgtest::explore::explore(
                 &place,
                 &memcgtest::explore::Options {
@@ -198,6 +155,35 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 },
             )
         }
+    }
+}
+
+/// Where a run's groups and files go, from the global options.
+fn place<'a>(cli: &'a Cli, scenario_dir: Option<&'a Path>) -> suite::Place<'a> {
+    suite::Place {
+        cgroup: cli.cgroup,
+        parent: cli.parent.as_deref(),
+        scratch: &cli.scratch,
+        slow_scratch: cli.slow_scratch.as_deref(),
+        scenario_dir,
+    }
+}
+
+/// The run options `run` and `explore` share; `run`'s own ones at their defaults.
+fn session_options(s: &cli::SessionArgs) -> suite::Options<'_> {
+    suite::Options {
+        names: &[],
+        format: s.format,
+        report_dir: s.report.as_deref(),
+        events: s.events,
+        origin: report::kcidb::DEFAULT_ORIGIN,
+        build_id: None,
+        quick: false,
+        timeout: s.timeout,
+        stall: s.stall,
+        sample_interval: None,
+        no_wait: s.no_wait,
+        dedicated: s.dedicated,
     }
 }
 

@@ -10,6 +10,7 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 
 use super::case::{Case, Declared};
 use crate::model::Version;
+use crate::model::record::within;
 use crate::model::step::{Advice, Region};
 use crate::scenario::{Antagonist, CgroupSpec, Hold, Phase, Step};
 
@@ -99,13 +100,13 @@ impl World {
     fn room(&self, groups: &[CgroupSpec], g: &str, budget: u64) -> u64 {
         groups
             .iter()
-            .filter(|a| a.name == g || g.starts_with(&format!("{}/", a.name)))
+            .filter(|a| within(g, &a.name))
             .filter_map(|a| {
                 let cap = [a.limit, a.high].into_iter().flatten().min()?;
                 let held: u64 = self
                     .tasks
                     .iter()
-                    .filter(|t| t.group == a.name || t.group.starts_with(&format!("{}/", a.name)))
+                    .filter(|t| within(&t.group, &a.name))
                     .map(|t| t.bytes)
                     .sum();
                 Some((cap / 2).saturating_sub(held))
@@ -517,7 +518,7 @@ fn declared(groups: &[CgroupSpec], w: &World) -> Vec<Declared> {
     let mut out = Vec::new();
     for g in groups {
         out.push(Declared::NoUnderflow(g.name.clone()));
-        let inside = |x: &str| x == g.name || x.starts_with(&format!("{}/", g.name));
+        let inside = |x: &str| within(x, &g.name);
         let mine: Vec<&String> = w
             .writers
             .iter()
@@ -557,10 +558,7 @@ fn declared(groups: &[CgroupSpec], w: &World) -> Vec<Declared> {
 fn limit_hits(groups: &[CgroupSpec], w: &World) -> Vec<String> {
     let mut out = Vec::new();
     for (g, size) in &w.writes {
-        let chain: Vec<&CgroupSpec> = groups
-            .iter()
-            .filter(|a| *g == a.name || g.starts_with(&format!("{}/", a.name)))
-            .collect();
+        let chain: Vec<&CgroupSpec> = groups.iter().filter(|a| within(g, &a.name)).collect();
         if chain.iter().any(|a| a.high.is_some()) {
             continue;
         }

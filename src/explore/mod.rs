@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 use crate::exec::runner;
 use crate::model::error::{Error, exit};
 use crate::model::{Outcome, ScenarioResult, Status};
-use crate::scenario::Scenario;
 use crate::suite::{self, Place, Session};
 use crate::sys::cleanup;
 use case::Case;
@@ -86,13 +85,13 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
     {
         let case = generator::generate(seed, index, &m);
         index += 1;
-        let (sc, r) = run_case(&session, &case, &out.join("cases"))?;
+        let r = run_case(&session, &case, &out.join("cases"))?;
         let Some(check) = failed_check(&r) else {
             results.push(r);
             continue;
         };
         say(&format!("{}: {check} failed; running it again", case.name));
-        let (_, again) = run_case(&session, &case, &out.join("cases"))?;
+        let again = run_case(&session, &case, &out.join("cases"))?;
         let confirmed = still_fails(&again, &check);
         results.push(r);
         let mut again = again;
@@ -111,7 +110,6 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
         }
         results.push(again);
         write(&out.join(format!("{}.toml", case.name)), &case.to_toml())?;
-        drop(sc);
         let (shrunk, runs) = shrink(&session, &case, &check, &out, o.shrink_time)?;
         let mut min = shrunk.clone();
         min.name = format!("{}-min", case.name);
@@ -123,7 +121,7 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
             min.steps(),
             out.join(format!("{}.toml", min.name)).display()
         ));
-        let (_, last) = run_case(&session, &min, &out)?;
+        let last = run_case(&session, &min, &out)?;
         results.push(last);
         found.push(Found {
             check,
@@ -155,7 +153,7 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
 }
 
 /// Writes the case, reads it back as a scenario file is read, and runs it.
-fn run_case(s: &Session, case: &Case, dir: &Path) -> Result<(Scenario, ScenarioResult), Error> {
+fn run_case(s: &Session, case: &Case, dir: &Path) -> Result<ScenarioResult, Error> {
     let path = dir.join(format!("{}.toml", case.name));
     let text = case.to_toml();
     write(&path, &text)?;
@@ -166,7 +164,7 @@ fn run_case(s: &Session, case: &Case, dir: &Path) -> Result<(Scenario, ScenarioR
         .scenario((1, 1), &sc.name, &sc.summary, None, None);
     let r = runner::run_scenario(&s.ctx, &sc);
     s.ctx.progress.done(&r);
-    Ok((sc, r))
+    Ok(r)
 }
 
 /// The first check a result failed, or the kernel error that stopped it.
@@ -219,7 +217,7 @@ fn shrink(
             }
             runs += 1;
             v.name = format!("{}-s{runs}", case.name);
-            let (_, r) = run_case(s, &v, &dir)?;
+            let r = run_case(s, &v, &dir)?;
             if still_fails(&r, check) {
                 s.ctx.progress.say(&format!(
                     "explore: {}: still fails {check} with {} groups, {} steps",

@@ -10,6 +10,14 @@ use crate::model::Series;
 use crate::model::Stat;
 use crate::model::stats::median;
 
+/// Whether group `group` is `ancestor` or below it (group names are paths: "a", "a/b").
+pub fn within(group: &str, ancestor: &str) -> bool {
+    group == ancestor
+        || group
+            .strip_prefix(ancestor)
+            .is_some_and(|r| r.starts_with('/'))
+}
+
 /// A cgroup the scenario creates, named by its path below the scenario's directory ("a" or "a/b").
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct CgroupSpec {

@@ -120,6 +120,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{Hold, Scenario, Step};
+use crate::model::record::within;
 
 /// Which scratch files belong to which groups' truth.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -157,13 +158,6 @@ fn written(step: &Step) -> Vec<(String, &str)> {
         }
         _ => Vec::new(),
     }
-}
-
-fn within(group: &str, ancestor: &str) -> bool {
-    group == ancestor
-        || group
-            .strip_prefix(ancestor)
-            .is_some_and(|r| r.starts_with('/'))
 }
 
 /// Assigns each written file to the groups whose hierarchical counters must contain its pages.
