@@ -15,8 +15,8 @@ use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt};
 use crate::model::counter::{DIRTY, WRITEBACK};
 use crate::model::error::ScenarioError;
-use crate::model::units::human_bytes;
 use crate::model::record::within;
+use crate::model::units::human_bytes;
 use crate::model::{Record, StepKind};
 
 /// `dirty-domain`: `cgroup`'s dirty + writeback stay within vm.dirty_ratio of its ceiling.

@@ -82,6 +82,11 @@ pub fn args(cfg: &Config) -> Vec<String> {
         cfg.cpus.to_string(),
         "-m".into(),
         format!("{}M", cfg.memory_mib),
+        // Every page of guest RAM touched before the guest starts: a page the guest uses for the
+        // first time would otherwise fault in the host (and, where the host is itself a VM, in
+        // its hypervisor) at a cost that differs from boot to boot and lands on whatever the
+        // guest is measuring then.
+        "-mem-prealloc".into(),
         "-kernel".into(),
         cfg.kernel.display().to_string(),
         "-initrd".into(),

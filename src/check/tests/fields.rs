@@ -262,7 +262,13 @@ fn dirty_pages_stop_rising_once_the_domain_is_seen_over() {
     );
     // Dirtied beyond the share between two reads (the kernel throttles on statistics up to 2 s
     // old), then held still or falling while the flusher writes them: no failure.
-    let stale = rec(&|t| if t < 1.0 { MIB } else { 40 * MIB - (t * MIB as f64) as i64 });
+    let stale = rec(&|t| {
+        if t < 1.0 {
+            MIB
+        } else {
+            40 * MIB - (t * MIB as f64) as i64
+        }
+    });
     assert_eq!(
         dirty_domain("d".into(), &stale, "p/w").outcome,
         Outcome::Pass
