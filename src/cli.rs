@@ -36,6 +36,10 @@ pub struct SessionArgs {
     /// knobs (requires.features = ["dedicated"]); without it they are skipped.
     #[arg(long)]
     pub dedicated: bool,
+    /// A known failure (a failed check a scenario's [[known]] entry expects on this kernel)
+    /// fails the run (exit 1) instead of exiting 0.
+    #[arg(long)]
+    pub strict: bool,
     /// Stream typed events (JSON lines: scenario begin and end with the result, progress) on
     /// stdout instead of printing the format: what the guest of `memcgtest vm` does for the host.
     #[arg(long, hide = true)]

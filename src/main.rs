@@ -184,6 +184,7 @@ fn session_options(s: &cli::SessionArgs) -> suite::Options<'_> {
         sample_interval: None,
         no_wait: s.no_wait,
         dedicated: s.dedicated,
+        strict: s.strict,
     }
 }
 

@@ -39,6 +39,8 @@ pub struct Options<'a> {
     pub no_wait: bool,
     /// The machine is the run's own: scenarios that need that run (`Feature::Dedicated`).
     pub dedicated: bool,
+    /// A known failure fails the run (exit 1).
+    pub strict: bool,
 }
 
 /// This machine cannot test at all: 125.
@@ -156,7 +158,7 @@ pub fn run_scenarios(place: &Place, o: &Options) -> Result<u8, Error> {
     let in_vm = std::env::var_os("MEMCGTEST_KMSG").is_some();
     let results = run_each(&session.ctx, &selected, o.quick, in_vm);
     let rep = session.report(results, o.quick);
-    let verdict = run_verdict(&rep.scenarios, cleanup::interrupted());
+    let verdict = run_verdict(&rep.scenarios, cleanup::interrupted(), o.strict);
     close_session(&session, &rep, o, verdict)
 }
 
@@ -292,7 +294,10 @@ fn run_each(
         kmsg(&format!("{}{}", vm::console::END, sc.name));
         ctx.progress.done(&r);
         // Skips and errors end early: only whole runs say how long the next one takes.
-        if matches!(r.status, model::Status::Pass | model::Status::Fail) {
+        if matches!(
+            r.status,
+            model::Status::Pass | model::Status::Fail | model::Status::Known
+        ) {
             durations.seconds.insert(keys[i].clone(), r.seconds);
         }
         results.push(r);
@@ -324,14 +329,20 @@ pub fn with_report(verdict: Result<u8, Error>, written: anyhow::Result<()>) -> R
 /// The exit of a run from its scenarios' results, in this order: interrupted by a signal: 125
 /// (the run is incomplete, whatever it saw); a failed check or a scenario the kernel stopped
 /// (`Error::Kernel`: worker killed, timeout): 1; a scenario the machine stopped: 125 with its
-/// reason; nothing passed (every scenario skipped): 125; else 0.
-pub fn run_verdict(results: &[model::ScenarioResult], interrupted: bool) -> Result<u8, Error> {
+/// reason; nothing passed (every scenario skipped): 125; else 0. A known failure counts as a pass,
+/// or with `strict` as a failure.
+pub fn run_verdict(
+    results: &[model::ScenarioResult],
+    interrupted: bool,
+    strict: bool,
+) -> Result<u8, Error> {
     use model::Status;
     if interrupted {
         return Err(Error::Interrupted);
     }
     let failed = |r: &&model::ScenarioResult| {
         r.status == Status::Fail
+            || (strict && r.status == Status::Known)
             || r.error
                 .as_ref()
                 .is_some_and(|e| e.exit_code() == exit::FAIL)
@@ -346,7 +357,10 @@ pub fn run_verdict(results: &[model::ScenarioResult], interrupted: bool) -> Resu
             other => other,
         });
     }
-    if !results.iter().any(|r| r.status == Status::Pass) {
+    if !results
+        .iter()
+        .any(|r| matches!(r.status, Status::Pass | Status::Known))
+    {
         return Err(untestable("every scenario was skipped"));
     }
     Ok(exit::OK)
@@ -386,7 +400,7 @@ mod tests {
     }
 
     fn code(results: &[ScenarioResult], interrupted: bool) -> u8 {
-        match run_verdict(results, interrupted) {
+        match run_verdict(results, interrupted, false) {
             Ok(v) => v,
             Err(e) => e.exit_code(),
         }
@@ -413,8 +427,17 @@ mod tests {
         assert_eq!(code(&[fail()], true), 125);
         let interrupted = result(Status::Error, Some(Error::Interrupted));
         assert_eq!(code(&[pass(), interrupted], false), 125);
-        let e = run_verdict(&[pass(), machine()], false).unwrap_err();
+        let e = run_verdict(&[pass(), machine()], false, false).unwrap_err();
         assert!(e.to_string().contains("s could not run: ENOSPC"), "{e}");
+    }
+
+    /// A known failure exits 0 (and counts as something tested), with --strict 1.
+    #[test]
+    fn a_known_failure_is_0_unless_strict() {
+        let known = || result(Status::Known, None);
+        let skip = || result(Status::Skip, None);
+        assert_eq!(run_verdict(&[known(), skip()], false, false).unwrap(), 0);
+        assert_eq!(run_verdict(&[known(), skip()], false, true).unwrap(), 1);
     }
 
     #[test]

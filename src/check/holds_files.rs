@@ -10,7 +10,7 @@ use super::{
     Check, CheckResult, CheckSpec, Kind, Needs, Outcome, STALE_WINDOW, columns, missing, opt,
     stale_lag,
 };
-use crate::model::counter::FILE;
+use crate::model::counter::{FILE, HELD};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
 use crate::model::{Column, Record};
@@ -32,7 +32,9 @@ counts each file's cached pages in the page cache itself; every page a task of t
 group (or of a group below it) added to the cache was charged to the group, so its \
 `file` holds at least their sum. It may hold more (files it only read, filesystem \
 metadata), so the check is one-sided. The truth is read before and after the group's \
-files, and the smaller of the two is used; a shortfall is measured from the least the \
+files, and per file the smaller of the two is used (a file growing while another shrinks, \
+as a writer at its group's limit evicts an older file, would make the smaller of the two \
+sums no bound: stock 6.12 v1, dirty-migration's probe, 1.4 MiB); a shortfall is measured from the least the \
 files held within the group's stale window (0.1 s for a leaf; 3 s for a group with \
 sampled children, whose statistics may lag by up to the periodic flush) and must last \
 2 samples in a row. A move takes mapped pages away, so scenarios that move judge it \
@@ -104,8 +106,14 @@ pub fn holds_files(name: String, rec: &Record, cgroup: &str, phase: Option<&str>
     // stale, not short.
     let lag = stale_lag(rec, cgroup);
     let parent = lag > STALE_WINDOW;
-    // The truth at the moment of the cgroup read lies between the reads before and after it.
-    let lo = |r: usize| s.get(r, pre).min(s.get(r, post));
+    // The truth at the moment of the cgroup read: per file at least the smaller of its reads
+    // before and after (`held`, see `pagecache::HELD`); records without it take the smaller of
+    // the two sums, which is no bound when one file grows while another shrinks.
+    let held = s.col(&Column::files(cgroup, HELD, false));
+    let lo = |r: usize| match held {
+        Some(h) => s.get(r, h),
+        None => s.get(r, pre).min(s.get(r, post)),
+    };
     let short = |r: usize| {
         let t = s.t[r];
         let floor = (0..=r)

@@ -13,7 +13,7 @@ use super::phases::Run;
 use super::sample::Sampler;
 use super::sources::sampler_sources;
 use crate::model::error::Error;
-use crate::model::{CheckResult, Outcome};
+use crate::model::{CheckResult, KnownIssue, Outcome};
 use crate::model::{PhaseResult, Record, ScenarioResult, Series, Status};
 use crate::scenario::{Feature, SamplePlan, Scenario, ScratchDisk, Step};
 use crate::sys::cgroup::{Cgroup, Version};
@@ -434,10 +434,29 @@ fn conclude(sc: &Scenario, plan: &SamplePlan, result: &mut ScenarioResult, recor
         });
     }
     result.checks = sc.checks.iter().map(|c| c.judge(&record)).collect();
+    let release = crate::sys::env::kernel_release();
+    result.fixed = mark_known(
+        &mut result.checks,
+        &sc.known,
+        &release,
+        result.cgroup_version,
+    );
+    for k in &result.fixed {
+        result.notes.push(format!(
+            "known issue no longer fails on this kernel (fixed?): {}: {}",
+            k.check,
+            k.describe()
+        ));
+    }
     let failed: Vec<&CheckResult> = result
         .checks
         .iter()
-        .filter(|c| c.outcome == Outcome::Fail)
+        .filter(|c| c.outcome == Outcome::Fail && c.known.is_none())
+        .collect();
+    let known: Vec<&CheckResult> = result
+        .checks
+        .iter()
+        .filter(|c| c.outcome == Outcome::Fail && c.known.is_some())
         .collect();
     // An implied invariant that was not exercised is said in its line; only the checks the
     // scenario declared decide whether it tested what it is about.
@@ -452,6 +471,12 @@ fn conclude(sc: &Scenario, plan: &SamplePlan, result: &mut ScenarioResult, recor
             .map(|c| format!("{}: {} (expected {})", c.name, c.actual, c.expected))
             .collect();
         (Status::Fail, names.join("; "))
+    } else if !known.is_empty() {
+        let names: Vec<String> = known
+            .iter()
+            .map(|c| format!("{}: {} (expected {})", c.name, c.actual, c.expected))
+            .collect();
+        (Status::Known, names.join("; "))
     } else if !unexercised.is_empty() {
         let mut why: Vec<String> = Vec::new();
         for c in &unexercised {
@@ -492,6 +517,34 @@ fn scratch_base<'a>(ctx: &'a Context, sc: &Scenario, result: &mut ScenarioResult
             &ctx.scratch
         }
     }
+}
+
+/// Marks each failed check a known issue covers (one expected on `release` under `version`) and
+/// returns the issues expected here whose checks all passed (fixed?). An issue whose checks were
+/// not exercised is neither.
+pub fn mark_known(
+    checks: &mut [CheckResult],
+    known: &[KnownIssue],
+    release: &str,
+    version: Option<crate::model::Version>,
+) -> Vec<KnownIssue> {
+    let here: Vec<&KnownIssue> = known
+        .iter()
+        .filter(|k| k.applies(release, version))
+        .collect();
+    for c in checks.iter_mut().filter(|c| c.outcome == Outcome::Fail) {
+        c.known = here
+            .iter()
+            .find(|k| k.covers(&c.name))
+            .map(|k| (*k).clone());
+    }
+    here.into_iter()
+        .filter(|k| {
+            let mine: Vec<&CheckResult> = checks.iter().filter(|c| k.covers(&c.name)).collect();
+            !mine.is_empty() && mine.iter().all(|c| c.outcome == Outcome::Pass)
+        })
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -586,5 +639,39 @@ mod tests {
         assert!(needs_sysctls(dm));
         let fo = all.iter().find(|s| s.name == "fault-overhead").unwrap();
         assert!(!needs_sysctls(fo));
+    }
+
+    /// A failure a known issue covers is marked; an issue whose checks passed here is fixed; one
+    /// that does not apply to this kernel marks nothing.
+    #[test]
+    fn known_issues_mark_their_failures_and_report_fixed_ones() {
+        use crate::model::{KnownIssue, Release, Version};
+        let issue = |check: &str, from: &str| KnownIssue {
+            check: check.into(),
+            from: Release::parse(from).unwrap(),
+            to: None,
+            cgroup: Some(Version::V1),
+            text: "t".into(),
+            link: None,
+        };
+        let mk = |name: &str, o: Outcome| {
+            CheckResult::new(name.into(), o, "".into(), "".into(), "".into())
+        };
+        let known = [issue("limit-counters", "6.18"), issue("settles(a)", "6.18")];
+        let mut checks = vec![
+            mk("limit-counters(g)", Outcome::Fail),
+            mk("settles(a)", Outcome::Pass),
+            mk("hierarchy(p)", Outcome::Fail),
+        ];
+        let fixed = mark_known(&mut checks, &known, "6.18.44", Some(Version::V1));
+        assert!(checks[0].known.is_some());
+        assert!(checks[2].known.is_none());
+        assert_eq!(fixed, vec![known[1].clone()]);
+        let mut again = vec![mk("limit-counters(g)", Outcome::Fail)];
+        assert!(mark_known(&mut again, &known, "6.12.118", Some(Version::V1)).is_empty());
+        assert!(again[0].known.is_none());
+        let mut v2 = vec![mk("limit-counters(g)", Outcome::Fail)];
+        mark_known(&mut v2, &known, "6.18.44", Some(Version::V2));
+        assert!(v2[0].known.is_none());
     }
 }

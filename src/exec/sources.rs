@@ -220,6 +220,7 @@ fn oracle_sources(
                     truth_groups.push(name);
                 }
             }
+            let last = std::sync::Arc::default();
             let mut make = |pre: bool| {
                 let first = columns.len();
                 for g in &truth_groups {
@@ -227,6 +228,15 @@ fn oracle_sources(
                         columns.push(Column::files(g, c, pre));
                     }
                 }
+                let held = (!pre).then(|| {
+                    truth_groups
+                        .iter()
+                        .map(|g| {
+                            columns.push(Column::files(g, pagecache::HELD, false));
+                            columns.len() - 1
+                        })
+                        .collect()
+                });
                 let base = |g: &str| first + 3 * truth_groups.iter().position(|x| *x == g).unwrap();
                 Source::Truth(FileTruth {
                     files: files
@@ -236,6 +246,8 @@ fn oracle_sources(
                         .collect(),
                     groups: (0..truth_groups.len()).map(|i| first + 3 * i).collect(),
                     page_size: ctx.machine.page_size as i64,
+                    last: std::sync::Arc::clone(&last),
+                    held,
                 })
             };
             if !truth_groups.is_empty() {

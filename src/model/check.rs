@@ -32,6 +32,9 @@ pub struct CheckResult {
     /// make the scenario skip.
     #[serde(default)]
     pub implied: bool,
+    /// The scenario's known issue this failure matches (see `known`): a known failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known: Option<crate::model::KnownIssue>,
     /// The sampled columns the check judged; on failure, those whose sum broke (for timelines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub columns: Vec<Column>,
@@ -55,6 +58,7 @@ impl CheckResult {
             detail,
             at: None,
             bound: None,
+            known: None,
             implied: false,
             columns: Vec::new(),
         }

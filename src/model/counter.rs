@@ -7,6 +7,10 @@ use super::Version;
 pub const DIRTY: &str = "dirty";
 pub const WRITEBACK: &str = "writeback";
 pub const FILE: &str = "file";
+/// The per-file truth's lower bound of the page cache a group's files held when its memory.stat
+/// was read: per file the smaller of its cachestat reads before and after, summed (a files column
+/// only, not a memcg counter).
+pub const HELD: &str = "held";
 pub const ANON: &str = "anon";
 /// Read from a file of its own (v1 memory.usage_in_bytes, v2 memory.current).
 pub const USAGE: &str = "usage";

@@ -63,6 +63,7 @@ pub fn check(name: &str, outcome: Outcome) -> CheckResult {
         bound: None,
         implied: false,
         columns: Vec::new(),
+        known: None,
     }
 }
 
@@ -81,6 +82,7 @@ pub fn result(name: &str, status: Status, reason: &str) -> ScenarioResult {
         moves: vec![],
         measurements: vec![],
         moved: vec![],
+        fixed: vec![],
         record: None,
         error: None,
     }

@@ -12,6 +12,7 @@ pub mod event;
 pub mod fixtures;
 pub mod format;
 pub mod kcidb;
+pub mod known;
 pub mod record;
 pub mod result;
 pub mod series;
@@ -26,6 +27,7 @@ pub use check::{CheckResult, Outcome};
 pub use column::{Column, join_names, sum_label};
 pub use event::Event;
 pub use format::Format;
+pub use known::{KnownIssue, Release};
 pub use record::{
     CgroupSpec, DirtyLimits, Load, Machine, Measurement, MoveRecord, PhaseMeasure, PhaseRecord,
     Record, StepRecord, step_rate,

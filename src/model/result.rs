@@ -18,6 +18,8 @@ pub enum Status {
     Fail,
     Skip,
     Error,
+    /// Every failed check matched a known issue of the scenario (exit 0 unless --strict).
+    Known,
 }
 
 impl Status {
@@ -27,6 +29,7 @@ impl Status {
             Status::Fail => "fail",
             Status::Skip => "skip",
             Status::Error => "error",
+            Status::Known => "known",
         }
     }
 }
@@ -64,6 +67,9 @@ pub struct ScenarioResult {
     /// largest change of any group's column, for the coverage table (`memcgtest coverage`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moved: Vec<(String, i64)>,
+    /// Known issues expected on this kernel whose checks passed: fixed?
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixed: Vec<crate::model::KnownIssue>,
     #[serde(skip)]
     pub record: Option<Record>,
     /// Why the scenario could not finish, when its status is `error`: the kernel's fault (exit 1)
@@ -92,6 +98,7 @@ impl ScenarioResult {
             samples: 0,
             phases: Vec::new(),
             checks: Vec::new(),
+            fixed: Vec::new(),
             notes: Vec::new(),
             moves: Vec::new(),
             measurements: Vec::new(),
@@ -108,6 +115,9 @@ pub struct Totals {
     pub failed: usize,
     pub skipped: usize,
     pub errors: usize,
+    /// Scenarios whose every failure was a known issue.
+    #[serde(default)]
+    pub known: usize,
 }
 
 /// One run: the tool, the environment, every scenario's result.
@@ -150,6 +160,7 @@ impl RunReport {
                 failed: 0,
                 skipped: 0,
                 errors: 0,
+                known: 0,
             },
             seconds: 0.0,
         };
@@ -165,6 +176,7 @@ impl RunReport {
             failed: count(Status::Fail),
             skipped: count(Status::Skip),
             errors: count(Status::Error),
+            known: count(Status::Known),
         };
     }
 

@@ -63,6 +63,7 @@ th{background:#f3f4f6}\
 .fail{background:#fee2e2;color:#991b1b}\
 .skip{background:#fef9c3;color:#854d0e}\
 .error{background:#fde68a;color:#7c2d12}\
+.known{background:#e0e7ff;color:#3730a3}\
 .mono{font-family:monospace;font-size:13px}\
 .reason{background:#fef2f2;border-left:4px solid #b91c1c;padding:4px 8px}\
 pre{white-space:pre-wrap;font-size:12px;background:#f9fafb;padding:6px}\

@@ -26,6 +26,12 @@ fn check_case(r: &ScenarioResult, c: &CheckResult) -> TestCase {
     let line = format!("actual {}, expected {}", c.actual, c.expected);
     let status = match c.outcome {
         Outcome::Pass => TestCaseStatus::success(),
+        Outcome::Fail if let Some(k) = &c.known => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(format!("known failure: {line}: {}", k.describe()))
+                .set_type("known issue");
+            s
+        }
         Outcome::Fail => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(line.clone()).set_type("check failed");
@@ -48,11 +54,11 @@ fn scenario_case(r: &ScenarioResult) -> Option<TestCase> {
     let has = |o: Outcome| r.checks.iter().any(|c| c.outcome == o);
     let status = match r.status {
         Status::Pass => return None,
-        Status::Fail if has(Outcome::Fail) => return None,
+        Status::Fail | Status::Known if has(Outcome::Fail) => return None,
         Status::Skip if has(Outcome::NotExercised) => return None,
         Status::Fail => TestCaseStatus::non_success(NonSuccessKind::Failure),
         Status::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
-        Status::Skip => TestCaseStatus::skipped(),
+        Status::Skip | Status::Known => TestCaseStatus::skipped(),
     };
     let mut status = status;
     status.set_message(r.reason.as_str());

@@ -5,13 +5,16 @@
 //! component: `tracks-global(test)` becomes `tracks-global.test`). Statuses map pass/fail/skip/
 //! error to PASS/FAIL/SKIP/ERROR (a check that was not exercised is SKIP). `misc` carries what was
 //! measured: per check actual, expected, tolerance and details; per scenario the cgroup version,
-//! the sample count, the phases' throughput and the measurement sample sets.
+//! the sample count, the phases' throughput and the measurement sample sets. A known failure (a
+//! failed check a scenario's `[[known]]` entry expects) is FAIL with an issue (once per run) and
+//! an incident on its test; a known issue whose checks passed gets an incident that is not
+//! present.
 
 use serde_json::{Value, json};
 
 use crate::model::RunReport;
 pub use crate::model::kcidb::{DEFAULT_ORIGIN, Ids, valid_origin};
-use crate::model::{CheckResult, Outcome};
+use crate::model::{CheckResult, KnownIssue, Outcome};
 use crate::model::{ScenarioResult, Status};
 
 pub const SCHEMA_MAJOR: u32 = 5;
@@ -50,7 +53,9 @@ pub fn check_path(scenario: &str, check: &str) -> String {
 fn status(s: Status) -> &'static str {
     match s {
         Status::Pass => "PASS",
-        Status::Fail => "FAIL",
+        // A known failure is still a failure of the test; the issue and incident records say
+        // it was expected.
+        Status::Fail | Status::Known => "FAIL",
         Status::Skip => "SKIP",
         Status::Error => "ERROR",
     }
@@ -168,6 +173,47 @@ fn scenario_test(rep: &RunReport, r: &ScenarioResult) -> Value {
     t
 }
 
+/// A known issue of scenario `r` as a KCIDB issue (once per run) and an incident on `test_id`:
+/// present where it failed as expected, absent where its checks passed (fixed?).
+fn known_records(
+    rep: &RunReport,
+    r: &ScenarioResult,
+    k: &KnownIssue,
+    test_id: &str,
+    present: bool,
+    issues: &mut Vec<Value>,
+    incidents: &mut Vec<Value>,
+) {
+    let ids = &rep.kcidb;
+    let issue_id = format!("{}:{}", ids.origin, k.id(&r.name));
+    if !issues.iter().any(|i| i["id"] == issue_id.as_str()) {
+        let mut issue = json!({
+            "id": issue_id,
+            "version": 1,
+            "origin": ids.origin,
+            "report_subject": k.text,
+            "culprit": {"code": true, "tool": false, "harness": false},
+            "comment": k.describe(),
+            "misc": {"scenario": r.name, "check": k.check, "link": k.link},
+        });
+        if let Some(l) = k.link.as_ref().filter(|l| l.starts_with("http")) {
+            issue["report_url"] = l.as_str().into();
+        }
+        strip_nulls(&mut issue);
+        issues.push(issue);
+    }
+    incidents.push(json!({
+        "id": format!("{test_id}:known"),
+        "origin": ids.origin,
+        "issue_id": issue_id,
+        "issue_version": 1,
+        "build_id": ids.build_id,
+        "test_id": test_id,
+        "present": present,
+        "comment": if present { "a known failure" } else { "the known issue did not fail: fixed?" },
+    }));
+}
+
 /// KCIDB properties cannot be null: drop them (recursively, in objects and arrays).
 fn strip_nulls(v: &mut Value) {
     match v {
@@ -184,6 +230,7 @@ pub fn render(rep: &RunReport) -> String {
     let ids = &rep.kcidb;
     let e = &rep.environment;
     let mut tests = Vec::new();
+    let (mut issues, mut incidents) = (Vec::new(), Vec::new());
     for r in &rep.scenarios {
         tests.push(scenario_test(rep, r));
         let mut seen: Vec<String> = Vec::new();
@@ -197,7 +244,15 @@ pub fn render(rep: &RunReport) -> String {
                 n += 1;
             }
             seen.push(path.clone());
+            if let Some(k) = &c.known {
+                let test_id = format!("{}:{path}", ids.run_id);
+                known_records(rep, r, k, &test_id, true, &mut issues, &mut incidents);
+            }
             tests.push(check_test(rep, r, c, path));
+        }
+        for k in &r.fixed {
+            let test_id = format!("{}:memcgtest.{}", ids.run_id, component(&r.name));
+            known_records(rep, r, k, &test_id, false, &mut issues, &mut incidents);
         }
     }
     let doc = json!({
@@ -218,6 +273,11 @@ pub fn render(rep: &RunReport) -> String {
         }],
         "tests": tests,
     });
+    let mut doc = doc;
+    if !issues.is_empty() {
+        doc["issues"] = issues.into();
+        doc["incidents"] = incidents.into();
+    }
     serde_json::to_string_pretty(&doc).expect("KCIDB JSON serializes") + "\n"
 }
 

@@ -80,10 +80,14 @@ fn detail_lines(r: &ScenarioResult) -> Vec<String> {
     {
         let tag = match c.outcome {
             Outcome::Pass => "ok  ",
+            Outcome::Fail if c.known.is_some() => "KNOWN FAIL",
             Outcome::Fail => "FAIL",
             Outcome::NotExercised => "skip",
         };
         out.push(format!("{tag} {}: {}", c.name, c.detail));
+        if let Some(k) = &c.known {
+            out.push(format!("       known issue: {}", k.describe()));
+        }
         if c.outcome == Outcome::Fail || c.outcome == Outcome::Pass {
             out.push(format!(
                 "       actual {}, expected {}",
@@ -129,8 +133,16 @@ pub fn human(rep: &RunReport) -> String {
     }
     let t = &rep.totals;
     s += &format!(
-        "memcgtest: {} passed, {} failed, {} skipped, {} errors\n",
-        t.passed, t.failed, t.skipped, t.errors
+        "memcgtest: {} passed, {} failed, {} skipped, {} errors{}\n",
+        t.passed,
+        t.failed,
+        t.skipped,
+        t.errors,
+        if t.known > 0 {
+            format!(", {} known failures (exit 0 unless --strict)", t.known)
+        } else {
+            String::new()
+        }
     );
     s
 }
@@ -164,14 +176,30 @@ pub fn ktap(rep: &RunReport) -> String {
                 s += &format!("# {name}: error: {}\n", one_line(&r.reason));
                 s += &format!("not ok {n} {name}\n");
             }
+            Status::Known => {
+                s += &format!("# {name}: known failure: {}\n", one_line(&r.reason));
+                s += &format!("not ok {n} {name} # XFAIL {}\n", one_line(&known_text(r)));
+            }
         }
     }
     let t = &rep.totals;
     s += &format!(
-        "# Totals: pass:{} fail:{} xfail:0 xpass:0 skip:{} error:{}\n",
-        t.passed, t.failed, t.skipped, t.errors
+        "# Totals: pass:{} fail:{} xfail:{} xpass:0 skip:{} error:{}\n",
+        t.passed, t.failed, t.known, t.skipped, t.errors
     );
     s
+}
+
+/// The known issues a scenario's known failure matched, one line.
+pub fn known_text(r: &ScenarioResult) -> String {
+    let mut texts: Vec<String> = Vec::new();
+    for k in r.checks.iter().filter_map(|c| c.known.as_ref()) {
+        let d = k.describe();
+        if !texts.contains(&d) {
+            texts.push(d);
+        }
+    }
+    texts.join("; ")
 }
 
 /// Text for one KTAP line: a line break becomes a space and other control characters are
@@ -234,7 +262,7 @@ pub fn write_dir(rep: &RunReport, dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::fixtures::{report, result};
+    use crate::model::fixtures::{check, report, result};
 
     #[test]
     fn ktap_has_plan_results_and_skip_directive() {
@@ -257,6 +285,45 @@ mod tests {
                 "{l}"
             );
         }
+    }
+
+    /// A known failure: KTAP `not ok N name # XFAIL <issue>`, counted as xfail; JUnit skips its
+    /// check naming the issue; KCIDB has the issue and an incident on the check's test.
+    #[test]
+    fn a_known_failure_is_xfail_skipped_and_an_incident() {
+        use crate::model::{KnownIssue, Release};
+        let issue = KnownIssue {
+            check: "limit-counters".into(),
+            from: Release::parse("6.18").unwrap(),
+            to: None,
+            cgroup: None,
+            text: "no failcnt".into(),
+            link: Some("https://example.org/bug".into()),
+        };
+        let mut c = check("limit-counters(g)", Outcome::Fail);
+        c.known = Some(issue.clone());
+        let mut r = result("k", Status::Known, "limit-counters(g): 0");
+        r.checks = vec![c];
+        let mut rep = report();
+        rep.scenarios = vec![r];
+        rep.count();
+        let k = ktap(&rep);
+        assert!(
+            k.contains("not ok 1 k # XFAIL no failcnt [kernels 6.18 on] (https://example.org/bug)"),
+            "{k}"
+        );
+        assert!(
+            k.contains("# Totals: pass:0 fail:0 xfail:1 xpass:0 skip:0 error:0"),
+            "{k}"
+        );
+        assert!(k.contains("KNOWN FAIL limit-counters(g)"), "{k}");
+        let x = junit::render(&rep);
+        assert!(x.contains("known failure"), "{x}");
+        assert!(!x.contains("<failure"), "{x}");
+        let j: serde_json::Value = serde_json::from_str(&kcidb::render(&rep)).unwrap();
+        assert_eq!(j["issues"][0]["report_url"], "https://example.org/bug");
+        assert_eq!(j["incidents"][0]["present"], true);
+        assert_eq!(j["incidents"][0]["issue_id"], j["issues"][0]["id"]);
     }
 
     /// Reproduction 6: a phase name or an `exercised` check's `what` with a newline forged KTAP

@@ -135,6 +135,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "dirty-throttle.toml",
         include_str!("../../scenarios/dirty-throttle.toml"),
     ),
+    (
+        "memsw-failcnt.toml",
+        include_str!("../../scenarios/memsw-failcnt.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
@@ -682,6 +686,8 @@ pub struct Scenario {
     pub sample: SampleSpec,
     pub phases: Vec<Phase>,
     pub checks: Vec<Check>,
+    /// Checks expected to fail on some kernels (`[[known]]`).
+    pub known: Vec<crate::model::KnownIssue>,
     /// vm sysctls (name without "vm.", value) set for the scenario and restored afterwards.
     pub sysctls: Vec<(String, String)>,
     /// Which disk its files go on.

@@ -33,6 +33,20 @@ pub(super) struct RawScenario {
     pub(super) phase: Vec<Spanned<RawPhase>>,
     #[serde(default)]
     pub(super) check: Vec<Spanned<RawCheck>>,
+    /// Known issues: checks expected to fail on some kernels.
+    #[serde(default)]
+    pub(super) known: Vec<Spanned<RawKnown>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawKnown {
+    pub(super) check: Spanned<String>,
+    pub(super) from: Spanned<String>,
+    pub(super) to: Option<Spanned<String>>,
+    pub(super) cgroup: Option<Spanned<String>>,
+    pub(super) text: Spanned<String>,
+    pub(super) link: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]

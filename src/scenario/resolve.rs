@@ -16,7 +16,7 @@ use crate::model::counter::stat_key;
 use crate::model::source::{Text, is_name};
 use crate::model::step::Region;
 use crate::model::units::{MIN_INTERVAL, parse_size};
-use crate::model::{StepKind, Version};
+use crate::model::{KnownIssue, Release, StepKind, Version};
 
 /// Parses and validates one scenario file's text. `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
@@ -92,6 +92,7 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
     }
 
     let sysctls = sysctls(cx, &raw)?;
+    let known = known(cx, &raw, &checks, &cgroup_versions)?;
     let scratch = match &raw.scratch {
         None => ScratchDisk::Default,
         Some(s) if s.get_ref() == "slow" => ScratchDisk::Slow,
@@ -125,8 +126,93 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
         },
         phases,
         checks,
+        known,
         source: cx.file.to_string(),
     })
+}
+
+/// `[[known]]`: each names a check of the scenario (a result name or a kind), releases as dotted
+/// numbers, optionally a cgroup version the scenario runs under, and a text.
+fn known(
+    cx: &Text,
+    raw: &RawScenario,
+    checks: &[Check],
+    versions: &[Version],
+) -> Result<Vec<KnownIssue>, ScenarioError> {
+    let mut out = Vec::new();
+    for k in &raw.known {
+        let k = k.get_ref();
+        let release = |r: &Spanned<String>| {
+            Release::parse(r.get_ref())
+                .filter(|p| p.to_string() == *r.get_ref())
+                .ok_or_else(|| {
+                    cx.err(
+                        r.span(),
+                        format!(
+                            "{:?} is not a kernel release: dotted numbers such as \"6.18\" or \"6.12.118\"",
+                            r.get_ref()
+                        ),
+                    )
+                })
+        };
+        let from = release(&k.from)?;
+        let to = k.to.as_ref().map(release).transpose()?;
+        if to.as_ref().is_some_and(|t| *t <= from) {
+            return Err(cx.err(
+                k.to.as_ref().expect("checked").span(),
+                format!(
+                    "to = {:?} is not after from = {:?}",
+                    to.expect("checked").to_string(),
+                    from.to_string()
+                ),
+            ));
+        }
+        let cgroup = match k.cgroup.as_ref() {
+            None => None,
+            Some(c) => {
+                let v = match c.get_ref().as_str() {
+                    "v1" => Version::V1,
+                    "v2" => Version::V2,
+                    other => {
+                        return Err(cx.err(c.span(), format!("cgroup {other:?}: \"v1\" or \"v2\"")));
+                    }
+                };
+                if !versions.is_empty() && !versions.contains(&v) {
+                    return Err(cx.err(
+                        c.span(),
+                        format!(
+                            "cgroup {}: the scenario does not run under it (requires.cgroup)",
+                            v.as_str()
+                        ),
+                    ));
+                }
+                Some(v)
+            }
+        };
+        let issue = KnownIssue {
+            check: k.check.get_ref().clone(),
+            from,
+            to,
+            cgroup,
+            text: cx.one_line(&k.text, "text")?,
+            link: k.link.as_ref().map(|l| l.get_ref().clone()),
+        };
+        if !checks.iter().any(|c| issue.covers(&c.name())) {
+            let mut names: Vec<String> = checks.iter().map(|c| c.name()).collect();
+            names.sort();
+            names.dedup();
+            return Err(cx.err(
+                k.check.span(),
+                format!(
+                    "known issue of check {:?}: the scenario has no such check (its checks: {})",
+                    issue.check,
+                    names.join(", ")
+                ),
+            ));
+        }
+        out.push(issue);
+    }
+    Ok(out)
 }
 
 /// `requires.cgroup`: both versions when not given.

@@ -850,3 +850,50 @@ fn alternating_phases_reverse_their_blocks_on_odd_repetitions() {
     // Without it, the order is as written every time.
     assert_eq!(s.phases[1].order(1).len(), 1);
 }
+
+/// `[[known]]`: a known issue names a check the scenario has, releases as dotted numbers and a
+/// cgroup version it runs under; each mistake is an error at its line.
+#[test]
+fn known_issues_name_a_check_of_the_scenario_and_kernel_releases() {
+    let with = |known: &str| format!("{GOOD}\n[[known]]\n{known}\n");
+    let ok = parse(
+        "f.toml",
+        &with("check = \"settles(a)\"\nfrom = \"6.18\"\nto = \"6.19\"\ntext = \"t\""),
+    )
+    .unwrap();
+    assert_eq!(ok.known.len(), 1);
+    assert!(ok.known[0].applies("6.18.44-x", Some(Version::V2)));
+    // A kind covers every result of it, implied ones included.
+    assert!(
+        parse(
+            "f.toml",
+            &with("check = \"identities\"\nfrom = \"6.1\"\ntext = \"t\"")
+        )
+        .is_ok()
+    );
+    // The line of the entry's first key.
+    let line = format!("{GOOD}\n[[known]]\n").lines().count() + 1;
+    let e = err(&with(
+        "check = \"settles(x)\"\nfrom = \"6.18\"\ntext = \"t\"",
+    ));
+    assert_eq!(e.line, line, "{e}");
+    assert!(e.msg.contains("no such check"), "{e}");
+    let e = err(&with(
+        "check = \"settles(a)\"\nfrom = \"6.18-rc1\"\ntext = \"t\"",
+    ));
+    assert_eq!(e.line, line + 1, "{e}");
+    assert!(e.msg.contains("not a kernel release"), "{e}");
+    let e = err(&with(
+        "check = \"settles(a)\"\nfrom = \"6.18\"\nto = \"6.12\"\ntext = \"t\"",
+    ));
+    assert!(e.msg.contains("not after"), "{e}");
+    let e = err(&with(
+        "check = \"settles(a)\"\nfrom = \"6.18\"\ntext = \"t\"\nbug = 1",
+    ));
+    assert!(e.msg.contains("bug"), "{e}");
+    let v2only = GOOD.replace("writeback = true", "writeback = true\ncgroup = [\"v2\"]");
+    let e = err(&format!(
+        "{v2only}\n[[known]]\ncheck = \"settles(a)\"\nfrom = \"6.18\"\ncgroup = \"v1\"\ntext = \"t\"\n"
+    ));
+    assert!(e.msg.contains("does not run under it"), "{e}");
+}

@@ -541,6 +541,39 @@ fn the_file_counter_holds_the_files_page_cache() {
     assert_eq!(check(&none).outcome, Outcome::NotExercised);
 }
 
+/// A writer at its group's limit: its new file grows while reclaim evicts an older one, the
+/// files read one by one. The sums read before and after the group's counter both exceed what
+/// the files held when it was read (by 2 MiB here); per file the smaller read (`held`) does not.
+#[test]
+fn the_file_truth_is_the_smaller_read_of_each_file() {
+    use crate::model::Column;
+    let mut r = move_record(0, None);
+    r.series = Series::new(vec![
+        "a.file".into(),
+        Column::files("a", "file", true),
+        Column::files("a", "file", false),
+        Column::files("a", "held", false),
+    ]);
+    for i in 0..30 {
+        let counted = 120 * MIB;
+        r.series.push(
+            i as f64 * 0.1,
+            &[counted, counted + 2 * MIB, counted + 2 * MIB, counted],
+        );
+    }
+    let res = holds_files("h".into(), &r, "a", None);
+    assert_eq!(res.outcome, Outcome::Pass, "{}", res.detail);
+    // Without the per-file bound, the sums are the truth.
+    let mut sums = r.clone();
+    sums.series = Series::new(sums.series.columns()[..3].to_vec());
+    for i in 0..30 {
+        sums.series
+            .push(i as f64 * 0.1, &[120 * MIB, 122 * MIB, 122 * MIB]);
+    }
+    let res = holds_files("h".into(), &sums, "a", None);
+    assert_eq!(res.outcome, Outcome::Fail, "{}", res.detail);
+}
+
 /// Group a's dirty counter rising to 64 MiB and back to 0 over 3 s, and its nodes' sum as
 /// `numa` makes it of the true value at each sample index.
 fn numa_pair(numa: impl Fn(usize, i64) -> i64) -> Record {

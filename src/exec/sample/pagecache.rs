@@ -2,7 +2,9 @@
 //! `crate::sys::cachestat`) of the files each group wrote, summed per group.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
+pub use crate::model::counter::HELD;
 use crate::model::counter::{DIRTY, FILE, WRITEBACK};
 pub use crate::sys::cachestat::{pages, support};
 
@@ -14,6 +16,15 @@ pub struct FileTruth {
     /// The first column of each group.
     pub groups: Vec<usize>,
     pub page_size: i64,
+    /// Each file's cached pages at the last read, shared by the read before the cgroup files
+    /// (which stores them) and the read after (which uses them for `held`).
+    pub last: Arc<Mutex<Vec<u64>>>,
+    /// For the read after the cgroup files: each group's column of [`HELD`], the sum over its
+    /// files of the smaller of the two reads of each file. A file that only grows or only
+    /// shrinks within the sampler's pass held at least that much in between; the smaller of the
+    /// two sums is no such bound when one file grows while another shrinks (a writer at its
+    /// group's limit, whose reclaim evicts an older file) and the files are read one by one.
+    pub held: Option<Vec<usize>>,
 }
 
 /// The counters the per-file truth has, in column order.
@@ -24,15 +35,35 @@ impl FileTruth {
         for &g in &self.groups {
             row[g..g + 3].fill(0);
         }
-        for (path, groups) in &self.files {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        last.resize(self.files.len(), 0);
+        if let Some(held) = &self.held {
+            held.iter().for_each(|&c| row[c] = 0);
+        }
+        for (i, (path, groups)) in self.files.iter().enumerate() {
             let p = pages(path).map_err(|e| format!("cachestat {}: {e}", path.display()))?;
+            let low = p.cache.min(last[i]);
             for &g in groups {
                 row[g] += p.cache as i64 * self.page_size;
                 row[g + 1] += p.dirty as i64 * self.page_size;
                 row[g + 2] += p.writeback as i64 * self.page_size;
+                if let Some(held) = &self.held {
+                    row[held[self.group_of(g)]] += low as i64 * self.page_size;
+                }
+            }
+            if self.held.is_none() {
+                last[i] = p.cache;
             }
         }
         Ok(())
+    }
+
+    /// The index in `groups` of the group whose first column is `g`.
+    fn group_of(&self, g: usize) -> usize {
+        self.groups
+            .iter()
+            .position(|&x| x == g)
+            .expect("a file's groups are among the source's groups")
     }
 }
 
@@ -81,11 +112,47 @@ mod tests {
             files: vec![(a, vec![0, 3]), (d.path().join("missing"), vec![3])],
             groups: vec![0, 3],
             page_size: 4096,
+            last: Arc::default(),
+            held: None,
         };
         let mut row = vec![7i64; 6];
         truth.read_into(&mut row).unwrap();
         assert_eq!(row[0], 8192);
         assert_eq!(row[3], 8192);
         assert_eq!(row[1] + row[2], row[4] + row[5]);
+    }
+
+    /// The read after the cgroup files sums, per group, the smaller of each file's two reads:
+    /// a file that shrank in between counts what it held after, one that grew what it held before.
+    #[test]
+    #[ignore = "needs cachestat(2) (Linux 6.5+) and a disk-backed directory"]
+    fn held_is_the_smaller_read_of_each_file() {
+        let d = disk_dir();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::write(&a, vec![1u8; 4 * 4096]).unwrap();
+        std::fs::write(&b, vec![1u8; 4096]).unwrap();
+        let last = Arc::default();
+        let make = |held| FileTruth {
+            files: vec![(a.clone(), vec![0]), (b.clone(), vec![0])],
+            groups: vec![0],
+            page_size: 4096,
+            last: Arc::clone(&last),
+            held,
+        };
+        let (before, after) = (make(None), make(Some(vec![3])));
+        let mut row = vec![0i64; 4];
+        before.read_into(&mut row).unwrap();
+        assert_eq!(row[0], 5 * 4096);
+        // a is emptied (a partly truncated large folio may stay whole), b grows to 3 pages.
+        std::fs::File::options()
+            .write(true)
+            .open(&a)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        std::fs::write(&b, vec![1u8; 3 * 4096]).unwrap();
+        after.read_into(&mut row).unwrap();
+        assert_eq!(row[0], 3 * 4096);
+        assert_eq!(row[3], 4096, "min(4, 0) + min(1, 3) pages");
     }
 }
