@@ -135,7 +135,11 @@ for m in "${ab_mutants[@]}"; do
   n=$(grep -c "REGRESSION\$" "$out/$m.ab" || true)
   echo "$m (ab, stock vs it): exit $(cat "$out/$m.rc"), $n regressions"
   awk '/REGRESSION$/ {print "  " $0}' "$out/$m.ab"
-  [ "$(cat "$out/$m.rc")" = 1 ] && [ "$n" -gt 0 ] || { ok=0; problems+=("$m: ab found no regression (see $out/$m.ab)"); }
+  # Caught: exit 1 with a regression, or with the new kernel failing a scenario the base passed
+  # (its own checks saw the cost in some boots).
+  newfail=$(grep -c "^verdict: the new kernel failed" "$out/$m.ab" || true)
+  grep "^verdict:" "$out/$m.ab" | sed 's/^/  /'
+  [ "$(cat "$out/$m.rc")" = 1 ] && [ $((n + newfail)) -gt 0 ] || { ok=0; problems+=("$m: ab found no regression (see $out/$m.ab)"); }
 done
 for s in $scenarios; do
   passed=0
