@@ -448,16 +448,18 @@ fn conclude(sc: &Scenario, plan: &SamplePlan, result: &mut ScenarioResult, recor
             k.describe()
         ));
     }
-    let failed: Vec<&CheckResult> = result
+    let (known, failed): (Vec<&CheckResult>, Vec<&CheckResult>) = result
         .checks
         .iter()
-        .filter(|c| c.outcome == Outcome::Fail && c.known.is_none())
-        .collect();
-    let known: Vec<&CheckResult> = result
-        .checks
-        .iter()
-        .filter(|c| c.outcome == Outcome::Fail && c.known.is_some())
-        .collect();
+        .filter(|c| c.outcome == Outcome::Fail)
+        .partition(|c| c.known.is_some());
+    let reasons = |cs: &[&CheckResult]| {
+        let names: Vec<String> = cs
+            .iter()
+            .map(|c| format!("{}: {} (expected {})", c.name, c.actual, c.expected))
+            .collect();
+        names.join("; ")
+    };
     // An implied invariant that was not exercised is said in its line; only the checks the
     // scenario declared decide whether it tested what it is about.
     let unexercised: Vec<&CheckResult> = result
@@ -466,17 +468,9 @@ fn conclude(sc: &Scenario, plan: &SamplePlan, result: &mut ScenarioResult, recor
         .filter(|c| c.outcome == Outcome::NotExercised && !c.implied)
         .collect();
     (result.status, result.reason) = if !failed.is_empty() {
-        let names: Vec<String> = failed
-            .iter()
-            .map(|c| format!("{}: {} (expected {})", c.name, c.actual, c.expected))
-            .collect();
-        (Status::Fail, names.join("; "))
+        (Status::Fail, reasons(&failed))
     } else if !known.is_empty() {
-        let names: Vec<String> = known
-            .iter()
-            .map(|c| format!("{}: {} (expected {})", c.name, c.actual, c.expected))
-            .collect();
-        (Status::Known, names.join("; "))
+        (Status::Known, reasons(&known))
     } else if !unexercised.is_empty() {
         let mut why: Vec<String> = Vec::new();
         for c in &unexercised {

@@ -237,12 +237,12 @@ fn oracle_sources(
                         })
                         .collect()
                 });
-                let base = |g: &str| first + 3 * truth_groups.iter().position(|x| *x == g).unwrap();
+                let index = |g: &str| truth_groups.iter().position(|x| *x == g).unwrap();
                 Source::Truth(FileTruth {
                     files: files
                         .files
                         .iter()
-                        .map(|(f, gs)| (scratch.join(f), gs.iter().map(|g| base(g)).collect()))
+                        .map(|(f, gs)| (scratch.join(f), gs.iter().map(|g| index(g)).collect()))
                         .collect(),
                     groups: (0..truth_groups.len()).map(|i| first + 3 * i).collect(),
                     page_size: ctx.machine.page_size as i64,
