@@ -46,7 +46,8 @@ once the page left the swap cache, so there total_swapcached is added (a lower b
 a swapped-in page keeps its slot). cgroup.procs is opened on every pass (cgroup v1 serves \
 a kept descriptor its first pid list again), and the tasks are read just before and after \
 the group files. A gap must last 2 samples beyond the group's stale window (0.1 s; 3 s for \
-a parent). Samples during `move` steps (v1 moves the charge after the task) and `release` \
+a parent), a parent's also 3 s (its unflushed statistics may show a burst between two \
+samples: a fault loop cycles 64 MiB faster than the sampler on a fast machine). Samples during `move` steps (v1 moves the charge after the task) and `release` \
 steps (an exiting task's mm is detached before its pages are freed) are not judged. \
 RssShmem is no truth for shmem (it counts tmpfs pages charged elsewhere), and VmLck none for \
 unevictable (it counts locked address space, faulted or not: workers lock theirs with \
@@ -180,7 +181,8 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     let lo = |r: usize| s.get(r, pre).min(s.get(r, post));
     let hi = |r: usize| s.get(r, pre).max(s.get(r, post));
     let threads = thread_slack(rec, cgroup);
-    let (mut run, mut most, mut worst) = (0, 0, 0);
+    let mut gap = super::Gap::new(rec, cgroup);
+    let (mut most, mut worst) = (0, 0);
     for &r in &rows {
         let window = (0..=r).rev().take_while(|&q| s.t[r] - s.t[q] <= lag);
         let floor = window.clone().map(lo).min().unwrap_or(0);
@@ -189,8 +191,7 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         let off = (floor - v).max(v - ceil);
         most = most.max(hi(r));
         worst = worst.max(off);
-        run = if off > tol + threads(r) { run + 1 } else { 0 };
-        if run >= RUN {
+        if gap.confirmed(s.t[r], off > tol + threads(r), RUN) {
             let window = (floor, ceil, tol, lag);
             return broke(name, rec, r, &col, v, window, tol_text);
         }
@@ -232,8 +233,9 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     );
     let not_judged = s.len() - rows.len();
     res.tolerance = Some(format!(
-        "{tol_text}, for {RUN} samples in a row; a count the tasks had within the last {:.0} ms is stale, not wrong{}",
+        "{tol_text}, for {RUN} samples in a row; a count the tasks had within the last {:.0} ms is stale, not wrong{}{}",
         lag * 1000.0,
+        gap.text(),
         if not_judged > 0 {
             format!(
                 "; {not_judged} samples during moves and exits not judged (the charge follows the task; an exiting task's mm is detached before its pages are freed)"

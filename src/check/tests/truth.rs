@@ -305,3 +305,51 @@ fn usage_covers_allows_statistics_a_moment_behind_a_falling_counter() {
     let c = usage_covers("u".into(), &r, "test");
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
 }
+
+/// A parent's unflushed statistics show a burst between two samples (a fault loop in its child
+/// cycling 64 MiB faster than the sampler, 6.18 v1 on a fast host): neither its tasks nor its
+/// page counter were seen at that value. Stale, not wrong, until the periodic flush must have
+/// corrected it (ANCESTOR_LAG); a parent that stays off longer fails both checks.
+#[test]
+fn a_parent_showing_an_unseen_burst_is_stale_until_the_periodic_flush() {
+    let cols = [
+        "tasks.pre.p.anon",
+        "p.anon",
+        "tasks.p.anon",
+        "p.usage",
+        "p.file",
+        "p/a.anon",
+    ];
+    let parent = |secs: f64| {
+        sampled(0.05, &cols, move |t| {
+            let burst = (1.0..1.0 + secs - 1e-9).contains(&t);
+            let shown = if burst { 40 * MIB } else { 16 * MIB };
+            vec![16 * MIB, shown, 16 * MIB, 17 * MIB, 0, 16 * MIB]
+        })
+    };
+    for secs in [0.5, 2.5] {
+        let c = tasks("t".into(), &parent(secs), "p");
+        assert_eq!(c.outcome, Outcome::Pass, "{secs}: {c:?}");
+        assert!(c.tolerance.unwrap().contains("must also last 3 s"));
+        let c = usage_covers("u".into(), &parent(secs), "p");
+        assert_eq!(c.outcome, Outcome::Pass, "{secs}: {c:?}");
+    }
+    let c = tasks("t".into(), &parent(3.5), "p");
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(
+        c.detail.contains("p.anon was 24.0 MiB above"),
+        "{}",
+        c.detail
+    );
+    let c = usage_covers("u".into(), &parent(3.5), "p");
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    // A leaf gets no such allowance: two samples suffice.
+    let c = tasks_check(&tasks_record(|t, anon| {
+        if (2.0..2.2).contains(&t) {
+            anon + 24 * MIB
+        } else {
+            anon
+        }
+    }));
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+}
