@@ -5,8 +5,11 @@
 //! and cache state: they are not independent samples). `--pool-repetitions` pools them anyway,
 //! and says so. The rule is lkp-tests':
 //! a change counts only when the medians differ by more than the threshold AND the two sample
-//! sets separate (every new sample below every base sample for a regression, above for an
-//! improvement); anything else is "no significant change". Sample sets too small for separation to
+//! sets are apart: runs, being independent, by the rank-sum test at 5 % (`stats::rank_shift`:
+//! so few pairs out of order that chance gives that few at most 5 % of the time; at 3 v 3 that
+//! is full separation), pooled repetitions only when they separate fully (every new sample below
+//! every base sample for a regression, above for an improvement); anything else is "no
+//! significant change". Sample sets too small for separation to
 //! mean anything (`stats::enough_samples`) get no verdict: "too few samples". Every measurement is
 //! higher-is-better.
 
@@ -52,11 +55,16 @@ pub struct Row {
 }
 
 /// The change of the median in percent and the verdict for two sample sets of a
-/// higher-is-better quantity.
-pub fn verdict(base: &[f64], new: &[f64], threshold_pct: f64) -> (f64, Verdict) {
+/// higher-is-better quantity: runs are independent and get the rank-sum test, pooled
+/// repetitions only full separation (see `stats::rank_shift`).
+pub fn verdict(base: &[f64], new: &[f64], threshold_pct: f64, samples: Samples) -> (f64, Verdict) {
     let (b, n) = (median(base).unwrap_or(0.0), median(new).unwrap_or(0.0));
     let change = if b > 0.0 { (n - b) / b * 100.0 } else { 0.0 };
-    let v = match stats::separation(base, new) {
+    let shift = match samples {
+        Samples::Runs => stats::rank_shift(base, new),
+        Samples::PooledRepetitions => stats::separation(base, new),
+    };
+    let v = match shift {
         Separation::TooFewSamples => Verdict::TooFewSamples,
         Separation::Worse if b > 0.0 && change <= -threshold_pct => Verdict::Regression,
         Separation::Better if b > 0.0 && change >= threshold_pct => Verdict::Improvement,
@@ -92,8 +100,8 @@ pub fn compare_runs(
     samples: Samples,
 ) -> Vec<Row> {
     match samples {
-        Samples::Runs => compare(&per_run(base), &per_run(new), threshold_pct),
-        Samples::PooledRepetitions => compare(base, new, threshold_pct),
+        Samples::Runs => compare(&per_run(base), &per_run(new), threshold_pct, samples),
+        Samples::PooledRepetitions => compare(base, new, threshold_pct, samples),
     }
 }
 
@@ -206,12 +214,17 @@ fn load_file(path: &std::path::Path) -> Result<serde_json::Value> {
 pub fn per_run(files: &[serde_json::Value]) -> Vec<serde_json::Value> {
     let mut out = files.to_vec();
     for f in &mut out {
-        for s in f["scenarios"].as_array_mut().into_iter().flatten() {
-            for m in s["measurements"].as_array_mut().into_iter().flatten() {
-                m["samples"] = match median(&samples(m)) {
+        let scenarios = f.get_mut("scenarios").and_then(|s| s.as_array_mut());
+        for s in scenarios.into_iter().flatten() {
+            let measurements = s.get_mut("measurements").and_then(|m| m.as_array_mut());
+            for m in measurements.into_iter().flatten() {
+                let one = match median(&samples(m)) {
                     Some(x) => serde_json::json!([x]),
                     None => serde_json::json!([]),
                 };
+                if let Some(o) = m.as_object_mut() {
+                    o.insert("samples".into(), one);
+                }
             }
         }
     }
@@ -223,6 +236,7 @@ pub fn compare(
     base: &[serde_json::Value],
     new: &[serde_json::Value],
     threshold_pct: f64,
+    samples: Samples,
 ) -> Vec<Row> {
     let nm = measurements(new);
     let mut rows = Vec::new();
@@ -230,7 +244,7 @@ pub fn compare(
         let Some((_, _, _, n)) = nm.iter().find(|(s, m, _, _)| *s == sc && *m == name) else {
             continue;
         };
-        let (change, v) = verdict(&b, n, threshold_pct);
+        let (change, v) = verdict(&b, n, threshold_pct, samples);
         rows.push(Row {
             scenario: sc,
             measurement: name,
@@ -355,8 +369,15 @@ pub fn render(rows: &[Row], threshold_pct: f64, samples: Samples) -> String {
         );
     }
     let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    let apart = match samples {
+        Samples::Runs => format!(
+            "the runs' medians apart by the rank-sum test: so few pairs out of order that chance gives that few at most {} % of the time",
+            stats::MAX_CHANCE_PCT
+        ),
+        Samples::PooledRepetitions => "the sample sets separate".to_string(),
+    };
     s += &format!(
-        "\n{} measurements compared; {} regressions (rule: median change beyond {threshold_pct}% and the sample sets separate)\n",
+        "\n{} measurements compared; {} regressions (rule: median change beyond {threshold_pct}% and {apart})\n",
         rows.len(),
         count(Verdict::Regression)
     );
@@ -423,7 +444,9 @@ mod tests {
             /// shapes and numbers (NaN cannot come from JSON; infinities and huge values can).
             #[test]
             fn arbitrary_results(a in json(), b in json(), t in 0.001f64..1000.0) {
-                let rows = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), t);
+                let rows = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), t, Samples::PooledRepetitions);
+                let _ = render(&rows, t, Samples::PooledRepetitions);
+                let rows = compare_runs(&[a.clone(), b.clone(), a.clone()], &[b, a.clone(), a], t, Samples::Runs);
                 let _ = render(&rows, t, Samples::Runs);
             }
 
@@ -444,7 +467,12 @@ mod tests {
     /// Reproduction 10: `--threshold nan` made every regression "no significant change".
     #[test]
     fn threshold_must_be_finite_and_positive() {
-        let (_, v) = verdict(&[100.0, 102.0, 98.0], &[80.0, 79.0, 82.0], f64::NAN);
+        let (_, v) = verdict(
+            &[100.0, 102.0, 98.0],
+            &[80.0, 79.0, 82.0],
+            f64::NAN,
+            Samples::Runs,
+        );
         assert_eq!(v, Verdict::NoSignificantChange, "what NaN did");
         for bad in ["nan", "NaN", "inf", "-5", "0", "x", ""] {
             assert!(parse_threshold(bad).is_err(), "{bad}");
@@ -469,7 +497,12 @@ mod tests {
 
     #[test]
     fn a_clear_regression() {
-        let (c, v) = verdict(&[100.0, 102.0, 98.0], &[80.0, 79.0, 82.0], 5.0);
+        let (c, v) = verdict(
+            &[100.0, 102.0, 98.0],
+            &[80.0, 79.0, 82.0],
+            5.0,
+            Samples::Runs,
+        );
         assert_eq!(v, Verdict::Regression);
         assert!((c + 20.0).abs() < 0.5, "{c}");
     }
@@ -477,16 +510,31 @@ mod tests {
     #[test]
     fn a_noisy_no_change() {
         // The medians differ by 10%, but the sample sets overlap.
-        let (_, v) = verdict(&[100.0, 60.0, 140.0], &[90.0, 130.0, 50.0], 5.0);
+        let (_, v) = verdict(
+            &[100.0, 60.0, 140.0],
+            &[90.0, 130.0, 50.0],
+            5.0,
+            Samples::Runs,
+        );
         assert_eq!(v, Verdict::NoSignificantChange);
         // Separated but tiny (3 v 3: enough samples to judge).
-        let (_, v) = verdict(&[100.0, 101.0, 100.5], &[99.0, 98.5, 99.5], 5.0);
+        let (_, v) = verdict(
+            &[100.0, 101.0, 100.5],
+            &[99.0, 98.5, 99.5],
+            5.0,
+            Samples::Runs,
+        );
         assert_eq!(v, Verdict::NoSignificantChange);
     }
 
     #[test]
     fn an_improvement() {
-        let (_, v) = verdict(&[100.0, 101.0, 99.0], &[130.0, 128.0, 131.0], 5.0);
+        let (_, v) = verdict(
+            &[100.0, 101.0, 99.0],
+            &[130.0, 128.0, 131.0],
+            5.0,
+            Samples::Runs,
+        );
         assert_eq!(v, Verdict::Improvement);
     }
 
@@ -497,7 +545,7 @@ mod tests {
                                             {"name": "only-in-base", "unit": "MB/s", "samples": [1.0]}]}]});
         let new = serde_json::json!({"tool": "memcgtest", "scenarios": [
             {"name": "s", "measurements": [{"name": "baseline: write", "unit": "MB/s", "samples": [70.0, 71.0, 69.0]}]}]});
-        let rows = compare(&[base], &[new], 5.0);
+        let rows = compare(&[base], &[new], 5.0, Samples::PooledRepetitions);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].verdict, Verdict::Regression);
         let text = render(&rows, 5.0, Samples::PooledRepetitions);
@@ -509,16 +557,16 @@ mod tests {
     #[test]
     fn too_few_samples_is_no_verdict() {
         // Halved, but one sample each: chance separates them half the time.
-        let (c, v) = verdict(&[100.0], &[50.0], 5.0);
+        let (c, v) = verdict(&[100.0], &[50.0], 5.0, Samples::Runs);
         assert_eq!(v, Verdict::TooFewSamples);
         assert!((c + 50.0).abs() < 1e-9, "{c}");
         // 2 v 4 separates by chance 1 time in 15: still too few; 2 v 5 (1 in 21) is judged.
         let base = [100.0, 101.0];
-        let (_, v) = verdict(&base, &[50.0, 51.0, 52.0, 53.0], 5.0);
+        let (_, v) = verdict(&base, &[50.0, 51.0, 52.0, 53.0], 5.0, Samples::Runs);
         assert_eq!(v, Verdict::TooFewSamples);
-        let (_, v) = verdict(&base, &[50.0, 51.0, 52.0, 53.0, 54.0], 5.0);
+        let (_, v) = verdict(&base, &[50.0, 51.0, 52.0, 53.0, 54.0], 5.0, Samples::Runs);
         assert_eq!(v, Verdict::Regression);
-        let (_, v) = verdict(&[], &[], 5.0);
+        let (_, v) = verdict(&[], &[], 5.0, Samples::Runs);
         assert_eq!(v, Verdict::TooFewSamples);
         assert_eq!(
             serde_json::to_value(Verdict::TooFewSamples).unwrap(),
@@ -532,14 +580,14 @@ mod tests {
             serde_json::json!({"tool": "memcgtest", "scenarios": [
                 {"name": "s", "measurements": [{"name": "m", "unit": "MB/s", "samples": [x]}]}]})
         };
-        let rows = compare(&[file(100.0)], &[file(50.0)], 5.0);
+        let rows = compare(&[file(100.0)], &[file(50.0)], 5.0, Samples::Runs);
         assert_eq!(rows[0].verdict, Verdict::TooFewSamples);
         let text = render(&rows, 5.0, Samples::PooledRepetitions);
         assert!(text.contains("too few samples (n=1 v n=1)"), "{text}");
         assert!(text.contains("0 regressions"), "{text}");
         let base = [file(100.0), file(101.0), file(102.0)];
         let new = [file(50.0), file(51.0), file(52.0)];
-        let rows = compare(&base, &new, 5.0);
+        let rows = compare(&base, &new, 5.0, Samples::PooledRepetitions);
         assert_eq!((rows[0].base.len(), rows[0].new.len()), (3, 3));
         assert_eq!(rows[0].verdict, Verdict::Regression);
         assert!(!render(&rows, 5.0, Samples::Runs).contains("too few"));
@@ -587,6 +635,26 @@ mod tests {
         assert_eq!(rows[0].verdict, Verdict::Regression);
     }
 
+    /// Runs are independent: one outlier run of four a side no longer hides a real change (one
+    /// pair of 16 out of order happens by chance 2 times in 70); pooled repetitions still need
+    /// full separation.
+    #[test]
+    fn an_outlier_run_does_not_hide_a_regression() {
+        let base = [100.0, 101.0, 102.0, 103.0];
+        let (_, v) = verdict(&base, &[90.0, 91.0, 92.0, 100.5], 5.0, Samples::Runs);
+        assert_eq!(v, Verdict::Regression);
+        let (_, v) = verdict(
+            &base,
+            &[90.0, 91.0, 92.0, 100.5],
+            5.0,
+            Samples::PooledRepetitions,
+        );
+        assert_eq!(v, Verdict::NoSignificantChange);
+        // Two out of order: 4/70, chance enough.
+        let (_, v) = verdict(&base, &[90.0, 91.0, 101.5, 100.5], 5.0, Samples::Runs);
+        assert_eq!(v, Verdict::NoSignificantChange);
+    }
+
     #[test]
     fn wall_times_are_shown_per_run_and_scenario() {
         let file = |run: f64, a: f64| {
@@ -630,10 +698,10 @@ mod tests {
             file(&[81.0, 80.0, 79.0]),
         ];
         assert_eq!(
-            compare(&base, &new, 5.0)[0].verdict,
+            compare(&base, &new, 5.0, Samples::PooledRepetitions)[0].verdict,
             Verdict::NoSignificantChange
         );
-        let rows = compare(&per_run(&base), &per_run(&new), 5.0);
+        let rows = compare(&per_run(&base), &per_run(&new), 5.0, Samples::Runs);
         assert_eq!(rows[0].base, [100.0, 52.0, 100.0]);
         // Still no verdict: the disturbed run's median (52) lies below the new runs'.
         assert_eq!(rows[0].verdict, Verdict::NoSignificantChange);
@@ -642,7 +710,7 @@ mod tests {
             file(&[60.0, 97.0, 98.0]),
             file(&[102.0, 100.0, 100.0]),
         ];
-        let rows = compare(&per_run(&base), &per_run(&new), 5.0);
+        let rows = compare(&per_run(&base), &per_run(&new), 5.0, Samples::Runs);
         assert_eq!(rows[0].verdict, Verdict::Regression, "{rows:?}");
         assert_eq!(
             per_run(&[file(&[])])[0]["scenarios"][0]["measurements"][0]["samples"],

@@ -46,8 +46,9 @@ once the page left the swap cache, so there total_swapcached is added (a lower b
 a swapped-in page keeps its slot). cgroup.procs is opened on every pass (cgroup v1 serves \
 a kept descriptor its first pid list again), and the tasks are read just before and after \
 the group files. A gap must last 2 samples beyond the group's stale window (0.1 s; 3 s for \
-a parent), a parent's also 3 s (its unflushed statistics may show a burst between two \
-samples: a fault loop cycles 64 MiB faster than the sampler on a fast machine). Samples during `move` steps (v1 moves the charge after the task) and `release` \
+a parent), and for a parent also 3 s when it began during a `fault` loop below it (its \
+unflushed statistics may show a burst between two samples: the loop cycles 64 MiB faster \
+than the sampler on a fast machine). Samples during `move` steps (v1 moves the charge after the task) and `release` \
 steps (an exiting task's mm is detached before its pages are freed) are not judged. \
 RssShmem is no truth for shmem (it counts tmpfs pages charged elsewhere), and VmLck none for \
 unevictable (it counts locked address space, faulted or not: workers lock theirs with \

@@ -33,8 +33,9 @@ is uncharged only after it left them, so the counter holds them all (and charges
 flight, swap cache on top). A statistic that counts a page twice, or keeps a page that \
 left, shows here; a missing one does not (that is `holds-files` and `tasks`). The \
 statistics are compared with the largest usage of their stale window (0.1 s; 3 s for a \
-parent), and an excess must last 2 samples (a parent's also 3 s: its unflushed statistics \
-may show a burst between two samples that no usage read saw). Tolerance: the unflushed-stats bound + 64 \
+parent), and an excess must last 2 samples (one that began during a `fault` loop below a \
+parent also 3 s: the parent's unflushed statistics may show a burst between two samples that \
+no usage read saw). Tolerance: the unflushed-stats bound + 64 \
 pages × CPUs (charged between the usage read and the memory.stat read), with the \
 unflushed bound once per part. Not exercised when the parts stayed within twice the \
 tolerance. Result name: \

@@ -1,5 +1,6 @@
 //! The statistics behind every performance verdict (`memcgtest compare`, the `throughput` and
-//! `ratio` checks): the median, lkp-tests' separation rule, and how many samples a verdict needs.
+//! `ratio` checks): the median, lkp-tests' separation rule, the rank-sum test for independent
+//! samples, and how many samples a verdict needs.
 //! Every quantity is higher-is-better.
 
 /// The median of a sample set (mean of the middle two for an even count); None when empty.
@@ -43,6 +44,63 @@ pub fn separation(base: &[f64], new: &[f64]) -> Separation {
     }
 }
 
+/// The rank-sum test (Mann-Whitney, exact, one-sided) at the same 5 %, for independent samples
+/// (a run or a boot each): `new` is Worse when the pairs (base, new) with the new sample not
+/// below the base one are so few that chance, with no real change, gives that few at most 5 % of
+/// the time (Better, the mirror image). At 3 v 3 only full separation qualifies (1/20); at 4 v 4
+/// one pair out of order may be (2/70 = 2.9 %), at 5 v 5 four (12/252 = 4.8 %): one outlier run
+/// in a side no longer hides a real change. A tie counts against the verdict. Samples that are
+/// not independent (repetitions inside one run) keep [`separation`]: the chance computed here
+/// would not be theirs.
+pub fn rank_shift(base: &[f64], new: &[f64]) -> Separation {
+    if !enough_samples(base.len(), new.len()) {
+        return Separation::TooFewSamples;
+    }
+    let against = |worse: bool| {
+        base.iter()
+            .flat_map(|b| new.iter().map(move |n| (*b, *n)))
+            .filter(|(b, n)| if worse { n >= b } else { n <= b })
+            .count()
+    };
+    let chance = |u: usize| rank_chance(base.len(), new.len(), u) * 100.0;
+    if chance(against(true)) <= MAX_CHANCE_PCT as f64 + 1e-9 {
+        Separation::Worse
+    } else if chance(against(false)) <= MAX_CHANCE_PCT as f64 + 1e-9 {
+        Separation::Better
+    } else {
+        Separation::Overlap
+    }
+}
+
+/// The chance that n and m samples with no real change leave at most `u` of their n x m pairs
+/// out of order: the share of the C(n+m, n) equally likely orderings with U <= u (the
+/// Mann-Whitney U distribution, by the recurrence over the last sample's side).
+pub fn rank_chance(n: usize, m: usize, u: usize) -> f64 {
+    // ways[j][k]: orderings of i samples of one side and j of the other with U = k.
+    let mut ways: Vec<Vec<f64>> = (0..=m)
+        .map(|_| {
+            let mut w = vec![0.0; n * m + 1];
+            w[0] = 1.0;
+            w
+        })
+        .collect();
+    for _ in 1..=n {
+        let mut next: Vec<Vec<f64>> = vec![vec![0.0; n * m + 1]; m + 1];
+        next[0][0] = 1.0;
+        for j in 1..=m {
+            for k in 0..=n * m {
+                // The largest sample is of the first side (it is above all j of the other: U
+                // grows by j) or of the second (U unchanged).
+                let first = if k >= j { ways[j][k - j] } else { 0.0 };
+                next[j][k] = first + next[j - 1][k];
+            }
+        }
+        ways = next;
+    }
+    let all: f64 = ways[m].iter().sum();
+    ways[m].iter().take(u + 1).sum::<f64>() / all
+}
+
 /// The largest chance, in percent, that a verdict may owe to luck.
 pub const MAX_CHANCE_PCT: u128 = 5;
 
@@ -80,6 +138,42 @@ pub fn too_few(n: usize, m: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rank_chances_are_the_mann_whitney_distribution() {
+        assert!((rank_chance(3, 3, 0) - 1.0 / 20.0).abs() < 1e-12);
+        assert!((rank_chance(4, 4, 1) - 2.0 / 70.0).abs() < 1e-12);
+        assert!((rank_chance(4, 4, 2) - 4.0 / 70.0).abs() < 1e-12);
+        assert!((rank_chance(5, 5, 4) - 12.0 / 252.0).abs() < 1e-12);
+        assert!((rank_chance(2, 5, 0) - 1.0 / 21.0).abs() < 1e-12);
+        assert!((rank_chance(3, 4, 12) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rank_shift_allows_what_chance_rarely_gives() {
+        let base = [100.0, 101.0, 102.0, 103.0];
+        // One new boot among the base ones: 1 pair out of order of 16, chance 2/70.
+        assert_eq!(
+            rank_shift(&base, &[90.0, 91.0, 92.0, 100.5]),
+            Separation::Worse
+        );
+        // Two: 4/70 > 5 %.
+        assert_eq!(
+            rank_shift(&base, &[90.0, 91.0, 101.5, 100.5]),
+            Separation::Overlap
+        );
+        assert_eq!(
+            rank_shift(&base, &[110.0, 111.0, 112.0, 102.5]),
+            Separation::Better
+        );
+        // 3 v 3: only full separation; a tie counts against.
+        let b3 = [100.0, 101.0, 102.0];
+        assert_eq!(rank_shift(&b3, &[90.0, 91.0, 99.0]), Separation::Worse);
+        assert_eq!(rank_shift(&b3, &[90.0, 91.0, 100.0]), Separation::Overlap);
+        assert_eq!(rank_shift(&b3, &[90.0, 91.0]), Separation::TooFewSamples);
+        // Full separation is always enough where the sample-size rule lets a verdict be.
+        assert_eq!(rank_shift(&[1.0; 19], &[0.5]), Separation::Worse);
+    }
 
     #[test]
     fn median_of_odd_even_and_empty_sets() {

@@ -321,11 +321,14 @@ fn a_parent_showing_an_unseen_burst_is_stale_until_the_periodic_flush() {
         "p/a.anon",
     ];
     let parent = |secs: f64| {
-        sampled(0.05, &cols, move |t| {
+        let mut r = sampled(0.05, &cols, move |t| {
             let burst = (1.0..1.0 + secs - 1e-9).contains(&t);
             let shown = if burst { 40 * MIB } else { 16 * MIB };
             vec![16 * MIB, shown, 16 * MIB, 17 * MIB, 0, 16 * MIB]
-        })
+        });
+        r.steps[0].kind = StepKind::Fault;
+        r.steps[0].cgroup = "p/a".into();
+        r
     };
     for secs in [0.5, 2.5] {
         let c = tasks("t".into(), &parent(secs), "p");
@@ -333,7 +336,25 @@ fn a_parent_showing_an_unseen_burst_is_stale_until_the_periodic_flush() {
         assert!(c.tolerance.unwrap().contains("must also last 3 s"));
         let c = usage_covers("u".into(), &parent(secs), "p");
         assert_eq!(c.outcome, Outcome::Pass, "{secs}: {c:?}");
+        let c = hierarchy("h".into(), &parent(secs), "p", &["anon".into()]);
+        assert_eq!(c.outcome, Outcome::Pass, "{secs}: {c:?}");
     }
+    // Without a fault loop below it, the parent's gap is wrong after two samples.
+    let mut still = parent(0.5);
+    still.steps[0].kind = StepKind::Write;
+    assert_eq!(tasks("t".into(), &still, "p").outcome, Outcome::Fail);
+    assert_eq!(usage_covers("u".into(), &still, "p").outcome, Outcome::Fail);
+    // hierarchy already allows a parent above its page counter that long; one below it (two
+    // clients of 32 MiB with 64 MiB charged) is allowed only when a fault loop ran below it.
+    let mut below = parent(0.5);
+    let n = below.series.columns().len();
+    for row in 0..below.series.len() {
+        below.series.values[row * n + 3] = 64 * MIB;
+    }
+    let h = |r: &Record| hierarchy("h".into(), r, "p", &["anon".into()]).outcome;
+    assert_eq!(h(&below), Outcome::Pass);
+    below.steps[0].kind = StepKind::Write;
+    assert_eq!(h(&below), Outcome::Fail);
     let c = tasks("t".into(), &parent(3.5), "p");
     assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
     assert!(
