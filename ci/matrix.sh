@@ -74,7 +74,8 @@ for p in kernel-patches/*.patch; do
   name=$(basename "$p" .patch)
   # A mutant only a comparison with the stock kernel can see (a cost, not a wrong count):
   # `memcgtest ab` stock vs it on the scenarios its "Caught-by-ab:" header names must exit 1 with
-  # a regression.
+  # a regression. The scenarios run in full, not --quick: quick's fault loops of a fraction of a
+  # second vary from boot to boot in TCG by as much as the mutant's cost (docs/ab.md).
   ab_names=$(sed -n 's/^Caught-by-ab: *//p' "$p" | tr -d ' ')
   if [ -n "$ab_names" ]; then
     kernel=$(ci/build-kernel.sh "$p")
@@ -84,7 +85,7 @@ for p in kernel-patches/*.patch; do
     t0=$SECONDS
     set +e
     "$bin" --cgroup v2 ab --base "$base" --new "$kernel" --report "$out/$name" \
-      -- run --quick ${ab_names//,/ } > "$out/$name.ab" 2> "$out/$name.err"
+      -- run ${ab_names//,/ } > "$out/$name.ab" 2> "$out/$name.err"
     echo $? > "$out/$name.rc"
     set -e
     echo "matrix: $name took $((SECONDS - t0)) s" >&2
@@ -135,11 +136,10 @@ for m in "${ab_mutants[@]}"; do
   n=$(grep -c "REGRESSION\$" "$out/$m.ab" || true)
   echo "$m (ab, stock vs it): exit $(cat "$out/$m.rc"), $n regressions"
   awk '/REGRESSION$/ {print "  " $0}' "$out/$m.ab"
-  # Caught: exit 1 with a regression, or with the new kernel failing a scenario the base passed
-  # (its own checks saw the cost in some boots).
-  newfail=$(grep -c "^verdict: the new kernel failed" "$out/$m.ab" || true)
+  # Caught: exit 1 with a regression (the new kernel failing a scenario the base passed also
+  # exits 1, but is not the comparison this mutant is here to prove).
   grep "^verdict:" "$out/$m.ab" | sed 's/^/  /'
-  [ "$(cat "$out/$m.rc")" = 1 ] && [ $((n + newfail)) -gt 0 ] || { ok=0; problems+=("$m: ab found no regression (see $out/$m.ab)"); }
+  [ "$(cat "$out/$m.rc")" = 1 ] && [ "$n" -gt 0 ] || { ok=0; problems+=("$m: ab found no regression (see $out/$m.ab)"); }
 done
 for s in $scenarios; do
   passed=0
