@@ -38,6 +38,14 @@ loads=()
 finish() {
   for p in "${loads[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${loads[@]}"; do wait "$p" 2>/dev/null || true; done
+  # Their children (a dd, a tar mid-unpack) live on in the group: kill them too before the
+  # files go, or rm races an unpacker.
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    pids=$(cat "$wgroup/cgroup.procs" 2>/dev/null || true)
+    [ -n "$pids" ] || break
+    kill -9 $pids 2>/dev/null || true
+    sleep 0.2
+  done
   rm -rf "$wdir" "$out"
   rmdir "$wgroup" 2>/dev/null || true
 }
