@@ -95,6 +95,8 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
         return missing(name, format!("{parent} has no child groups"));
     }
     let mut worst = 0i64;
+    // When a fault loop below the parent may have left an unseen burst in its statistics.
+    let churn = super::Churn::new(rec, parent);
     // The longest a parent was seen stale, and where.
     let mut lag: Option<(f64, f64, String)> = None;
     // The counters the parent showed above twice the tolerance (with their peaks), and those it
@@ -154,8 +156,6 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
         } else {
             idle.push(c.as_str());
         }
-        // When a fault loop below the parent may have left an unseen burst in its statistics.
-        let churn = super::churn(rec, parent);
         // When the current run of gaps began.
         let mut gap_since: Option<f64> = None;
         for r in 0..rec.series.len() {
@@ -179,9 +179,9 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
             // and memcg_memory_event walk up the tree): only memory.stat's counters wait for a
             // flush, so only they can be stale.
             let stale = if flushed(c) {
-                let burst = churn.iter().any(|&(a, b)| a <= since && since <= b);
-                stale_by(rec, r, pv, &parts, tol)
-                    .or(((above_usage || burst) && t - since <= ANCESTOR_LAG).then_some(t - since))
+                stale_by(rec, r, pv, &parts, tol).or(((above_usage || churn.at(since))
+                    && t - since <= ANCESTOR_LAG)
+                    .then_some(t - since))
             } else {
                 None
             };

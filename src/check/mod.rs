@@ -274,34 +274,42 @@ fn stale_lag(rec: &Record, cgroup: &str) -> f64 {
     }
 }
 
-/// The spans (start, end + lag) during which a parent's unflushed statistics may show a burst
-/// that no sample saw: a step that maps, touches and unmaps memory over and over (`fault`: 64 MiB
-/// in about 35 ms on a fast machine, faster than the sampler) ran in `cgroup` or below it. A
+/// When a parent's unflushed statistics may show a burst that no sample saw: while a step that
+/// maps, touches and unmaps memory over and over (`fault`: 64 MiB in about 35 ms on a fast
+/// machine, faster than the sampler) ran in the group or below it, and ANCESTOR_LAG after. A
 /// parent read before the next flush shows its subtree's value at the last flush, which may lie
-/// anywhere in that cycle; the periodic flush corrects it within ANCESTOR_LAG. None for a leaf
+/// anywhere in that cycle; the periodic flush corrects it within ANCESTOR_LAG. Never for a leaf
 /// (a read flushes it).
-fn churn(rec: &Record, cgroup: &str) -> Vec<(f64, f64)> {
-    let lag = stale_lag(rec, cgroup);
-    if lag <= STALE_WINDOW {
-        return Vec::new();
+struct Churn(Vec<(f64, f64)>);
+
+impl Churn {
+    fn new(rec: &Record, cgroup: &str) -> Churn {
+        let lag = stale_lag(rec, cgroup);
+        if lag <= STALE_WINDOW {
+            return Churn(Vec::new());
+        }
+        let below = format!("{cgroup}/");
+        let spans = (rec.steps.iter().chain(&rec.stopped))
+            .filter(|s| s.kind == StepKind::Fault)
+            .filter(|s| s.cgroup == cgroup || s.cgroup.starts_with(&below))
+            .map(|s| (s.start, s.end + lag))
+            .collect();
+        Churn(spans)
     }
-    let below = format!("{cgroup}/");
-    rec.steps
-        .iter()
-        .chain(&rec.stopped)
-        .filter(|s| s.kind == StepKind::Fault)
-        .filter(|s| s.cgroup == cgroup || s.cgroup.starts_with(&below))
-        .map(|s| (s.start, s.end + lag))
-        .collect()
+
+    /// Whether a gap that began at `t` may be such a burst.
+    fn at(&self, t: f64) -> bool {
+        self.0.iter().any(|&(a, b)| a <= t && t <= b)
+    }
 }
 
 /// A run of samples off by more than a check's tolerance, confirmed once it lasted `n` samples
-/// and, when it began while a parent's statistics could show an unseen burst (see [`churn`]),
+/// and, when it began while a parent's statistics could show an unseen burst (see [`Churn`]),
 /// ANCESTOR_LAG seconds.
 struct Gap {
     run: usize,
     since: Option<f64>,
-    churn: Vec<(f64, f64)>,
+    churn: Churn,
 }
 
 impl Gap {
@@ -309,7 +317,7 @@ impl Gap {
         Gap {
             run: 0,
             since: None,
-            churn: churn(rec, cgroup),
+            churn: Churn::new(rec, cgroup),
         }
     }
 
@@ -321,13 +329,12 @@ impl Gap {
         }
         self.run += 1;
         let since = *self.since.get_or_insert(t);
-        let burst = self.churn.iter().any(|&(a, b)| a <= since && since <= b);
-        self.run >= n && (!burst || t - since >= hierarchy::ANCESTOR_LAG)
+        self.run >= n && (!self.churn.at(since) || t - since >= hierarchy::ANCESTOR_LAG)
     }
 
     /// For the tolerance text: what a parent is allowed.
     fn text(&self) -> String {
-        if self.churn.is_empty() {
+        if self.churn.0.is_empty() {
             String::new()
         } else {
             format!(

@@ -276,15 +276,18 @@ fn min_room(groups: &[CgroupSpec], g: &str) -> u64 {
         .filter(|a| a.name != g && within(g, &a.name))
         .filter_map(|a| {
             let cap = [a.limit, a.high].into_iter().flatten().min()?;
-            let protected: u64 = groups
-                .iter()
-                .filter(|o| o.name != a.name && within(&o.name, &a.name))
-                .filter_map(|o| o.min)
-                .sum();
-            Some((cap / 2).saturating_sub(protected))
+            Some((cap / 2).saturating_sub(protected_below(groups, &a.name)))
         })
         .min()
         .unwrap_or(u64::MAX)
+}
+
+/// The memory.min of the groups strictly below `a`.
+fn protected_below(groups: &[CgroupSpec], a: &str) -> u64 {
+    (groups.iter())
+        .filter(|o| o.name != a && within(&o.name, a))
+        .filter_map(|o| o.min)
+        .sum()
 }
 
 /// One step, or None when the kind drawn has nothing to work on yet.
@@ -651,10 +654,7 @@ mod tests {
                     let Some(cap) = [a.limit, a.high].into_iter().flatten().min() else {
                         continue;
                     };
-                    let below: u64 = (c.groups.iter())
-                        .filter(|o| o.name != a.name && within(&o.name, &a.name))
-                        .filter_map(|o| o.min)
-                        .sum();
+                    let below = protected_below(&c.groups, &a.name);
                     assert!(below <= cap / 2, "seed {seed} case {i}: {}", c.to_toml());
                     protecting += usize::from(below > 0);
                 }
