@@ -49,9 +49,16 @@ pub const SLOW_DISK_SERIAL: &str = "memcgtest-slow";
 pub const SWAP_DISK_SERIAL: &str = "memcgtest-swap";
 
 /// The kernel command line. `panic=-1` reboots at once on a panic, which -no-reboot turns into
-/// qemu exiting; 8250.nr_uarts=4 makes sure ttyS1..3 exist.
+/// qemu exiting; 8250.nr_uarts=4 makes sure ttyS1..3 exist. `tsc=reliable` turns off the
+/// clocksource watchdog: under TCG the guest's TSC is the host's monotonic clock scaled, the same
+/// on every vCPU, but the watchdog compares it with an emulated HPET read a host-scheduling delay
+/// apart, and in 4 of 73 boots (2026-12-03, all of them the charging-cost mutant's) it called the
+/// TSC unstable half-way through fault-overhead and switched the guest to the HPET, whose every
+/// read is an emulated device access: the rest of that boot's measurements were slower for a
+/// reason that is not the kernel's.
 pub fn kernel_cmdline(extra: &str) -> String {
-    let mut s = String::from("console=ttyS0,115200 panic=-1 8250.nr_uarts=4 rdinit=/init");
+    let mut s =
+        String::from("console=ttyS0,115200 panic=-1 8250.nr_uarts=4 tsc=reliable rdinit=/init");
     if !extra.trim().is_empty() {
         s.push(' ');
         s.push_str(extra.trim());
@@ -192,6 +199,7 @@ mod tests {
         let c = kernel_cmdline("  loglevel=4 ");
         assert!(c.starts_with("console=ttyS0,115200 panic=-1"));
         assert!(c.ends_with("rdinit=/init loglevel=4"));
+        assert!(c.contains(" tsc=reliable "));
     }
 
     #[test]
