@@ -82,6 +82,9 @@ struct World {
     writers: Vec<(String, String)>,
     /// (group, bytes) of every buffered write: page cache the group must charge.
     writes: Vec<(String, u64)>,
+    /// (file, group, bytes) of page cache a group's writes made that is surely still there: what
+    /// a `reclaim` step may ask back (see `World::cache`).
+    cache: Vec<(String, String, u64)>,
 }
 
 #[derive(Clone)]
@@ -115,6 +118,42 @@ impl World {
             .unwrap_or(budget)
             .min(budget)
     }
+
+    /// Page cache `g` surely holds: what its writes made (truncates and unlinks taken off), at
+    /// most a quarter of any limit or memory.high above it (the limit reclaims the rest, and held
+    /// tasks may take up to half). Cache of a group that exhausted its memory is not counted
+    /// (the OOM path reclaims it first).
+    fn cache(&self, groups: &[CgroupSpec], g: &str) -> u64 {
+        if self.exhausted.iter().any(|x| x == g) {
+            return 0;
+        }
+        let made: u64 = (self.cache.iter())
+            .filter(|(_, x, _)| x == g)
+            .map(|(_, _, b)| b)
+            .sum();
+        (cap_above(groups, g) / 4).min(made)
+    }
+
+    /// A write of `bytes` to `file` by `g`. Under a limit or memory.high it shares with `g`, a
+    /// group's cache made before may be what the limit reclaims now: it no longer counts.
+    fn cached(&mut self, groups: &[CgroupSpec], file: &str, g: &str, bytes: u64) {
+        let shares_a_cap = |x: &str| {
+            groups.iter().any(|a| {
+                within(g, &a.name) && within(x, &a.name) && (a.limit.is_some() || a.high.is_some())
+            })
+        };
+        self.cache.retain(|(_, x, _)| x == g || !shares_a_cap(x));
+        self.cache.push((file.to_string(), g.to_string(), bytes));
+    }
+}
+
+/// The least memory.max or memory.high of `g` and its ancestors; u64::MAX without one.
+fn cap_above(groups: &[CgroupSpec], g: &str) -> u64 {
+    (groups.iter())
+        .filter(|a| within(g, &a.name))
+        .filter_map(|a| [a.limit, a.high].into_iter().flatten().min())
+        .min()
+        .unwrap_or(u64::MAX)
 }
 
 /// The step kinds the generator draws from, with weights.
@@ -321,6 +360,7 @@ fn step(
             let file = fresh_file(w, size);
             w.writers.push((file.clone(), g.clone()));
             w.writes.push((g.clone(), size));
+            w.cached(groups, &file, &g, size);
             Step::Write {
                 cgroup: g,
                 file,
@@ -333,6 +373,7 @@ fn step(
             let size = d.mib(1, budget / 2);
             let file = fresh_file(w, size);
             w.writers.push((file.clone(), g.clone()));
+            w.cached(groups, &file, &g, size);
             Step::MmapWrite {
                 cgroup: g,
                 file,
@@ -368,16 +409,21 @@ fn step(
         }
         "truncate" if !w.files.is_empty() => {
             let (file, size) = d.pick(&w.files).clone();
+            let size = *d.pick(&[0, size / 2 / 4096 * 4096]);
+            for c in w.cache.iter_mut().filter(|c| c.0 == file) {
+                c.2 = c.2.min(size);
+            }
             Step::Truncate {
                 cgroup: g,
                 file,
-                size: *d.pick(&[0, size / 2 / 4096 * 4096]),
+                size,
             }
         }
         "unlink" if !w.files.is_empty() => {
             let i = d.below(w.files.len() as u64) as usize;
             let (file, _) = w.files[i].clone();
             w.files.remove(i);
+            w.cache.retain(|c| c.0 != file);
             Step::Unlink { cgroup: g, file }
         }
         "fsync" if !w.files.is_empty() => Step::Fsync {
@@ -507,9 +553,11 @@ fn step(
             let task = w.tasks.remove(i).name;
             Step::Release { task }
         }
-        "reclaim" if m.version == Version::V2 => Step::Reclaim {
+        // Only page cache is surely reclaimable (anon needs swap), and the step refuses to ask for
+        // more than two thirds of what the group holds: ask for at most half of what it surely has.
+        "reclaim" if m.version == Version::V2 && w.cache(groups, &g) >= 2 * MIB => Step::Reclaim {
+            size: d.mib(1, (w.cache(groups, &g) / 2 / MIB).min(8)),
             cgroup: g,
-            size: d.mib(1, 8),
         },
         "exhaust" => {
             // Only where the OOM killer must act: a group whose own limit holds no swap.
@@ -661,5 +709,34 @@ mod tests {
             }
         }
         assert!(protecting > 0);
+    }
+
+    /// A reclaim step asks for page cache its group's own writes made earlier in the case: at
+    /// most half of what they wrote and an eighth of the least limit above the group (a 20-minute
+    /// exploration of stock 6.12, seed 11, ended 68 cases before judging by asking groups with no
+    /// page cache). Reclaims are still drawn.
+    #[test]
+    fn reclaim_asks_only_for_page_cache_the_group_made() {
+        let m = machine(Version::V2);
+        let mut reclaims = 0;
+        for i in 0..600 {
+            let c = generate(11, i, &m);
+            let mut made: Vec<(&str, u64)> = Vec::new();
+            for st in c.phases.iter().flat_map(|p| &p.steps) {
+                match st {
+                    Step::Write { cgroup, size, .. } | Step::MmapWrite { cgroup, size, .. } => {
+                        made.push((cgroup, *size))
+                    }
+                    Step::Reclaim { cgroup, size } => {
+                        reclaims += 1;
+                        let made: u64 = made.iter().filter(|(g, _)| g == cgroup).map(|x| x.1).sum();
+                        assert!(made >= 2 * size, "case {i}: {}", c.to_toml());
+                        assert!(8 * size <= cap_above(&c.groups, cgroup), "case {i}");
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(reclaims > 20, "{reclaims} reclaim steps in 600 cases");
     }
 }
