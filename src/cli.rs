@@ -28,6 +28,11 @@ pub struct SessionArgs {
     /// what was sampled: default 30s, 10s with --quick; 0 turns the watchdog off.
     #[arg(long, value_parser = units::parse_cli_duration_or_off)]
     pub stall: Option<std::time::Duration>,
+    /// Run every scenario to its end. By default the invariants that judge each sample (no
+    /// underflow, usage covers its parts, hierarchy, limits, ...) are judged while a scenario
+    /// runs, and the first failure stops it (the rest of its checks are then not judged).
+    #[arg(long)]
+    pub keep_going: bool,
     /// When another run owns the vm sysctls, stop (exit 125) instead of waiting for it.
     #[arg(long)]
     pub no_wait: bool,

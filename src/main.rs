@@ -181,6 +181,7 @@ fn session_options(s: &cli::SessionArgs) -> suite::Options<'_> {
         quick: false,
         timeout: s.timeout,
         stall: s.stall,
+        keep_going: s.keep_going,
         sample_interval: None,
         no_wait: s.no_wait,
         dedicated: s.dedicated,

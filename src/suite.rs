@@ -35,6 +35,8 @@ pub struct Options<'a> {
     pub quick: bool,
     pub timeout: Option<Duration>,
     pub stall: Option<Duration>,
+    /// Run scenarios to their end past a failed online check.
+    pub keep_going: bool,
     pub sample_interval: Option<Duration>,
     pub no_wait: bool,
     /// The machine is the run's own: scenarios that need that run (`Feature::Dedicated`).
@@ -110,6 +112,7 @@ pub fn open_session(place: &Place, o: &Options, writeback: bool) -> Result<Sessi
             None if o.quick => Some(crate::exec::watchdog::QUICK_STALL),
             None => Some(crate::exec::watchdog::STALL),
         },
+        keep_going: o.keep_going,
         machine: crate::sys::proc::machine(Path::new(crate::sys::proc::PROC)),
         progress: crate::exec::Progress::new(mode),
     };

@@ -295,6 +295,10 @@ impl CheckSpec for Change {
             ..Needs::default()
         }
     }
+    /// Only finished steps, each with a sample after it, are judged.
+    fn online(&self) -> bool {
+        true
+    }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         change_in(
             self.name(),

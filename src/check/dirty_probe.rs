@@ -246,6 +246,10 @@ impl CheckSpec for DirtyProbe {
             GLOBAL.map(String::from).to_vec(),
         )
     }
+    /// Only finished probes, each with its samples after it, are judged.
+    fn online(&self) -> bool {
+        true
+    }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         dirty_probe(self.name(), rec, &self.cgroup)
     }

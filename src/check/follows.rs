@@ -170,6 +170,10 @@ impl CheckSpec for Follows {
             ..Needs::default()
         }
     }
+    /// Only finished steps, each with a sample after it, are judged.
+    fn online(&self) -> bool {
+        true
+    }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         follows(
             self.name(),

@@ -68,6 +68,10 @@ impl CheckSpec for HoldsFiles {
             ..Needs::default()
         }
     }
+    /// A shortfall is confirmed by the samples up to it.
+    fn online(&self) -> bool {
+        true
+    }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         holds_files(self.name(), rec, &self.cgroup, self.phase.as_deref())
     }

@@ -573,6 +573,10 @@ impl CheckSpec for Identities {
             ..Needs::default()
         }
     }
+    /// A gap is confirmed by the samples up to it.
+    fn online(&self) -> bool {
+        true
+    }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         identities(self.name(), rec, &self.cgroup)
     }

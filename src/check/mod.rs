@@ -72,6 +72,13 @@ pub trait CheckSpec: std::fmt::Debug + Send + Sync + SpecBase {
     }
     /// The check's verdict on a record.
     fn evaluate(&self, rec: &Record) -> CheckResult;
+    /// Judged while the scenario runs (see `crate::exec` online): a failure on the record so far
+    /// (the steps so far, the running one up to now) is a failure of the whole record, whatever
+    /// comes after; a rule that waits for an end, a grace period or a statistic of the whole
+    /// run is not.
+    fn online(&self) -> bool {
+        false
+    }
     /// `--quick`: sizes in the scenario shrink by `divisor`; a spec that holds a size follows.
     fn scale_down(&mut self, _divisor: u64) {}
 }

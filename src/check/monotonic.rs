@@ -141,6 +141,10 @@ impl CheckSpec for Monotonic {
             ..Needs::default()
         }
     }
+    /// Each sample is compared with the one before it.
+    fn online(&self) -> bool {
+        true
+    }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         monotonic(self.name(), rec, &self.cgroup)
     }

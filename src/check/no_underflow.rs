@@ -92,6 +92,10 @@ impl CheckSpec for NoUnderflow {
             ..Needs::default()
         }
     }
+    /// A negative sample is a failure whatever follows.
+    fn online(&self) -> bool {
+        true
+    }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         no_underflow(self.name(), rec, &self.cgroup, &self.counters)
     }

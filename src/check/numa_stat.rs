@@ -77,6 +77,10 @@ impl CheckSpec for NumaStat {
             ..Needs::default()
         }
     }
+    /// A run of samples that disagree is confirmed when it happens.
+    fn online(&self) -> bool {
+        true
+    }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         if !self.all {
             return numa_stat(self.name(), rec, &self.cgroup, &self.counters);

@@ -84,6 +84,10 @@ impl CheckSpec for Tasks {
             ..Needs::default()
         }
     }
+    /// A gap is confirmed by the samples up to it (see `Gap`).
+    fn online(&self) -> bool {
+        true
+    }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         if let Some(r) = super::without_moving(&self.name(), rec, self.needs_moving) {
             return r;

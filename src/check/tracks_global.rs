@@ -429,6 +429,10 @@ impl CheckSpec for TracksGlobal {
     fn needs(&self) -> Needs {
         Needs::accounting(&self.cgroup, self.counters.clone(), self.global.clone())
     }
+    /// A gap is confirmed by the samples up to it, other writers measured up to it.
+    fn online(&self) -> bool {
+        true
+    }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         tracks_global(
             self.name(),

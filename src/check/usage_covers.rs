@@ -63,6 +63,10 @@ impl CheckSpec for UsageCovers {
             ..Needs::default()
         }
     }
+    /// A gap is confirmed by the samples up to it (see `Gap`).
+    fn online(&self) -> bool {
+        true
+    }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         usage_covers(self.name(), rec, &self.cgroup)
     }

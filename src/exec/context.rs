@@ -29,6 +29,9 @@ pub struct Context {
     pub timeout: Option<Duration>,
     /// The progress watchdog's time (see `super::watchdog`); None turns it off.
     pub stall: Option<Duration>,
+    /// Run every scenario to its end, not only to its first confirmed failure (see
+    /// `super::online`).
+    pub keep_going: bool,
     pub machine: Machine,
     pub progress: Progress,
 }
@@ -45,6 +48,8 @@ pub(super) enum Stop {
     /// The progress watchdog fired: no workload progress for its time (the kernel's, like a
     /// timeout, but seen in seconds).
     Stalled(String),
+    /// An online check failed (see `super::online`): the kernel's, and the checks say what.
+    Failing(String),
     Interrupted,
     Failed(Error),
 }

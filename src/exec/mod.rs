@@ -3,6 +3,7 @@
 
 mod context;
 mod load;
+mod online;
 mod phases;
 pub mod runner;
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::context::{Context, Guard, Stop};
 use super::load::LoadProbe;
+use super::online::Online;
 use super::sample::Sampler;
 use super::steps::{
     Holders, StepEnv, execute_step, idle_by_design, prepare_probe, tune_machine, waits_on_writeback,
@@ -16,7 +17,7 @@ use super::watchdog::Watchdog;
 use super::workload::{self, Job};
 use crate::check;
 use crate::model::error::Error;
-use crate::model::{MoveRecord, PhaseRecord, StepKind, StepRecord};
+use crate::model::{MoveRecord, PhaseRecord, Record, StepKind, StepRecord};
 use crate::scenario::{Antagonist, Phase, Scenario, Step};
 use crate::sys::cgroup::Cgroup;
 use crate::sys::proc;
@@ -40,6 +41,11 @@ pub(super) struct Run<'a> {
     pub(super) root: &'a Cgroup,
     /// Notes for the result (repetitions run again because the machine was busy).
     pub(super) notes: Vec<String>,
+    /// The online checks (None with --keep-going or without any), and the record's parts that
+    /// do not change while the phases run (its series, phases and steps are left empty).
+    pub(super) online: Option<(Online<'a>, Record)>,
+    /// When the running phase started.
+    pub(super) phase_start: f64,
 }
 
 /// How many repetitions of a measured phase may be run again because the machine was busy
@@ -64,6 +70,7 @@ impl Run<'_> {
                 .phase(&sc.name, &phase.name, (pi + 1, sc.phases.len()));
             let vmstat_start = read_vmstat()?;
             let start = self.now();
+            self.phase_start = start;
             let ran = self.phase(pi, phase, guard, &mut holders);
             self.phases.push(PhaseRecord {
                 name: phase.name.clone(),
@@ -150,6 +157,48 @@ impl Run<'_> {
             ctx.stall.map(|s| s + idle_by_design(step)),
             waits_on_writeback(step),
         ));
+        let s_start = self.t0.elapsed().as_secs_f64();
+        // The record so far, the running step cut off now, as the online checks see it.
+        let (t0, sampler, phases, steps) = (self.t0, self.sampler, &self.phases, &self.steps);
+        // The moves so far: a move step, the one that adds to them, is not judged while it runs.
+        let moves = self.moves.clone();
+        let running = |now: f64| StepRecord {
+            phase: pi,
+            rep,
+            kind,
+            describe: format!("{} (running)", step.describe()),
+            start: s_start,
+            end: now,
+            cgroup: step.cgroup().unwrap_or_default().to_string(),
+            ..Default::default()
+        };
+        let this_phase = &sc.phases[pi];
+        let phase_start = self.phase_start;
+        let so_far = |base: &Record| {
+            let now = t0.elapsed().as_secs_f64();
+            let mut all = phases.clone();
+            all.push(PhaseRecord {
+                name: this_phase.name.clone(),
+                start: phase_start,
+                end: now,
+                antagonists: Vec::new(),
+                warmup: this_phase.warmup,
+                vmstat_start: Default::default(),
+                vmstat_end: Default::default(),
+            });
+            Record {
+                series: sampler.snapshot(),
+                phases: all,
+                steps: steps.clone(),
+                moves: moves.clone(),
+                stopped: Some(running(now)),
+                ..base.clone()
+            }
+        };
+        let failing = (self.online.as_ref())
+            .filter(|_| kind != StepKind::Move)
+            .map(|(o, base)| move || o.failure(std::time::Instant::now(), || so_far(base)));
+        let failing = failing.as_ref().map(|f| f as &dyn Fn() -> Option<String>);
         let mut env = StepEnv {
             ctx,
             sc,
@@ -157,6 +206,7 @@ impl Run<'_> {
             step,
             deadline: self.deadline,
             watchdog: &watchdog,
+            failing,
             aux: self.aux,
             groups: self.groups,
             scratch: self.scratch,
@@ -175,14 +225,12 @@ impl Run<'_> {
             self.sampler.wait_fresh(2);
         }
         tune_machine(step, &mut guard.sysctls)?;
-        let t0 = self.t0;
         let probe = || {
             kind.measured()
                 .then(|| LoadProbe::read(self.root))
                 .flatten()
         };
         let before = probe();
-        let s_start = t0.elapsed().as_secs_f64();
         let ran = execute_step(&mut env);
         let s_end = t0.elapsed().as_secs_f64();
         let after = probe();
@@ -190,7 +238,7 @@ impl Run<'_> {
         // so the checks judge what the samples show during it.
         let res = match ran {
             Ok(r) => r,
-            Err(e @ (Stop::Timeout(_) | Stop::Stalled(_))) => {
+            Err(e @ (Stop::Timeout(_) | Stop::Stalled(_) | Stop::Failing(_))) => {
                 self.stopped = Some(StepRecord {
                     phase: pi,
                     rep,

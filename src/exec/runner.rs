@@ -9,6 +9,7 @@ use std::time::Instant;
 use anyhow::{Context as _, Result};
 
 use super::context::{Context, Guard, Stop};
+use super::online::{self, Cut, Online};
 use super::phases::Run;
 use super::sample::Sampler;
 use super::sources::sampler_sources;
@@ -167,7 +168,16 @@ fn settle(result: &mut ScenarioResult, outcome: Result<(), Stop>, cleanup: Resul
             result.reason = format!("{}; {msg}", result.reason);
             None
         }
-        Err(Stop::Timeout(msg) | Stop::Stalled(msg)) => Some(Error::Kernel(msg)),
+        // The online check's failure is in the checks; the stop says when and where.
+        Err(Stop::Failing(msg)) if result.status == Status::Fail => {
+            result
+                .notes
+                .push(format!("{msg}; --keep-going runs it to the end"));
+            None
+        }
+        Err(Stop::Timeout(msg) | Stop::Stalled(msg) | Stop::Failing(msg)) => {
+            Some(Error::Kernel(msg))
+        }
         Err(Stop::Interrupted) => Some(Error::Interrupted),
         Err(Stop::Failed(e)) => Some(e),
     };
@@ -230,6 +240,22 @@ fn execute(
     };
     let plan = SamplePlan::new(sc, root.version, &present);
     let (columns, sources) = sampler_sources(ctx, &plan, &root, &groups, &scratch, result)?;
+    // What the record holds besides the samples, phases, steps and moves.
+    let base = Record {
+        series: Series::default(),
+        phases: Vec::new(),
+        steps: Vec::new(),
+        machine: ctx.machine,
+        moves: Vec::new(),
+        charge_moving,
+        cgroups: sc.cgroups.clone(),
+        stopped: None,
+        dirty,
+    };
+    let online = (!ctx.keep_going)
+        .then(|| Online::new(&sc.checks))
+        .flatten()
+        .map(|o| (o, base.clone()));
     let t0 = Instant::now();
     let sampler = Sampler::start(columns, sources, sc.sample.interval, t0)?;
     let mut run = Run {
@@ -247,6 +273,8 @@ fn execute(
         stopped: None,
         root: &root,
         notes: Vec::new(),
+        online,
+        phase_start: 0.0,
     };
     // A timeout or a stall stops the phases, not the judgement: the checks are evaluated on the
     // record so far, so the verdict names what broke rather than only how long it took.
@@ -260,10 +288,23 @@ fn execute(
             "stalled: {what}; last sample: {}",
             sampler.last_row()
         ))),
+        Err(Stop::Failing(what)) => Some(Stop::Failing(what)),
         Err(other) => return Err(other),
     };
-    let (phases, steps, moves, stopped_step) = (run.phases, run.steps, run.moves, run.stopped);
-    result.notes.extend(run.notes);
+    let Run {
+        phases,
+        steps,
+        moves,
+        stopped: stopped_step,
+        notes,
+        online,
+        ..
+    } = run;
+    result.notes.extend(notes);
+    let cut = match &stopped {
+        Some(Stop::Failing(_)) => online.and_then(|(o, _)| o.into_cut()),
+        _ => None,
+    };
     let series: Series = sampler
         .stop()
         .map_err(|e| Stop::Failed(Error::Kernel(format!("{e:#}"))))?;
@@ -275,13 +316,11 @@ fn execute(
             series,
             phases,
             steps,
-            machine: ctx.machine,
             moves,
-            charge_moving,
-            cgroups: sc.cgroups.clone(),
             stopped: stopped_step,
-            dirty,
+            ..base
         },
+        cut,
     );
     if stopped.is_some() {
         // A run cut short measured a partial phase: no sample for `compare` to pool.
@@ -398,7 +437,13 @@ fn set_swap_limits(cg: &Cgroup, spec: &crate::model::CgroupSpec) -> Result<(), S
 
 /// The scenario's result from its record: notes on moves, per-phase results, the checks and the
 /// status they give.
-fn conclude(sc: &Scenario, plan: &SamplePlan, result: &mut ScenarioResult, record: Record) {
+fn conclude(
+    sc: &Scenario,
+    plan: &SamplePlan,
+    result: &mut ScenarioResult,
+    record: Record,
+    cut: Option<Cut>,
+) {
     result.samples = record.series.len();
     for m in &record.moves {
         result.notes.push(format!(
@@ -434,6 +479,9 @@ fn conclude(sc: &Scenario, plan: &SamplePlan, result: &mut ScenarioResult, recor
         });
     }
     result.checks = sc.checks.iter().map(|c| c.judge(&record)).collect();
+    if let Some(cut) = &cut {
+        online::cut_short(&mut result.checks, cut);
+    }
     let release = crate::sys::env::kernel_release();
     result.fixed = mark_known(
         &mut result.checks,

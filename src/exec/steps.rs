@@ -62,6 +62,8 @@ pub(super) struct StepEnv<'a> {
     pub(super) deadline: Instant,
     /// The progress watchdog of this step (see `super::watchdog`).
     pub(super) watchdog: &'a RefCell<Watchdog>,
+    /// The online checks on the record so far (see `super::online`); None with --keep-going.
+    pub(super) failing: Option<&'a dyn Fn() -> Option<String>>,
     /// The helpers' group (sync, create).
     pub(super) aux: &'a Cgroup,
     pub(super) groups: &'a [(String, Cgroup)],
@@ -79,6 +81,7 @@ impl<'a> StepEnv<'a> {
             deadline: self.deadline,
             interrupted: &interrupted,
             watchdog: Some(self.watchdog),
+            failing: self.failing,
         }
     }
     /// A declared group (names were checked against them when the scenario was parsed).
@@ -797,6 +800,10 @@ pub(super) fn stop_of(e: WaitError, phase: &str, step: &Step) -> Stop {
             idle.as_secs_f64()
         )),
         WaitError::Failed(e) => Stop::Failed(e.context(&format!("step '{}'", step.describe()))),
+        WaitError::Failing(why) => Stop::Failing(format!(
+            "{why}, in phase {phase}, step '{}'",
+            step.describe()
+        )),
     }
 }
 

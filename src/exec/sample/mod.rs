@@ -258,6 +258,11 @@ impl Sampler {
         self.shared.error.lock().unwrap().clone()
     }
 
+    /// The samples so far (for the online checks, see `super::super::online`).
+    pub fn snapshot(&self) -> Series {
+        self.shared.series.lock().unwrap().clone()
+    }
+
     /// The latest sample, for timeout messages.
     pub fn last_row(&self) -> String {
         let s = self.shared.series.lock().unwrap();

@@ -159,6 +159,8 @@ pub enum WaitError {
     Interrupted,
     /// The progress watchdog saw no task of the run's groups make progress for this long.
     Stalled(Duration),
+    /// An online check failed on the record so far (see `crate::exec::online`): its message.
+    Failing(String),
     Failed(Error),
 }
 
@@ -168,6 +170,8 @@ pub struct Limits<'a> {
     pub deadline: Instant,
     pub interrupted: &'a dyn Fn() -> bool,
     pub watchdog: Option<&'a RefCell<Watchdog>>,
+    /// The scenario's online checks on the record so far: why to stop, when one failed.
+    pub failing: Option<&'a dyn Fn() -> Option<String>>,
 }
 
 /// Calls `done` every 5 ms until it gives an answer; `Interrupted` once `interrupted()` is true,
@@ -188,6 +192,9 @@ pub fn poll_until<T>(
             && let Some(idle) = w.borrow_mut().stalled(Instant::now())
         {
             return Err(WaitError::Stalled(idle));
+        }
+        if let Some(why) = limits.failing.and_then(|f| f()) {
+            return Err(WaitError::Failing(why));
         }
         if Instant::now() >= limits.deadline {
             return Err(WaitError::Timeout);
