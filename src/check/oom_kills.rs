@@ -25,6 +25,8 @@ pub struct OomKills {
     pub cgroup: String,
     /// Check memory.events `oom` too (cgroup v2 only).
     pub events: bool,
+    /// The victim may not count twice under memory.oom.group.
+    pub exact: bool,
 }
 
 /// `oom-kills` in the check table.
@@ -40,7 +42,8 @@ count may hold the victim twice: oom_kill_process kills it, then every member, t
 victim again unless it has let go of its mm by then, and each kill counts (6.1 and \
 6.12 do so in 3 of 3 quick runs). With `events = true` (v2), memory.events `oom` rises \
 in a step if and only if a task died, and `oom_group_kill` by one per whole-group \
-kill. Not exercised when no task was killed (the group held it all) or no exhaust step \
+kill. With `exact = true` the victim may not count twice: the count must equal the \
+tasks killed under memory.oom.group too (the known-issue scenario `oom-group-count`). Not exercised when no task was killed (the group held it all) or no exhaust step \
 ran in the group. Result name: `oom-kills(<cgroup>)`.",
     keys: &[
         opt(
@@ -51,6 +54,11 @@ ran in the group. Result name: `oom-kills(<cgroup>)`.",
             "events",
             "also judge memory.events `oom` and `oom_group_kill`; `true` needs `requires.cgroup = \
 [\"v2\"]` (cgroup v1 counts no OOM events) (default `false`)",
+        ),
+        opt(
+            "exact",
+            "under memory.oom.group too, the count must equal the tasks killed: the victim may not \
+count twice (default `false`)",
         ),
     ],
     parse,
@@ -70,6 +78,7 @@ pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     Ok(Check::new(OomKills {
         cgroup: i.cgroup("cgroup")?,
         events,
+        exact: i.get::<bool>("exact")?.is_some_and(|e| e.into_inner()),
     }))
 }
 
@@ -88,7 +97,7 @@ impl CheckSpec for OomKills {
         }
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
-        oom_kills(self.name(), rec, &self.cgroup, self.events)
+        oom_kills(self.name(), rec, &self.cgroup, self.events, self.exact)
     }
 }
 
@@ -105,7 +114,13 @@ struct Seen<'a> {
 /// A failed judgement: actual, expected, why.
 type Verdict = (String, String, String);
 
-pub fn oom_kills(name: String, rec: &Record, cgroup: &str, events: bool) -> CheckResult {
+pub fn oom_kills(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    events: bool,
+    exact: bool,
+) -> CheckResult {
     let mut want = vec![OOM_KILLS.to_string()];
     if events {
         want.extend([OOM_EVENTS, OOM_GROUP_KILLS].map(String::from));
@@ -123,6 +138,8 @@ pub fn oom_kills(name: String, rec: &Record, cgroup: &str, events: bool) -> Chec
         );
     }
     let group_kill = rec.group(cgroup).is_some_and(|g| g.oom_group);
+    // Under memory.oom.group the victim may be counted a second time (see the top).
+    let twice = group_kill && !exact;
     let seen = match seen_steps(rec, cgroup, &cols) {
         Ok(v) if v.is_empty() => return missing(name, format!("no exhaust step ran in {cgroup}")),
         Ok(v) => v,
@@ -134,7 +151,7 @@ pub fn oom_kills(name: String, rec: &Record, cgroup: &str, events: bool) -> Chec
         res
     };
     for v in &seen {
-        if let Some(f) = judge_step(rec, cgroup, group_kill, v) {
+        if let Some(f) = judge_step(rec, cgroup, group_kill, twice, v) {
             return fail(v.rows.1, f);
         }
     }
@@ -161,7 +178,7 @@ pub fn oom_kills(name: String, rec: &Record, cgroup: &str, events: bool) -> Chec
             ),
         );
     }
-    passed(name, &seen, cgroup, group_kill, events)
+    passed(name, &seen, cgroup, group_kill, twice, events)
 }
 
 /// The counters' rise across each exhaust step of `cgroup`, or why it cannot be measured.
@@ -189,7 +206,13 @@ fn seen_steps<'a>(rec: &'a Record, cgroup: &str, cols: &[usize]) -> Result<Vec<S
 }
 
 /// One exhaust step: the kill count against the tasks that died, who died, the events.
-fn judge_step(rec: &Record, cgroup: &str, group_kill: bool, v: &Seen) -> Option<Verdict> {
+fn judge_step(
+    rec: &Record,
+    cgroup: &str,
+    group_kill: bool,
+    twice: bool,
+    v: &Seen,
+) -> Option<Verdict> {
     let s = &rec.series;
     let (killed, survived) = (v.step.killed as i64, v.step.survived);
     let when = format!(
@@ -199,8 +222,7 @@ fn judge_step(rec: &Record, cgroup: &str, group_kill: bool, v: &Seen) -> Option<
         v.step.start,
         v.step.end
     );
-    // Under memory.oom.group the victim may be counted a second time (see the top).
-    let twice = i64::from(group_kill && killed > 0);
+    let twice = i64::from(twice && killed > 0);
     if v.kills < killed || v.kills > killed + twice {
         return Some((
             format!("{cgroup}.oom_kills rose by {}", v.kills),
@@ -273,6 +295,7 @@ fn passed(
     seen: &[Seen],
     cgroup: &str,
     group_kill: bool,
+    twice: bool,
     events: bool,
 ) -> CheckResult {
     let killed: i64 = seen.iter().map(|v| v.step.killed as i64).sum();
@@ -313,7 +336,7 @@ fn passed(
             }
         ),
     );
-    if group_kill {
+    if twice {
         res.tolerance = Some(format!(
             "the victim may count twice per OOM under memory.oom.group (oom_kill_process kills it, then every member, the victim again unless it has let go of its mm): {doubled} of {} OOMs did",
             seen.iter().filter(|v| v.step.killed > 0).count()

@@ -139,6 +139,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "memsw-failcnt.toml",
         include_str!("../../scenarios/memsw-failcnt.toml"),
     ),
+    (
+        "oom-group-count.toml",
+        include_str!("../../scenarios/oom-group-count.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
