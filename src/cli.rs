@@ -150,6 +150,10 @@ pub enum Command {
         /// The longest one failure is shrunk.
         #[arg(long, default_value = "10m", value_parser = units::parse_cli_duration)]
         shrink_time: std::time::Duration,
+        /// Stop at the first confirmed failure, once it is shrunk (for `git bisect run`: one
+        /// failure is the verdict).
+        #[arg(long)]
+        first: bool,
         #[command(flatten)]
         session: SessionArgs,
     },

@@ -138,6 +138,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             cases,
             out,
             shrink_time,
+            first,
             session,
         } => {
             // Explore makes its own scenarios: --scenario-dir is not read.
@@ -152,6 +153,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     cases: *cases,
                     out: out.as_deref(),
                     shrink_time: *shrink_time,
+                    first: *first,
                 },
             )
         }

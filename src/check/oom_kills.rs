@@ -151,7 +151,7 @@ pub fn oom_kills(
         res
     };
     for v in &seen {
-        if let Some(f) = judge_step(rec, cgroup, group_kill, twice, v) {
+        if let Some(f) = judge_step(rec, cgroup, &cols, (group_kill, twice), v) {
             return fail(v.rows.1, f);
         }
     }
@@ -205,15 +205,18 @@ fn seen_steps<'a>(rec: &'a Record, cgroup: &str, cols: &[usize]) -> Result<Vec<S
     Ok(seen)
 }
 
-/// One exhaust step: the kill count against the tasks that died, who died, the events.
+/// One exhaust step: the kill count against the tasks that died, who died, the events. `cols`
+/// are the counters judged (oom_kills, then oom and oom_group_kill where there are events): the
+/// diagnostics show those, not the whole sample.
 fn judge_step(
     rec: &Record,
     cgroup: &str,
-    group_kill: bool,
-    twice: bool,
+    cols: &[usize],
+    (group_kill, twice): (bool, bool),
     v: &Seen,
 ) -> Option<Verdict> {
     let s = &rec.series;
+    let row = |r: usize| s.describe_cols(r, cols);
     let (killed, survived) = (v.step.killed as i64, v.step.survived);
     let when = format!(
         "in '{}' (phase {}, t={:.3}s..{:.3}s)",
@@ -237,8 +240,8 @@ fn judge_step(
             format!(
                 "{when} {killed} of {cgroup}'s tasks were killed, yet its OOM-kill count rose by {}: {} .. {}",
                 v.kills,
-                s.describe_row(v.rows.0),
-                s.describe_row(v.rows.1)
+                row(v.rows.0),
+                row(v.rows.1)
             ),
         ));
     }
@@ -284,7 +287,7 @@ fn judge_step(
             format!(
                 "{when} {killed} of {cgroup}'s tasks were killed{}, and memory.events oom rose by {e}, oom_group_kill by {g}: {}",
                 if group_kill { " (memory.oom.group set)" } else { "" },
-                s.describe_row(v.rows.1)
+                row(v.rows.1)
             ),
         )
     })

@@ -36,11 +36,15 @@ pub struct Options<'a> {
     pub out: Option<&'a Path>,
     /// The longest one failure is shrunk.
     pub shrink_time: Duration,
+    /// Stop after the first confirmed failure is shrunk.
+    pub first: bool,
 }
 
 /// One confirmed failure: the check, the case and the smallest case that still fails it.
 struct Found {
     check: String,
+    /// How long after the start its first failing run ended (time to first failure).
+    after: Duration,
     original: Case,
     shrunk: Case,
     shrink_runs: u32,
@@ -86,6 +90,7 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
         let case = generator::generate(seed, index, &m);
         index += 1;
         let r = run_case(&session, &case, &out.join("cases"))?;
+        let seen = start.elapsed();
         let Some(check) = failed_check(&r) else {
             results.push(r);
             continue;
@@ -125,10 +130,14 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
         results.push(last);
         found.push(Found {
             check,
+            after: seen,
             original: case,
             shrunk: min,
             shrink_runs: runs,
         });
+        if o.first {
+            break;
+        }
     }
     let mut rep = session.report(results, false);
     rep.scenarios
@@ -250,9 +259,10 @@ fn summary(
     );
     for f in found {
         s += &format!(
-            "\n  {}: {} — shrunk in {} runs from {} groups and {} steps to {} groups and {} steps: memcgtest --scenario-dir {} run {}",
+            "\n  {}: {} — first failed {:.0} s in; shrunk in {} runs from {} groups and {} steps to {} groups and {} steps: memcgtest --scenario-dir {} run {}",
             f.original.name,
             f.check,
+            f.after.as_secs_f64(),
             f.shrink_runs,
             f.original.groups.len(),
             f.original.steps(),
