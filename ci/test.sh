@@ -49,7 +49,7 @@ left=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'memcgtest-[0-9]*' 2>/dev/n
 [ -z "$left" ] || { echo "leftover test cgroups: $left"; exit 1; }
 [ "$rc" = 0 ] || exit 1
 
-log "explore on this machine's kernel: 8 generated cases (seed 1), none may fail"
+log "explore on this machine's kernel: 8 generated cases (seed 1), none may fail (known failures, such as 6.18 v1's memsw.failcnt, are not failures)"
 set +e
 $bin explore --seed 1 --cases 8 --shrink-time 1m --out "$out/explore-host" --format ktap > "$out/explore-host.ktap"
 rc=$?
@@ -57,12 +57,6 @@ set -e
 cat "$out/explore-host/summary.txt" || true
 left=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'memcgtest-[0-9]*' 2>/dev/null || true)
 [ -z "$left" ] || { echo "explore left test cgroups: $left"; exit 1; }
-if [ "$rc" = 1 ] && [ "$(uname -r | cut -d. -f1,2)" = 6.18 ] \
-  && ! grep -E '^  explore-' "$out/explore-host/summary.txt" | grep -vq ': limit-counters(' \
-  && grep -q "memory.memsw.failcnt, v2 memory.events max stayed 0" "$out/explore-host.ktap"; then
-  echo "explore: the failures are 6.18 v1's memory.memsw.failcnt that no longer counts (docs/findings.md), a kernel finding"
-  rc=0
-fi
 [ "$rc" = 0 ] || { echo "explore exited $rc"; exit 1; }
 
 log "that run's report as CI systems read it: results.xml (XML parser), kcidb.json (kcidb-io), index.html (headless Chromium)"

@@ -577,7 +577,7 @@ pub fn mark_known(
     for c in checks.iter_mut().filter(|c| c.outcome == Outcome::Fail) {
         c.known = here
             .iter()
-            .find(|k| k.covers(&c.name))
+            .find(|k| k.covers_failure(&c.name, &c.actual, &c.detail))
             .map(|k| (*k).clone());
     }
     here.into_iter()
@@ -695,6 +695,7 @@ mod tests {
             cgroup: Some(Version::V1),
             text: "t".into(),
             link: None,
+            matches: None,
         };
         let mk = |name: &str, o: Outcome| {
             CheckResult::new(name.into(), o, "".into(), "".into(), "".into())

@@ -50,6 +50,10 @@ pub struct KnownIssue {
     pub cgroup: Option<Version>,
     pub text: String,
     pub link: Option<String>,
+    /// A text the failure's message must contain: the issue covers only failures that say it
+    /// (a check can fail for other reasons too). An issue with one is also known to `explore`,
+    /// for its generated cases' checks of the same kind.
+    pub matches: Option<String>,
 }
 
 impl KnownIssue {
@@ -75,6 +79,26 @@ impl KnownIssue {
                 && name
                     .strip_prefix(&self.check)
                     .is_some_and(|r| r.starts_with('(')))
+    }
+
+    /// Whether it covers this failure: the check's name, and the text it must contain (in the
+    /// failure's actual figure or its explanation).
+    pub fn covers_failure(&self, name: &str, actual: &str, detail: &str) -> bool {
+        self.covers(name)
+            && self
+                .matches
+                .as_ref()
+                .is_none_or(|m| actual.contains(m.as_str()) || detail.contains(m.as_str()))
+    }
+
+    /// The same issue for any check of its kind ("limit-counters(g)" becomes "limit-counters"):
+    /// how `explore` applies it to its generated cases.
+    pub fn for_kind(&self) -> KnownIssue {
+        let kind = self.check.split('(').next().unwrap_or(&self.check);
+        KnownIssue {
+            check: kind.to_string(),
+            ..self.clone()
+        }
     }
 
     /// A stable id for reports (KCIDB issues): the scenario, the check and the first release.
@@ -123,6 +147,7 @@ mod tests {
             cgroup: cg,
             text: "t".into(),
             link: None,
+            matches: None,
         }
     }
 
@@ -159,5 +184,22 @@ mod tests {
         k.check = "limit-counters(p)".into();
         assert!(k.covers("limit-counters(p)"));
         assert!(!k.covers("limit-counters(p/a)"));
+    }
+
+    #[test]
+    fn an_issue_with_a_text_covers_only_the_failures_that_say_it() {
+        let mut k = issue("6.18", None, None);
+        k.check = "limit-counters(g)".into();
+        k.matches = Some("no charge failed".into());
+        assert!(k.covers_failure(
+            "limit-counters(g)",
+            "0 failed",
+            "yet no charge failed at it"
+        ));
+        assert!(!k.covers_failure("limit-counters(g)", "7 failed", "failcnt fell by 3"));
+        assert!(!k.covers_failure("limit-counters(h)", "", "no charge failed"));
+        let any = k.for_kind();
+        assert!(any.covers_failure("limit-counters(g0/g1)", "", "no charge failed"));
+        assert!(!any.covers_failure("under-limit(g0)", "", "no charge failed"));
     }
 }

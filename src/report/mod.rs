@@ -299,6 +299,7 @@ mod tests {
             cgroup: None,
             text: "no failcnt".into(),
             link: Some("https://example.org/bug".into()),
+            matches: None,
         };
         let mut c = check("limit-counters(g)", Outcome::Fail);
         c.known = Some(issue.clone());

@@ -47,6 +47,7 @@ pub(super) struct RawKnown {
     pub(super) cgroup: Option<Spanned<String>>,
     pub(super) text: Spanned<String>,
     pub(super) link: Option<Spanned<String>>,
+    pub(super) matches: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -196,6 +196,12 @@ fn known(
             cgroup,
             text: cx.one_line(&k.text, "text")?,
             link: k.link.as_ref().map(|l| l.get_ref().clone()),
+            matches: match &k.matches {
+                Some(m) if m.get_ref().trim().is_empty() => {
+                    return Err(cx.err(m.span(), "matches = \"\": name a text the failure says"));
+                }
+                m => m.as_ref().map(|m| m.get_ref().clone()),
+            },
         };
         if !checks.iter().any(|c| issue.covers(&c.name())) {
             let mut names: Vec<String> = checks.iter().map(|c| c.name()).collect();
