@@ -182,9 +182,9 @@ fn generic_known() -> Result<Vec<KnownIssue>, Error> {
         .map_err(|e| Error::Internal(format!("a built-in scenario does not load: {e}")))?;
     Ok(builtin
         .iter()
-        .flat_map(|sc| &sc.known)
-        .filter(|k| k.matches.is_some())
-        .map(KnownIssue::for_kind)
+        .flat_map(|sc| sc.known.iter().map(move |k| (sc, k)))
+        .filter(|(_, k)| k.matches.is_some())
+        .map(|(sc, k)| k.for_kind(&sc.name))
         .collect())
 }
 

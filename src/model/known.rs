@@ -54,6 +54,10 @@ pub struct KnownIssue {
     /// (a check can fail for other reasons too). An issue with one is also known to `explore`,
     /// for its generated cases' checks of the same kind.
     pub matches: Option<String>,
+    /// Set when the issue is applied beyond the scenario that carries it (explore's cases): the
+    /// scenario's name. Such a case passing its check says nothing about a fix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub borrowed_from: Option<String>,
 }
 
 impl KnownIssue {
@@ -91,12 +95,13 @@ impl KnownIssue {
                 .is_none_or(|m| actual.contains(m.as_str()) || detail.contains(m.as_str()))
     }
 
-    /// The same issue for any check of its kind ("limit-counters(g)" becomes "limit-counters"):
-    /// how `explore` applies it to its generated cases.
-    pub fn for_kind(&self) -> KnownIssue {
+    /// The same issue for any check of its kind ("limit-counters(g)" becomes "limit-counters"),
+    /// borrowed from `scenario`: how `explore` applies it to its generated cases.
+    pub fn for_kind(&self, scenario: &str) -> KnownIssue {
         let kind = self.check.split('(').next().unwrap_or(&self.check);
         KnownIssue {
             check: kind.to_string(),
+            borrowed_from: Some(scenario.to_string()),
             ..self.clone()
         }
     }
@@ -131,7 +136,12 @@ impl KnownIssue {
             .as_ref()
             .map(|l| format!(" ({l})"))
             .unwrap_or_default();
-        format!("{} [kernels {range}{cg}]{link}", self.text)
+        let from = self
+            .borrowed_from
+            .as_ref()
+            .map(|s| format!("; the known issue of scenario {s}"))
+            .unwrap_or_default();
+        format!("{} [kernels {range}{cg}{from}]{link}", self.text)
     }
 }
 
@@ -148,6 +158,7 @@ mod tests {
             text: "t".into(),
             link: None,
             matches: None,
+            borrowed_from: None,
         }
     }
 
@@ -198,7 +209,7 @@ mod tests {
         ));
         assert!(!k.covers_failure("limit-counters(g)", "7 failed", "failcnt fell by 3"));
         assert!(!k.covers_failure("limit-counters(h)", "", "no charge failed"));
-        let any = k.for_kind();
+        let any = k.for_kind("memsw-failcnt");
         assert!(any.covers_failure("limit-counters(g0/g1)", "", "no charge failed"));
         assert!(!any.covers_failure("under-limit(g0)", "", "no charge failed"));
     }

@@ -300,6 +300,7 @@ mod tests {
             text: "no failcnt".into(),
             link: Some("https://example.org/bug".into()),
             matches: None,
+            borrowed_from: None,
         };
         let mut c = check("limit-counters(g)", Outcome::Fail);
         c.known = Some(issue.clone());

@@ -202,6 +202,7 @@ fn known(
                 }
                 m => m.as_ref().map(|m| m.get_ref().clone()),
             },
+            borrowed_from: None,
         };
         if !checks.iter().any(|c| issue.covers(&c.name())) {
             let mut names: Vec<String> = checks.iter().map(|c| c.name()).collect();
