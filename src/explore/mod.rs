@@ -210,7 +210,7 @@ fn run_case(
     Ok(r)
 }
 
-/// The first check a result failed, or the kernel error that stopped it.
+/// The first check a result failed (not a known failure), or the kernel error that stopped it.
 fn failed_check(r: &ScenarioResult) -> Option<String> {
     let kernel_error = r
         .error
@@ -221,7 +221,7 @@ fn failed_check(r: &ScenarioResult) -> Option<String> {
     }
     r.checks
         .iter()
-        .find(|c| c.outcome == Outcome::Fail)
+        .find(|c| c.outcome == Outcome::Fail && c.known.is_none())
         .map(|c| c.name.clone())
         .or_else(|| Some("error".into()))
 }
@@ -235,7 +235,7 @@ fn still_fails(r: &ScenarioResult, check: &str) -> bool {
         c => r
             .checks
             .iter()
-            .any(|x| x.name == c && x.outcome == Outcome::Fail),
+            .any(|x| x.name == c && x.outcome == Outcome::Fail && x.known.is_none()),
     }
 }
 
