@@ -91,6 +91,7 @@ struct World {
 struct Task {
     name: String,
     group: String,
+    /// The anonymous region its hold mapped, the one `advise` works on.
     anon: u64,
     bytes: u64,
 }
@@ -507,7 +508,7 @@ fn step(
                 return None;
             }
             let anon = d.mib(1, room / MIB / 2);
-            w.tasks[i].anon += anon;
+            // Grown memory is a mapping of its own: `advise` reaches only the hold's anon.
             w.tasks[i].bytes += anon;
             Step::Grow {
                 task: w.tasks[i].name.clone(),
@@ -672,13 +673,21 @@ mod tests {
         assert_ne!(generate(7, 3, &m).to_toml(), generate(8, 3, &m).to_toml());
     }
 
-    /// Every generated case is a valid scenario, for both versions, over many seeds.
+    /// Every generated case is a valid scenario, for both versions, over many seeds and
+    /// machines (seed 21 case 384 on this project's 23.5 GiB host once advised memory a task had
+    /// only grown, which no advice reaches).
     #[test]
     fn generated_cases_parse() {
-        for version in [Version::V1, Version::V2] {
-            let m = machine(version);
-            for i in 0..300 {
-                let c = generate(42, i, &m);
+        let machines = [Version::V1, Version::V2].into_iter().flat_map(|version| {
+            [(2u64 << 30, true), (47 << 29, true), (4 << 30, false)].map(|(memory, swap)| Machine {
+                version,
+                memory,
+                swap,
+            })
+        });
+        for (m, seed) in machines.flat_map(|m| [42, 21, 5].map(move |s| (m, s))) {
+            for i in 0..500 {
+                let c = generate(seed, i, &m);
                 let text = c.to_toml();
                 let sc = crate::scenario::parse("case.toml", &text)
                     .unwrap_or_else(|e| panic!("case {i}: {e}\n{text}"));
