@@ -388,7 +388,7 @@ pub fn invariants(what: &What, version: Version, scenarios: &[Scenario]) -> Vec<
                 out.insert("dirty-domain".into());
             }
             for (kind, names) in [
-                ("faults", &["pgfault", "pgmajfault"][..]),
+                ("faults", &["pgfault"][..]),
                 ("tasks", &["anon"][..]),
                 ("usage-covers", &["usage", "anon", "file"][..]),
                 ("limit-counters", &["usage", "peak", "limit_hits"][..]),

@@ -7,6 +7,7 @@
 //! pgfault: across a step, the group's pgfault rose by at least what the step's workers counted.
 //! A retried fault is counted again in the memcg only, and tasks held in the group fault too, so
 //! the rise may be larger; for a step that ran alone in its group, at most half as large again.
+//! pgmajfault gets no bound from the tasks' count (see `faults`).
 
 use super::args::CheckArgs;
 use super::{
@@ -51,14 +52,14 @@ fn others_held(rec: &Record, cgroup: &str, (from, to): (f64, f64)) -> bool {
 
 /// faults: for each step whose workers took at least `MIN_FAULTS` faults in `cgroup`, the
 /// group's pgfault rose across it by at least their count (within the unflushed bound), and by
-/// at most `MAX_EXCESS` times it when no held task shared the group; its pgmajfault rose by at
-/// least their major faults. Not exercised when no step took that many.
+/// at most `MAX_EXCESS` times it when no held task shared the group. Not exercised when no step
+/// took that many. pgmajfault has no such bound: the task counts a fault that was retried as
+/// major (mm_account_fault: FAULT_FLAG_TRIED) though it read nothing in, and the group counts
+/// only the faults that read a page (Debian's 6.1: an mmap write over a file under writeback,
+/// 369 major faults of the task's own, 1 in the group's pgmajfault).
 pub fn faults(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     let s = &rec.series;
-    let (Some(fc), maj) = (
-        s.col(&Column::group(cgroup, "pgfault")),
-        s.col(&Column::group(cgroup, "pgmajfault")),
-    ) else {
+    let Some(fc) = s.col(&Column::group(cgroup, "pgfault")) else {
         return missing(name, format!("{cgroup}'s pgfault was not sampled"));
     };
     let tol = 2 * 64 * rec.machine.cpus as i64;
@@ -126,24 +127,6 @@ pub fn faults(name: String, rec: &Record, cgroup: &str) -> CheckResult {
                 r1,
             );
         }
-        if let Some(mc) = maj {
-            let gm = s.get(r_low, mc) - s.get(r0, mc);
-            if gm < st.majflt as i64 - tol {
-                let mut res = fail(
-                    "",
-                    format!("pgmajfault >= {} - {tol}", st.majflt),
-                    group,
-                    r_low,
-                );
-                res.actual = format!("{cgroup}.pgmajfault rose by {gm}");
-                res.detail = format!(
-                    "across '{}' its workers counted {} major faults of their own and {cgroup}'s pgmajfault rose by {gm}: the group counted fewer major faults than its tasks took",
-                    st.describe, st.majflt
-                );
-                res.columns = vec![Column::group(cgroup, "pgmajfault")];
-                return res;
-            }
-        }
         judged.push(format!("{} {group} for {tasks}", st.kind));
     }
     if judged.is_empty() {
@@ -169,7 +152,7 @@ pub fn faults(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     res
 }
 
-/// `faults`: `cgroup`'s pgfault and pgmajfault against its workers' own counts.
+/// `faults`: `cgroup`'s pgfault against its workers' own counts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Faults {
     pub cgroup: String,
@@ -185,7 +168,8 @@ counters (getrusage: minor and major faults) when the fault completes. Every wor
 joins its group before exec, so across a step whose workers took at least 4096 faults, \
 the group's pgfault must rise by at least their count, and for a step alone in its group \
 (no held task there) by at most 1.5 times it (a retried fault counts again in the memcg \
-only); its pgmajfault by at least their major faults. Tolerance: the unflushed bound of \
+only). pgmajfault is not bounded so: the task counts a retried fault as major though it \
+read nothing in, the group only a fault that read a page. Tolerance: the unflushed bound of \
 memcg events, 2 x 64 x CPUs. Not exercised when no step took that many faults. Every \
 scenario gets one for every group. Result name: `faults(<cgroup>)`.",
     keys: &[opt(
@@ -207,7 +191,7 @@ impl CheckSpec for Faults {
     }
     fn needs(&self) -> Needs {
         Needs {
-            counters: vec!["pgfault".into(), "pgmajfault".into()],
+            counters: vec!["pgfault".into()],
             ..Needs::default()
         }
     }
