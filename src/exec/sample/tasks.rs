@@ -12,6 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::exec::workload::FORKED_NAME;
+
 /// The counters this source fills for the group, in column order: the tasks' anonymous memory
 /// (RssAnon), their swapped-out anonymous pages (VmSwap: swap entries in their page tables) and
 /// their threads beyond the first (`Threads:` - 1 per task: before 6.2 each thread caches up to
@@ -35,12 +37,6 @@ pub struct TaskMemory {
     col: usize,
     /// Where /proc is (a temp dir in tests).
     proc_root: PathBuf,
-    /// The runner's own command line (/proc/self/cmdline). A worker joins its group between
-    /// fork and exec; until it execs, its mm is a copy of the runner's, whose anonymous memory
-    /// RssAnon shows but the runner's group is charged for. A task whose command line is still
-    /// the runner's is that child: not counted (seen under load on a busy host: a forked writer
-    /// not yet exec'd for 2 samples showed the runner's 31 MiB in a group whose anon was 0).
-    runner_cmdline: Vec<u8>,
 }
 
 impl TaskMemory {
@@ -52,7 +48,6 @@ impl TaskMemory {
             procs,
             col,
             proc_root: proc_root.to_path_buf(),
-            runner_cmdline: std::fs::read(proc_root.join("self/cmdline")).unwrap_or_default(),
         })
     }
 
@@ -69,9 +64,12 @@ impl TaskMemory {
                 let Ok(s) = std::fs::read_to_string(&status) else {
                     continue; // gone: it exited after the cgroup.procs read
                 };
-                let cmdline = std::fs::read(self.proc_root.join(pid).join("cmdline"));
-                if cmdline.is_ok_and(|c| !c.is_empty() && c == self.runner_cmdline) {
-                    continue; // forked by the runner, not exec'd yet: the runner's memory
+                // A worker joins its group between fork and exec; until it execs, its mm is a
+                // copy of the runner's, whose anonymous memory RssAnon shows but the runner's
+                // group is charged for. Seen under load on a busy host: a forked writer not yet
+                // exec'd for 2 samples showed the runner's 31 MiB in a group whose anon was 0.
+                if status_name(&s).as_bytes() == FORKED_NAME.to_bytes() {
+                    continue;
                 }
                 anon += status_kb(&s, "RssAnon:");
                 swap += status_kb(&s, "VmSwap:");
@@ -83,6 +81,13 @@ impl TaskMemory {
         row[self.col + 2] = threads;
         Ok(())
     }
+}
+
+/// The `Name:` line (the task's comm) of a /proc/PID/status text.
+fn status_name(text: &str) -> &str {
+    text.lines()
+        .find_map(|l| l.strip_prefix("Name:"))
+        .map_or("", str::trim)
 }
 
 /// A plain number line (`Threads:`) of a /proc/PID/status text; 0 where missing.
@@ -123,17 +128,16 @@ mod tests {
             .unwrap();
         }
         // The group holds 10 and 12 (which exited before its status was read), its child 11,
-        // and 13, forked by the runner and not exec'd yet (its command line is the runner's).
-        for (pid, cmdline) in [("self", "memcgtest\0run\0"), ("13", "memcgtest\0run\0")] {
-            std::fs::create_dir_all(proc_root.join(pid)).unwrap();
-            std::fs::write(proc_root.join(pid).join("cmdline"), cmdline).unwrap();
-        }
+        // and 13, forked by the runner and not exec'd yet (it still has the runner's memory).
+        std::fs::create_dir_all(proc_root.join("13")).unwrap();
         std::fs::write(
             proc_root.join("13/status"),
-            "Name:\tx\nRssAnon:\t 30000 kB\nVmSwap:\t 0 kB\nThreads:\t1\n",
+            format!(
+                "Name:\t{}\nRssAnon:\t 30000 kB\nVmSwap:\t 0 kB\nThreads:\t1\n",
+                FORKED_NAME.to_str().unwrap()
+            ),
         )
         .unwrap();
-        std::fs::write(proc_root.join("10/cmdline"), "memcgtest\0__worker\0{}\0").unwrap();
         let procs = dir.path().join("cgroup.procs");
         std::fs::write(&procs, "10\n12\n13\n").unwrap();
         let child = dir.path().join("child.procs");

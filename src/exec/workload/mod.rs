@@ -203,6 +203,11 @@ pub fn poll_until<T>(
     }
 }
 
+/// The name (comm) a worker has between joining its group and exec: its mm is still a copy of
+/// the runner's, whose memory the tasks sampler must not count as the group's. exec gives it
+/// the binary's name again. At most 15 bytes (TASK_COMM_LEN).
+pub const FORKED_NAME: &std::ffi::CStr = c"memcgtest-fork";
+
 /// Starts a worker for `job` inside `cgroup`. The worker gets SIGKILL when the calling thread
 /// ends (PR_SET_PDEATHSIG), so workers are spawned from the runner's main thread only.
 pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
@@ -234,6 +239,10 @@ pub fn spawn(job: &Job, cgroup: &Cgroup) -> Result<Worker> {
             }
             if libc::getppid() != runner {
                 libc::_exit(125);
+            }
+            // Marked before it joins the group, until exec renames it (see FORKED_NAME).
+            if libc::prctl(libc::PR_SET_NAME, FORKED_NAME.as_ptr()) != 0 {
+                return Err(std::io::Error::last_os_error());
             }
             let r = libc::write(fd, b"0".as_ptr().cast(), 1);
             if r != 1 {
