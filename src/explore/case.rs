@@ -15,8 +15,10 @@ pub enum Declared {
     Settles(String),
     /// The group's file count holds the page cache its files hold (per-file truth).
     HoldsFiles(String),
-    /// The group stays near its memory.high.
-    UnderHigh(String),
+    /// The group stays near its memory.high. `throttled`: an `exhaust` at or below it takes anon
+    /// it cannot reclaim (no swap) past high, so the kernel throttles instead and the bound
+    /// grows with the time above high (under-high's `throttled = true`).
+    UnderHigh { group: String, throttled: bool },
     /// Each `exhaust` in the group ends in an OOM kill of the task that needed the memory.
     OomKills(String),
     /// A write below the group needed more page cache than its limit (the least in its chain):
@@ -32,26 +34,39 @@ impl Declared {
             Declared::NoUnderflow(g)
             | Declared::Settles(g)
             | Declared::HoldsFiles(g)
-            | Declared::UnderHigh(g)
+            | Declared::UnderHigh { group: g, .. }
             | Declared::OomKills(g)
             | Declared::LimitHit(g) => g,
         }
     }
 
+    /// The check kind it declares (its result names start with it).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Declared::NoUnderflow(_) => "no-underflow",
+            Declared::Settles(_) => "settles",
+            Declared::HoldsFiles(_) => "holds-files",
+            Declared::UnderHigh { .. } => "under-high",
+            Declared::OomKills(_) => "oom-kills",
+            Declared::LimitHit(_) => "limit-counters",
+        }
+    }
+
     fn to_toml(&self) -> String {
-        let (kind, extra) = match self {
-            Declared::NoUnderflow(_) => (
-                "no-underflow",
-                "counters = [\"dirty\", \"writeback\", \"file\", \"anon\", \"shmem\", \"mapped\"]\n",
-            ),
-            Declared::Settles(_) => ("settles", "counters = [\"dirty\", \"writeback\"]\n"),
-            Declared::HoldsFiles(_) => ("holds-files", ""),
-            Declared::UnderHigh(_) => ("under-high", ""),
-            Declared::OomKills(_) => ("oom-kills", ""),
-            Declared::LimitHit(_) => ("limit-counters", "hit = true\n"),
+        let extra = match self {
+            Declared::NoUnderflow(_) => {
+                "counters = [\"dirty\", \"writeback\", \"file\", \"anon\", \"shmem\", \"mapped\"]\n"
+            }
+            Declared::Settles(_) => "counters = [\"dirty\", \"writeback\"]\n",
+            Declared::UnderHigh {
+                throttled: true, ..
+            } => "throttled = true\n",
+            Declared::LimitHit(_) => "hit = true\n",
+            _ => "",
         };
         format!(
-            "[[check]]\nkind = \"{kind}\"\ncgroup = \"{}\"\n{extra}",
+            "[[check]]\nkind = \"{}\"\ncgroup = \"{}\"\n{extra}",
+            self.kind(),
             self.group()
         )
     }

@@ -3,7 +3,7 @@
 //! repaired so it is still a valid scenario; the explorer keeps a variant only while the same
 //! check still fails on it.
 
-use super::case::{Case, Declared};
+use super::case::Case;
 use crate::scenario::{Phase, Step};
 
 /// The smaller variants of `c`, most aggressive first; each repaired (see `repair`) and different
@@ -19,7 +19,7 @@ pub fn candidates(c: &Case, failing: &str) -> Vec<Case> {
     // The declared checks other than the failing one.
     let mut v = c.clone();
     v.checks
-        .retain(|d| failing.starts_with(kind_of(d)) && failing.contains(d.group()));
+        .retain(|d| failing.starts_with(d.kind()) && failing.contains(d.group()));
     push(v);
     for i in 0..c.phases.len() {
         let mut v = c.clone();
@@ -63,18 +63,6 @@ pub fn candidates(c: &Case, failing: &str) -> Vec<Case> {
         .for_each(halve);
     push(v);
     out
-}
-
-/// The kind a declared check's result name starts with.
-fn kind_of(d: &Declared) -> &'static str {
-    match d {
-        Declared::NoUnderflow(_) => "no-underflow",
-        Declared::Settles(_) => "settles",
-        Declared::HoldsFiles(_) => "holds-files",
-        Declared::UnderHigh(_) => "under-high",
-        Declared::OomKills(_) => "oom-kills",
-        Declared::LimitHit(_) => "limit-counters",
-    }
 }
 
 /// Halves a step's sizes, down to 1 MiB (a limit stays: halving both would keep the ratio).
