@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Explore against mutants: for each mutant (default: 16 across every class of kernel-patches/),
 # boot it with `memcgtest vm` and explore (seed $MEMCGTEST_SEED, default 1; budget
-# $MEMCGTEST_BUDGET, default 15m; shrink time 10m; --first), then print one table row per mutant:
+# $MEMCGTEST_BUDGET, default 15m; shrink time $MEMCGTEST_SHRINK, default 10m; --first), then
+# print one table row per mutant:
 # whether a confirmed failure was found, when its case first failed, the shrunk case's size and
 # the check that names it. Explore never starts from the built-in scenarios. Hours of TCG time:
 # not part of CI; docs/explore.md records the figures. Run as root from the repository root after
 # `cargo build --release`:  ci/explore-mutants.sh [kernel-patches/x.patch ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=$PWD/target/release/memcgtest
+# MEMCGTEST_BIN: a copy of the binary, so that a build during the hours this runs changes nothing.
+bin=${MEMCGTEST_BIN:-$PWD/target/release/memcgtest}
 out=${MEMCGTEST_CI_OUT:-/tmp/memcgtest-ci}/explore-mutants
 seed=${MEMCGTEST_SEED:-1}
 budget=${MEMCGTEST_BUDGET:-15m}
+shrink=${MEMCGTEST_SHRINK:-10m}
 mkdir -p "$out"
 if [ $# -eq 0 ]; then
   set -- dirty-accounting writeback-accounting hierarchy-dirty file-accounting anon-accounting \
@@ -33,7 +36,7 @@ for p in "$@"; do
   start=$(date +%s)
   set +e
   "$bin" --cgroup "$cg" vm --kernel "$kernel" --report "$out/$name" -- \
-    explore --seed "$seed" --budget "$budget" --shrink-time 10m --first --format ktap \
+    explore --seed "$seed" --budget "$budget" --shrink-time "$shrink" --first --format ktap \
     > "$out/$name.ktap" 2> "$out/$name.err"
   rc=$?
   set -e
