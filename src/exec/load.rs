@@ -4,8 +4,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::model::Load;
+use crate::model::{HostLoad, Load};
 use crate::sys::cgroup::Cgroup;
+use crate::sys::hostload::{self, HostReading};
 use crate::sys::proc::{
     self, MachineCounters, Who, cpu_seconds, machine_counters, user_seconds_of,
 };
@@ -16,6 +17,8 @@ pub(super) struct LoadProbe {
     machine: MachineCounters,
     /// User CPU seconds of this process, its reaped workers and the live tasks of its groups.
     ours: f64,
+    /// Under `memcgtest vm`, the host's published load.
+    host: Option<HostReading>,
 }
 
 impl LoadProbe {
@@ -32,18 +35,28 @@ impl LoadProbe {
             at: Instant::now(),
             machine,
             ours,
+            host: hostload::read(),
         })
     }
 
     /// The load from `start` to this probe, for a step that wrote `written` bytes itself.
     pub(super) fn since(&self, start: &LoadProbe, written: u64, page_size: u64) -> Load {
-        load(
+        let mut l = load(
             (&start.machine, start.ours),
             (&self.machine, self.ours),
             self.at.duration_since(start.at).as_secs_f64(),
             written / page_size.max(1),
             page_size,
-        )
+        );
+        if let (Some(a), Some(b)) = (&start.host, &self.host) {
+            let (cpus, bps, bytes) = hostload::between(a, b);
+            l.host = Some(HostLoad {
+                cpus,
+                dirtied_mb_s: bps / 1e6,
+                dirtied_mb: bytes / 1e6,
+            });
+        }
+        l
     }
 }
 
@@ -68,6 +81,7 @@ fn load(
         others_dirtied_mb: others_pages as f64 * page_size as f64 / 1e6,
         cpu_pressure: share(m0.cpu_some_us, m1.cpu_some_us),
         io_pressure: share(m0.io_some_us, m1.io_some_us),
+        host: None,
     }
 }
 
@@ -108,5 +122,23 @@ mod tests {
         assert_eq!(l.others_cpus, 0.0);
         assert_eq!(l.others_dirtied_mb_s, 0.0);
         assert!(!l.busy());
+        // Quiet in the guest, busy on the host beside the VM.
+        let h = |cpus| HostLoad {
+            cpus,
+            ..Default::default()
+        };
+        assert!(
+            !Load {
+                host: Some(h(0.1)),
+                ..l
+            }
+            .busy()
+        );
+        let l = Load {
+            host: Some(h(0.9)),
+            ..l
+        };
+        assert!(l.busy());
+        assert!(l.describe().contains("on the host beside the VM 0.90 CPUs"));
     }
 }

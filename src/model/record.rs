@@ -95,6 +95,19 @@ pub struct Load {
     pub others_dirtied_mb: f64,
     pub cpu_pressure: Option<f64>,
     pub io_pressure: Option<f64>,
+    /// Under `memcgtest vm`: what other processes on the host did meanwhile (the guest's CPUs
+    /// are host threads and its disk a host file, so they slow the guest unseen from inside).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostLoad>,
+}
+
+/// Other processes on the host under a VM (all but qemu and memcgtest), over a measured step:
+/// published by the host, read by the guest (sys::hostload).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostLoad {
+    pub cpus: f64,
+    pub dirtied_mb_s: f64,
+    pub dirtied_mb: f64,
 }
 
 impl Load {
@@ -108,11 +121,19 @@ impl Load {
     /// and journal beside it (6.12 in TCG), 5.4 MB/s that no other process wrote.
     pub const BUSY_DIRTIED_MB: f64 = 2.0;
 
-    /// Whether the machine was too busy for the step's rate to mean anything.
+    /// Whether the machine (or the host under a VM, by the same thresholds) was too busy for
+    /// the step's rate to mean anything.
     pub fn busy(&self) -> bool {
-        self.others_cpus > Self::BUSY_CPUS
-            || (self.others_dirtied_mb_s > Self::BUSY_DIRTIED_MB_S
-                && self.others_dirtied_mb > Self::BUSY_DIRTIED_MB)
+        let busy = |cpus: f64, mb_s: f64, mb: f64| {
+            cpus > Self::BUSY_CPUS || (mb_s > Self::BUSY_DIRTIED_MB_S && mb > Self::BUSY_DIRTIED_MB)
+        };
+        busy(
+            self.others_cpus,
+            self.others_dirtied_mb_s,
+            self.others_dirtied_mb,
+        ) || self
+            .host
+            .is_some_and(|h| busy(h.cpus, h.dirtied_mb_s, h.dirtied_mb))
     }
 
     /// "0.61 CPUs, 12.0 MB/s dirtied by other processes".
@@ -125,7 +146,13 @@ impl Load {
                 Some(p) => format!(", CPU pressure {:.0} %", p * 100.0),
                 None => String::new(),
             }
-        )
+        ) + &match self.host {
+            Some(h) => format!(
+                "; on the host beside the VM {:.2} CPUs and {:.1} MB/s by other processes",
+                h.cpus, h.dirtied_mb_s
+            ),
+            None => String::new(),
+        }
     }
 
     /// The thresholds, for tolerances.

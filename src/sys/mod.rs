@@ -6,6 +6,7 @@ pub mod cachestat;
 pub mod cgroup;
 pub mod cleanup;
 pub mod env;
+pub mod hostload;
 pub mod lock;
 pub mod proc;
 pub mod sysctl;

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use nix::mount::{MsFlags, mount};
 use serde::{Deserialize, Serialize};
 
-use super::qemu::{DISK_SERIAL, SLOW_DISK_SERIAL, SWAP_DISK_SERIAL};
+use super::qemu::{DISK_SERIAL, LOAD_DISK_SERIAL, SLOW_DISK_SERIAL, SWAP_DISK_SERIAL};
 
 /// What the host tells the guest, in /vm.json.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -121,7 +121,8 @@ fn find_disk(serial_want: &str, timeout: Duration) -> Result<String> {
     }
 }
 
-fn setup(cfg: &GuestConfig) -> Result<()> {
+/// Mounts, disks, cgroups and swap; returns the device the host publishes its load on.
+fn setup(cfg: &GuestConfig) -> Result<String> {
     mnt("proc", "/proc", "proc", None)?;
     mnt("sysfs", "/sys", "sysfs", None)?;
     mnt("devtmpfs", "/dev", "devtmpfs", None)?;
@@ -137,6 +138,7 @@ fn setup(cfg: &GuestConfig) -> Result<()> {
     mnt(&disk, SCRATCH, "ext4", None)?;
     let slow = find_disk(SLOW_DISK_SERIAL, Duration::from_secs(20))?;
     mnt(&slow, SLOW_SCRATCH, "ext4", None)?;
+    let load = find_disk(LOAD_DISK_SERIAL, Duration::from_secs(20))?;
     match cfg.cgroup.as_str() {
         "v2" => {
             mnt("cgroup2", "/sys/fs/cgroup", "cgroup2", None)
@@ -166,7 +168,7 @@ fn setup(cfg: &GuestConfig) -> Result<()> {
         cfg.cgroup,
         cfg.swap >> 20
     ));
-    Ok(())
+    Ok(load)
 }
 
 /// The first page of a version-1 swap area (include/linux/swap.h, union swap_header): after 1024
@@ -203,7 +205,7 @@ fn make_swap(path: &str, bytes: u64) -> Result<()> {
 }
 
 fn run(cfg: &GuestConfig) -> Result<u8> {
-    setup(cfg)?;
+    let load = setup(cfg)?;
     match cfg.selftest.as_deref() {
         Some("panic") => {
             say("self-test: crashing the kernel through sysrq");
@@ -222,6 +224,7 @@ fn run(cfg: &GuestConfig) -> Result<u8> {
     let status = std::process::Command::new("/init")
         .args(&cfg.args)
         .env("MEMCGTEST_KMSG", "1")
+        .env(crate::sys::hostload::ENV, &load)
         .env("PATH", "/bin")
         .stdin(std::process::Stdio::null())
         .stdout(out)

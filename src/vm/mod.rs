@@ -23,7 +23,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::model::error::{Error, exit};
 use crate::report::progress::{Mode, Progress};
-use crate::sys::cleanup;
+use crate::sys::{cleanup, hostload};
 use events::Stream;
 use image::{build_initramfs, make_disk};
 use qemu::Accel;
@@ -76,6 +76,8 @@ const SLOW_DISK_MIB: u64 = 1024;
 
 /// The swap disk's image (beside the scratch disk's), sparse: the guest writes its header.
 const SWAP_IMAGE: &str = "swap.img";
+/// The host's load for the guest (sys::hostload), in the work directory.
+const HOST_LOAD: &str = "host-load";
 
 /// Formats both disks and makes the swap disk's image (again, for a second boot).
 fn make_disks(disk: &Path, opts: &Options) -> Result<()> {
@@ -380,6 +382,7 @@ fn qemu_command(
         slow_disk_bps: opts.slow_disk_bps,
         swap_disk: (opts.swap > 0).then(|| disk.with_file_name(SWAP_IMAGE)),
         serial: serial.clone(),
+        host_load: disk.with_file_name(HOST_LOAD),
     };
     let qlog_file = std::fs::File::create(qlog)?;
     let mut cmd = Command::new(&opts.qemu);
@@ -500,11 +503,15 @@ fn boot(
 ) -> Result<Option<Boot>> {
     let mut channels = Channels::create(&work.dir)?;
     let qlog = work.dir.join("qemu.log");
+    let load_file = disk.with_file_name(HOST_LOAD);
+    hostload::create(&load_file)?;
     let mut cmd = qemu_command(opts, accel, initrd, disk, &channels.paths, &qlog)?;
     let start = Instant::now();
     let child = cmd
         .spawn()
         .map_err(|e| anyhow!("start {} (install qemu-system-x86): {e}", opts.qemu))?;
+    // Publishes until this boot ends (dropped with it).
+    let publisher = hostload::Publisher::start(&load_file, child.id() as i32)?;
     work.child = Some(child);
     let mut b = Boot::default();
     let progress = Progress::new(if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
@@ -535,6 +542,7 @@ fn boot(
             break;
         }
     }
+    drop(publisher);
     work.stop_qemu();
     b.seconds = start.elapsed().as_secs_f64();
     channels.finish(&mut b, &progress);

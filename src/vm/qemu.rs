@@ -41,12 +41,15 @@ pub struct Config {
     pub swap_disk: Option<PathBuf>,
     /// Files for ttyS0..ttyS3.
     pub serial: [PathBuf; 4],
+    /// The block the host publishes its load in (sys::hostload), read-only to the guest.
+    pub host_load: PathBuf,
 }
 
 /// The virtio-blk serials the guest looks for in /sys/block/*/serial.
 pub const DISK_SERIAL: &str = "memcgtest-scratch";
 pub const SLOW_DISK_SERIAL: &str = "memcgtest-slow";
 pub const SWAP_DISK_SERIAL: &str = "memcgtest-swap";
+pub const LOAD_DISK_SERIAL: &str = "memcgtest-load";
 
 /// The kernel command line. `panic=-1` reboots at once on a panic, which -no-reboot turns into
 /// qemu exiting; 8250.nr_uarts=4 makes sure ttyS1..3 exist. `tsc=reliable` turns off the
@@ -116,6 +119,15 @@ pub fn args(cfg: &Config) -> Vec<String> {
         ),
         "-device".into(),
         format!("virtio-blk-pci,drive=slow,serial={SLOW_DISK_SERIAL}"),
+        // The host's load, read by the guest with O_DIRECT: qemu reads the file through the
+        // host's page cache (the default cache mode), so each read sees the latest line.
+        "-drive".into(),
+        format!(
+            "file={},if=none,id=load,format=raw,readonly=on",
+            escape_opt(&cfg.host_load)
+        ),
+        "-device".into(),
+        format!("virtio-blk-pci,drive=load,serial={LOAD_DISK_SERIAL}"),
     ]);
     // Swap on a block device of its own: the kernel swaps a huge page out whole only to a
     // non-rotational block device (a swap file takes 4 KiB pages: thp_swpout_fallback).
@@ -170,6 +182,7 @@ mod tests {
             slow_disk_bps: 4 << 20,
             swap_disk: None,
             serial: ["/t/0".into(), "/t/1".into(), "/t/2".into(), "/t/3".into()],
+            host_load: "/t/host-load".into(),
         }
     }
 
@@ -183,6 +196,9 @@ mod tests {
         assert!(a.contains("serial=memcgtest-scratch"));
         // A comma in a path is doubled, so qemu does not split the option there.
         assert!(a.contains("file=/t/a,,b.img,if=none"));
+        assert!(a.contains(
+            "file=/t/host-load,if=none,id=load,format=raw,readonly=on -device virtio-blk-pci,drive=load,serial=memcgtest-load"
+        ));
         assert!(
             a.ends_with("-serial file:/t/0 -serial file:/t/1 -serial file:/t/2 -serial file:/t/3")
         );

@@ -608,6 +608,7 @@ fn busy_pairs_are_left_out_and_too_many_make_the_ratio_inconclusive() {
         others_dirtied_mb: 0.0,
         cpu_pressure: Some(0.4),
         io_pressure: None,
+        host: None,
     };
     let mark = |r: &mut Record, reps: &[u32]| {
         for s in r.steps.iter_mut().filter(|s| reps.contains(&s.rep)) {
