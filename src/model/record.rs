@@ -110,6 +110,18 @@ pub struct HostLoad {
     pub dirtied_mb: f64,
 }
 
+/// The busy rule, for the machine and for the host under a VM.
+fn busy(cpus: f64, mb_s: f64, mb: f64) -> bool {
+    cpus > Load::BUSY_CPUS || (mb_s > Load::BUSY_DIRTIED_MB_S && mb > Load::BUSY_DIRTIED_MB)
+}
+
+impl HostLoad {
+    /// Whether the host's other processes were too busy for the guest's figures to count.
+    pub fn busy(&self) -> bool {
+        busy(self.cpus, self.dirtied_mb_s, self.dirtied_mb)
+    }
+}
+
 impl Load {
     /// Other processes' CPU beyond which a measured step says nothing about the kernel: a quarter
     /// of a CPU (as `ab` judges a boot: see docs/ab.md).
@@ -124,16 +136,11 @@ impl Load {
     /// Whether the machine (or the host under a VM, by the same thresholds) was too busy for
     /// the step's rate to mean anything.
     pub fn busy(&self) -> bool {
-        let busy = |cpus: f64, mb_s: f64, mb: f64| {
-            cpus > Self::BUSY_CPUS || (mb_s > Self::BUSY_DIRTIED_MB_S && mb > Self::BUSY_DIRTIED_MB)
-        };
         busy(
             self.others_cpus,
             self.others_dirtied_mb_s,
             self.others_dirtied_mb,
-        ) || self
-            .host
-            .is_some_and(|h| busy(h.cpus, h.dirtied_mb_s, h.dirtied_mb))
+        ) || self.host.is_some_and(|h| h.busy())
     }
 
     /// "0.61 CPUs, 12.0 MB/s dirtied by other processes".

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::proc::{self, user_seconds_of};
+use crate::model::HostLoad;
 
 /// The block the line is in (the guest reads it whole with O_DIRECT).
 pub const BLOCK: usize = 4096;
@@ -98,6 +99,15 @@ pub fn between(before: &HostReading, after: &HostReading) -> (f64, f64, f64) {
     } else {
         let bps = after.recent_dirtied_bps;
         (after.recent_cpus, bps, bps * WINDOW)
+    }
+}
+
+/// The host's load over the last window before `r`.
+pub fn recent(r: &HostReading) -> HostLoad {
+    HostLoad {
+        cpus: r.recent_cpus,
+        dirtied_mb_s: r.recent_dirtied_bps / 1e6,
+        dirtied_mb: r.recent_dirtied_bps * WINDOW / 1e6,
     }
 }
 
