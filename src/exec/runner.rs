@@ -289,6 +289,16 @@ fn execute(
             sampler.last_row()
         ))),
         Err(Stop::Failing(what)) => Some(Stop::Failing(what)),
+        // A task that died (SIGKILL) may be the OOM killer's: say so where it acted.
+        Err(Stop::Failed(Error::Kernel(msg))) => {
+            sampler.wait_fresh(1);
+            return Err(Stop::Failed(Error::Kernel(
+                match sampler.snapshot().oom_kills() {
+                    Some(oom) => format!("{msg}; {oom}"),
+                    None => msg,
+                },
+            )));
+        }
         Err(other) => return Err(other),
     };
     let Run {

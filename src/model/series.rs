@@ -104,6 +104,33 @@ impl Series {
             .collect();
         format!("t={:.3}s {}", self.t[row], parts.join(" "))
     }
+    /// The groups whose OOM-kill count rose over the series, with what they held at its last
+    /// sample: why a task of the run may have died of SIGKILL (e.g. a v1 group whose memory was
+    /// all under writeback to a slow disk: reclaim cannot free it, and a charge fails).
+    pub fn oom_kills(&self) -> Option<String> {
+        use super::counter::{DIRTY, OOM_KILLS, USAGE, WRITEBACK};
+        use super::units::human_bytes;
+        let last = self.len().checked_sub(1)?;
+        let value = |g: &str, c: &str| Some(self.get(last, self.col(&Column::group(g, c))?));
+        let parts: Vec<String> = (self.groups().into_iter())
+            .filter_map(|g| {
+                let col = self.col(&Column::group(g, OOM_KILLS))?;
+                let (a, b) = (self.get(0, col), self.get(last, col));
+                let held: Vec<String> = [USAGE, DIRTY, WRITEBACK]
+                    .iter()
+                    .filter_map(|c| Some(format!("{c} {}", human_bytes(value(g, c)?))))
+                    .collect();
+                (b > a).then(|| format!("{g} (oom_kills {a} -> {b}; {})", held.join(", ")))
+            })
+            .collect();
+        (!parts.is_empty()).then(|| {
+            format!(
+                "the OOM killer acted in {} (at t={:.3}s)",
+                parts.join(", "),
+                self.t[last]
+            )
+        })
+    }
     /// CSV: a header line (each column's name and unit), then one line per sample.
     pub fn to_csv(&self) -> String {
         let mut s = String::from("t[s]");
@@ -120,5 +147,30 @@ impl Series {
             s.push('\n');
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oom_kills_name_the_group_and_what_it_held() {
+        let mut s = Series::named(&[
+            "g.oom_kills",
+            "g.usage",
+            "g.dirty",
+            "g.writeback",
+            "h.oom_kills",
+        ]);
+        s.push(0.0, &[0, 0, 0, 0, 2]);
+        assert_eq!(s.oom_kills(), None);
+        s.push(1.5, &[1, 55 << 20, 0, 51 << 20, 2]);
+        assert_eq!(
+            s.oom_kills().as_deref(),
+            Some(
+                "the OOM killer acted in g (oom_kills 0 -> 1; usage 55.0 MiB, dirty 0 B, writeback 51.0 MiB) (at t=1.500s)"
+            )
+        );
     }
 }

@@ -330,7 +330,7 @@ impl Worker {
         if !status.success() {
             return Err(WaitError::Failed(Error::of_worker_status(
                 status,
-                format!("worker {} exited with {status}: {}", self.what, err.trim()),
+                format!("worker {} exited with {status}{}", self.what, said(&err)),
             )));
         }
         serde_json::from_str(out.trim()).map_err(|e| {
@@ -454,7 +454,7 @@ impl Holder {
                 }
                 WaitError::Failed(Error::of_worker_status(
                     status,
-                    format!("{msg}; it exited with {status}: {}", err.trim()),
+                    format!("{msg}; it exited with {status}{}", said(&err)),
                 ))
             }
             _ => WaitError::Failed(Error::Internal(msg)),
@@ -488,6 +488,14 @@ impl Drop for Worker {
 
 mod child;
 pub use child::worker_main;
+
+/// ": <stderr>" of a worker that said something before it died, else nothing.
+fn said(stderr: &str) -> String {
+    match stderr.trim() {
+        "" => String::new(),
+        t => format!(": {t}"),
+    }
+}
 
 #[cfg(test)]
 mod tests {
