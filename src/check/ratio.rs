@@ -105,7 +105,7 @@ pub fn ratio(
         let worst = busy
             .iter()
             .filter_map(|p| p.load)
-            .max_by(|x, y| x.others_cpus.total_cmp(&y.others_cpus))
+            .max_by(|x, y| x.worst_cpus().total_cmp(&y.worst_cpus()))
             .map(|l| l.describe())
             .unwrap_or_default();
         format!(

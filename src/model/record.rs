@@ -133,6 +133,11 @@ impl Load {
     /// and journal beside it (6.12 in TCG), 5.4 MB/s that no other process wrote.
     pub const BUSY_DIRTIED_MB: f64 = 2.0;
 
+    /// The CPUs other processes used, here or on the host under a VM, whichever is more.
+    pub fn worst_cpus(&self) -> f64 {
+        self.others_cpus.max(self.host.map_or(0.0, |h| h.cpus))
+    }
+
     /// Whether the machine (or the host under a VM, by the same thresholds) was too busy for
     /// the step's rate to mean anything.
     pub fn busy(&self) -> bool {

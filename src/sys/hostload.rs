@@ -15,14 +15,13 @@
 use std::collections::VecDeque;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
 use super::proc::{self, user_seconds_of};
-use crate::model::HostLoad;
 
 /// The block the line is in (the guest reads it whole with O_DIRECT).
 pub const BLOCK: usize = 4096;
@@ -61,8 +60,9 @@ impl HostReading {
         b
     }
 
-    /// The reading in a block, or None when it is not a whole line (none yet, or a torn read).
-    pub fn decode(block: &[u8]) -> Option<HostReading> {
+    /// The reading in a block and its sequence number, or None when it is not a whole line
+    /// (none yet, or a torn read).
+    pub fn decode(block: &[u8]) -> Option<(u64, HostReading)> {
         let text = std::str::from_utf8(block.split(|&c| c == b'\n').next()?).ok()?;
         let mut f = text.split_whitespace();
         if (f.next()?, f.next()?) != ("memcgtest-host-load", "1") {
@@ -80,7 +80,8 @@ impl HostReading {
             recent_cpus: num(get("recent_cpus"))?,
             recent_dirtied_bps: num(get("recent_bps"))?,
         };
-        (get("end")? == seq).then_some(r)
+        (get("end")? == seq).then_some(())?;
+        Some((seq.parse().ok()?, r))
     }
 }
 
@@ -102,23 +103,30 @@ pub fn between(before: &HostReading, after: &HostReading) -> (f64, f64, f64) {
     }
 }
 
-/// The host's load over the last window before `r`.
-pub fn recent(r: &HostReading) -> HostLoad {
-    HostLoad {
-        cpus: r.recent_cpus,
-        dirtied_mb_s: r.recent_dirtied_bps / 1e6,
-        dirtied_mb: r.recent_dirtied_bps * WINDOW / 1e6,
+/// The guest's side: the device named by `ENV`, read now. None where there is none (not under
+/// `memcgtest vm`), where the read failed or raced a write twice, or where the host has not
+/// published for `STALE` (a reading that stopped changing says nothing about now).
+pub fn read() -> Option<HostReading> {
+    static DEV: OnceLock<Option<PathBuf>> = OnceLock::new();
+    static LAST: Mutex<Option<(u64, Instant)>> = Mutex::new(None);
+    let dev = DEV.get_or_init(|| std::env::var_os(ENV).map(PathBuf::from));
+    let dev = dev.as_deref()?;
+    let (seq, r) =
+        (0..2).find_map(|_| read_block(dev).ok().and_then(|b| HostReading::decode(&b)))?;
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    let now = Instant::now();
+    match *last {
+        Some((s, since)) if s == seq => (now.duration_since(since) < STALE).then_some(r),
+        _ => {
+            *last = Some((seq, now));
+            Some(r)
+        }
     }
 }
 
-/// The guest's side: the device named by `ENV`, read now. None where there is none (not under
-/// `memcgtest vm`) or the read failed or raced a write twice.
-pub fn read() -> Option<HostReading> {
-    static DEV: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    let dev = DEV.get_or_init(|| std::env::var_os(ENV).map(PathBuf::from));
-    let dev = dev.as_deref()?;
-    (0..2).find_map(|_| read_block(dev).ok().and_then(|b| HostReading::decode(&b)))
-}
+/// How long a reading may stay the same before the guest no longer believes it (the host
+/// publishes every `PERIOD`).
+const STALE: Duration = Duration::from_millis(1500);
 
 /// The first block of `dev`, read past the guest's page cache.
 fn read_block(dev: &Path) -> std::io::Result<Vec<u8>> {
@@ -134,16 +142,31 @@ fn read_block(dev: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// What the host's other processes have done so far: (user CPU seconds, bytes dirtied), the
-/// machine's less `ours` (memcgtest and its children, qemu among them).
-fn others(proc_root: &Path, ours: &[i32]) -> Option<(f64, f64)> {
+/// machine's less `ours` (memcgtest itself and qemu's process group: qemu, or a wrapper and the
+/// qemu it started). Bytes dirtied stay 0 where `writes` is false (qemu's own cannot be read).
+fn others(proc_root: &Path, ours: &[i32], writes: bool) -> Option<(f64, f64)> {
     let m = proc::machine_counters(proc_root).ok()?;
     let own_cpu = user_seconds_of(proc_root, ours);
     let own_bytes: u64 = ours.iter().map(|&p| dirtied_bytes_of(proc_root, p)).sum();
     let page = proc::page_size() as f64;
-    Some((
-        m.user_seconds - own_cpu,
-        m.dirtied_pages as f64 * page - own_bytes as f64,
-    ))
+    let bytes = m.dirtied_pages as f64 * page - own_bytes as f64;
+    Some((m.user_seconds - own_cpu, if writes { bytes } else { 0.0 }))
+}
+
+/// The processes in process group `pgid` (field 5 of /proc/PID/stat).
+pub fn group_members(proc_root: &Path, pgid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir(proc_root) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat"));
+            stat.ok().is_some_and(|t| {
+                let rest = t.rfind(')').map(|i| &t[i + 1..]).unwrap_or("");
+                rest.split_whitespace().nth(2) == Some(&pgid.to_string())
+            })
+        })
+        .collect()
 }
 
 /// The bytes of pages process `pid` dirtied (/proc/PID/io write_bytes: counted when a page is
@@ -172,25 +195,49 @@ pub struct Publisher {
 
 impl Publisher {
     /// Starts publishing into `file` (made by [`create`]) what processes other than this one
-    /// and `qemu` do.
-    pub fn start(file: &Path, qemu: i32) -> Result<Publisher> {
-        let out = std::fs::File::options()
-            .write(true)
-            .open(file)
-            .with_context(|| format!("open {}", file.display()))?;
+    /// and qemu's process group (`qemu` leads it) do. Where that cannot be known, says so on
+    /// stderr and publishes less (nothing, or no writes): the guest then judges without it.
+    pub fn start(file: &Path, qemu: i32) -> Publisher {
         let stop = Arc::new(AtomicBool::new(false));
+        let out = match std::fs::File::options().write(true).open(file) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!(
+                    "memcgtest vm: open {}: {e}; the guest will not see the host's load",
+                    file.display()
+                );
+                return Publisher { stop, thread: None };
+            }
+        };
+        let root = Path::new(proc::PROC);
+        let writes = std::fs::read_to_string(root.join(qemu.to_string()).join("io")).is_ok();
+        if !writes {
+            eprintln!(
+                "memcgtest vm: /proc/{qemu}/io cannot be read (no task I/O accounting?): the host's other writers are not judged, only their CPU"
+            );
+        }
         let flag = stop.clone();
-        let ours = [std::process::id() as i32, qemu];
+        let me = std::process::id() as i32;
         let thread = std::thread::spawn(move || {
-            let root = Path::new(proc::PROC);
             let start = Instant::now();
+            let mut ours = vec![me, qemu];
             let mut history: VecDeque<(f64, f64, f64)> = VecDeque::new();
-            let Some(base) = others(root, &ours) else {
+            let Some(base) = others(root, &ours, writes) else {
+                eprintln!(
+                    "memcgtest vm: /proc/stat cannot be read: the guest will not see the host's load"
+                );
                 return;
             };
             let mut seq = 0u64;
             while !flag.load(Ordering::Relaxed) {
-                if let Some((cpu, bytes)) = others(root, &ours) {
+                // Once a second, who is qemu's (a wrapper may have started it as a child).
+                if seq.is_multiple_of(10) {
+                    ours = group_members(root, qemu);
+                    ours.extend([me, qemu]);
+                    ours.sort();
+                    ours.dedup();
+                }
+                if let Some((cpu, bytes)) = others(root, &ours, writes) {
                     let t = start.elapsed().as_secs_f64();
                     let (cpu, bytes) = (cpu - base.0, bytes - base.1);
                     history.push_back((t, cpu, bytes));
@@ -212,10 +259,10 @@ impl Publisher {
                 std::thread::sleep(PERIOD);
             }
         });
-        Ok(Publisher {
+        Publisher {
             stop,
             thread: Some(thread),
-        })
+        }
     }
 }
 
@@ -247,7 +294,7 @@ mod tests {
         let r = reading(12.5, 3.25, 8192.0);
         let b = r.encode(7);
         assert_eq!(b.len(), BLOCK);
-        assert_eq!(HostReading::decode(&b), Some(r));
+        assert_eq!(HostReading::decode(&b), Some((7, r)));
         assert_eq!(HostReading::decode(&[0u8; BLOCK]), None);
         // The first half of line 8 over line 7: the sequence numbers at the ends differ.
         let mut torn = r.encode(8);
@@ -277,6 +324,15 @@ mod tests {
         .unwrap();
         assert_eq!(dirtied_bytes_of(d.path(), 9), 8192);
         assert_eq!(dirtied_bytes_of(d.path(), 10), 0);
+        // Process groups: 9 leads its own, 11 (a command with a space and a ')') is in it.
+        std::fs::write(d.path().join("9/stat"), "9 (qemu) S 1 9 9 0").unwrap();
+        std::fs::create_dir(d.path().join("11")).unwrap();
+        std::fs::write(d.path().join("11/stat"), "11 (a b) c) S 9 9 9 0").unwrap();
+        std::fs::create_dir(d.path().join("12")).unwrap();
+        std::fs::write(d.path().join("12/stat"), "12 (x) S 1 12 12 0").unwrap();
+        let mut m = group_members(d.path(), 9);
+        m.sort();
+        assert_eq!(m, vec![9, 11]);
     }
 
     /// The publisher's file, read back as the guest would (through the page cache here).
@@ -285,10 +341,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("load");
         create(&f).unwrap();
-        let p = Publisher::start(&f, std::process::id() as i32).unwrap();
+        let p = Publisher::start(&f, std::process::id() as i32);
         std::thread::sleep(Duration::from_millis(350));
         drop(p);
-        let r = HostReading::decode(&std::fs::read(&f).unwrap()).expect("a reading");
+        let (seq, r) = HostReading::decode(&std::fs::read(&f).unwrap()).expect("a reading");
+        assert!(seq >= 2, "{seq}");
         assert!(r.t > 0.1 && r.t < 5.0, "{r:?}");
         assert!(r.recent_cpus >= 0.0 && r.recent_dirtied_bps >= 0.0);
     }

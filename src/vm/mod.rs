@@ -510,9 +510,10 @@ fn boot(
     let child = cmd
         .spawn()
         .map_err(|e| anyhow!("start {} (install qemu-system-x86): {e}", opts.qemu))?;
-    // Publishes until this boot ends (dropped with it).
-    let publisher = hostload::Publisher::start(&load_file, child.id() as i32)?;
+    let qemu_pid = child.id() as i32;
     work.child = Some(child);
+    // Publishes until this boot ends (dropped before qemu is reaped).
+    let publisher = hostload::Publisher::start(&load_file, qemu_pid);
     let mut b = Boot::default();
     let progress = Progress::new(if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         Mode::Live
@@ -527,6 +528,7 @@ fn boot(
         let exited = work.child.as_mut().unwrap().try_wait()?.is_some();
         if watch_kvm && !exited && kvm_failed(&qlog, &channels, start) {
             // A failed KVM guest is paused, not gone: qemu still holds the disk image.
+            drop(publisher);
             work.stop_qemu();
             return Ok(None);
         }
