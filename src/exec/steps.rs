@@ -789,15 +789,19 @@ pub(super) fn stop_of(e: WaitError, phase: &str, step: &Step) -> Stop {
     match e {
         WaitError::Timeout => Stop::Timeout(format!("phase {phase}, step '{}'", step.describe())),
         WaitError::Interrupted => Stop::Interrupted,
-        WaitError::Stalled(idle) => Stop::Stalled(format!(
-            "phase {phase}, step '{}': no task of the test groups read, wrote or faulted in a page{} for {:.0} s (the progress watchdog)",
+        WaitError::Stalled(stall) => Stop::Stalled(format!(
+            "phase {phase}, step '{}': no task of the test groups read, wrote or faulted in a page{} for {:.0} s (the progress watchdog); where they were: {}",
             step.describe(),
             if waits_on_writeback(step) {
                 ", and no page was written back"
             } else {
                 ""
             },
-            idle.as_secs_f64()
+            stall.idle.as_secs_f64(),
+            match stall.tasks.is_empty() {
+                true => "no task left".to_string(),
+                false => stall.tasks.join("; "),
+            }
         )),
         WaitError::Failed(e) => Stop::Failed(e.context(&format!("step '{}'", step.describe()))),
         WaitError::Failing(why) => Stop::Failing(format!(

@@ -43,6 +43,14 @@ struct Progress {
     excused: Duration,
 }
 
+/// A stall: how long nothing moved, and where the test groups' tasks were when the watchdog saw
+/// it (state, wait channel, top of the kernel stack), before they are killed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stall {
+    pub idle: Duration,
+    pub tasks: Vec<String>,
+}
+
 /// Watches the tasks of some cgroups and their descendants.
 pub struct Watchdog {
     /// The scenario's top-level test groups (not the helpers' group, whose antagonists — a
@@ -72,8 +80,9 @@ impl Watchdog {
         }
     }
 
-    /// How long there has been no progress, when that is at least the stall time.
-    pub fn stalled(&mut self, now: Instant) -> Option<Duration> {
+    /// How long there has been no progress and where the tasks wait, when that is at least the
+    /// stall time.
+    pub fn stalled(&mut self, now: Instant) -> Option<Stall> {
         let stall = self.stall?;
         if self.checked.is_some_and(|c| now.duration_since(c) < EVERY) {
             return None;
@@ -100,7 +109,11 @@ impl Watchdog {
                 .and_then(|v| v.get("nr_written"));
             total = total.wrapping_add(written.unwrap_or(0) as u64);
         }
-        judge(&mut self.last, total, now, stall, excused)
+        let idle = judge(&mut self.last, total, now, stall, excused)?;
+        let tasks = (tasks.iter().take(8))
+            .filter_map(|&p| proc::task_state(&self.proc, p, 8))
+            .collect();
+        Some(Stall { idle, tasks })
     }
 }
 

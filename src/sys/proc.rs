@@ -346,9 +346,68 @@ pub fn user_seconds_of(proc: &Path, pids: &[i32]) -> f64 {
         .sum()
 }
 
+/// Where a task is, for a stall's diagnosis: "PID (comm) STATE in WCHAN: f1 < f2 < ..." from
+/// /proc/PID/{stat,wchan,stack} (the stack needs CONFIG_STACKTRACE and root; a running task
+/// has none), the first `frames` frames without their offsets. None once the task is gone.
+pub fn task_state(proc: &Path, pid: i32, frames: usize) -> Option<String> {
+    let dir = proc.join(pid.to_string());
+    let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = &stat[open + 1..close];
+    let state = stat[close + 1..].split_whitespace().next().unwrap_or("?");
+    let wchan = std::fs::read_to_string(dir.join("wchan")).unwrap_or_default();
+    let wchan = match wchan.trim() {
+        "" | "0" => String::new(),
+        w => format!(" in {w}"),
+    };
+    let stack: Vec<String> = std::fs::read_to_string(dir.join("stack"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let f = l.split_whitespace().nth(1)?;
+            Some(f.split('+').next().unwrap_or(f).to_string())
+        })
+        .take(frames)
+        .collect();
+    let stack = if stack.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", stack.join(" < "))
+    };
+    Some(format!("{pid} ({comm}) {state}{wchan}{stack}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_state_names_its_wait_and_stack() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("7");
+        std::fs::create_dir(&t).unwrap();
+        std::fs::write(t.join("stat"), "7 (memcgtest (w)) D 1 7 7 0").unwrap();
+        std::fs::write(t.join("wchan"), "folio_wait_bit_common").unwrap();
+        std::fs::write(
+            t.join("stack"),
+            "[<0>] folio_wait_bit_common+0x13c/0x320\n[<0>] __filemap_get_folio+0x1f0/0x370\n[<0>] ext4_da_write_begin+0xd5/0x320\n",
+        )
+        .unwrap();
+        assert_eq!(
+            task_state(d.path(), 7, 2).as_deref(),
+            Some(
+                "7 (memcgtest (w)) D in folio_wait_bit_common: folio_wait_bit_common < __filemap_get_folio"
+            )
+        );
+        std::fs::write(t.join("stack"), "").unwrap();
+        std::fs::write(t.join("wchan"), "0").unwrap();
+        assert_eq!(
+            task_state(d.path(), 7, 2).as_deref(),
+            Some("7 (memcgtest (w)) D")
+        );
+        assert_eq!(task_state(d.path(), 8, 2), None);
+    }
 
     #[test]
     fn pressure_and_process_times_are_read() {

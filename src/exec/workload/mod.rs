@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::exec::watchdog::Watchdog;
+use crate::exec::watchdog::{Stall, Watchdog};
 use crate::model::error::Error;
 use crate::sys::cgroup::Cgroup;
 
@@ -158,7 +158,7 @@ pub enum WaitError {
     Timeout,
     Interrupted,
     /// The progress watchdog saw no task of the run's groups make progress for this long.
-    Stalled(Duration),
+    Stalled(Stall),
     /// An online check failed on the record so far (see `crate::exec::online`): its message.
     Failing(String),
     Failed(Error),
@@ -189,9 +189,9 @@ pub fn poll_until<T>(
             return Err(WaitError::Interrupted);
         }
         if let Some(w) = limits.watchdog
-            && let Some(idle) = w.borrow_mut().stalled(Instant::now())
+            && let Some(stall) = w.borrow_mut().stalled(Instant::now())
         {
-            return Err(WaitError::Stalled(idle));
+            return Err(WaitError::Stalled(stall));
         }
         if let Some(why) = limits.failing.and_then(|f| f()) {
             return Err(WaitError::Failing(why));
