@@ -112,6 +112,10 @@ pub const MUTANTS: &[(&str, &str)] = &[
         include_str!("../kernel-patches/protection-ignored.patch"),
     ),
     (
+        "reclaim-ignores-min",
+        include_str!("../kernel-patches/reclaim-ignores-min.patch"),
+    ),
+    (
         "reclaim-short",
         include_str!("../kernel-patches/reclaim-short.patch"),
     ),
@@ -416,7 +420,8 @@ pub fn invariants(what: &What, version: Version, scenarios: &[Scenario]) -> Vec<
             for k in match *s {
                 "memory.max" => &["under-limit", "limit-counters"][..],
                 "memory.high" => &["under-high"][..],
-                "memory.low" | "memory.min" => &["change"][..],
+                "memory.low" => &["change"][..],
+                "memory.min" => &["change", "protected"][..],
                 "memory.swap.max" | "memory.memsw.limit_in_bytes" => {
                     &["under-limit", "limit-counters"][..]
                 }

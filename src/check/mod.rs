@@ -202,6 +202,7 @@ pub const KINDS: &[Kind] = &[
     under_limit::KIND,
     dirty_domain::KIND,
     under_high::KIND,
+    protected::KIND,
     tasks::KIND,
     usage_covers::KIND,
     oom_kills::KIND,
@@ -422,6 +423,7 @@ mod no_underflow;
 mod numa_stat;
 mod observed;
 mod oom_kills;
+mod protected;
 mod ratio;
 mod reference;
 mod settles;
@@ -449,6 +451,7 @@ pub use no_underflow::{NoUnderflow, no_underflow};
 pub use numa_stat::{NumaStat, numa_stat};
 pub use observed::{Observed, observed};
 pub use oom_kills::{OomKills, oom_kills};
+pub use protected::{Protected, protected};
 pub use ratio::{Ratio, ratio};
 pub use reference::STALE_WINDOW;
 pub use settles::{Settles, settles};

@@ -108,6 +108,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../scenarios/memory-protection.toml"),
     ),
     (
+        "reclaim-protection.toml",
+        include_str!("../../scenarios/reclaim-protection.toml"),
+    ),
+    (
         "kernel-memory.toml",
         include_str!("../../scenarios/kernel-memory.toml"),
     ),
