@@ -21,6 +21,9 @@ pub enum Declared {
     UnderHigh { group: String, throttled: bool },
     /// Each `exhaust` in the group ends in an OOM kill of the task that needed the memory.
     OomKills(String),
+    /// The group, within its memory.min, keeps its memory in a phase that leaves it alone while
+    /// its parent reclaims.
+    Protected { group: String, phase: String },
     /// A write below the group needed more page cache than its limit (the least in its chain):
     /// once the usage reached it, charges must have failed there (memory.events max, v1
     /// memory.failcnt).
@@ -35,6 +38,7 @@ impl Declared {
             | Declared::Settles(g)
             | Declared::HoldsFiles(g)
             | Declared::UnderHigh { group: g, .. }
+            | Declared::Protected { group: g, .. }
             | Declared::OomKills(g)
             | Declared::LimitHit(g) => g,
         }
@@ -47,6 +51,7 @@ impl Declared {
             Declared::Settles(_) => "settles",
             Declared::HoldsFiles(_) => "holds-files",
             Declared::UnderHigh { .. } => "under-high",
+            Declared::Protected { .. } => "protected",
             Declared::OomKills(_) => "oom-kills",
             Declared::LimitHit(_) => "limit-counters",
         }
@@ -56,13 +61,15 @@ impl Declared {
         let extra = match self {
             Declared::NoUnderflow(_) => {
                 "counters = [\"dirty\", \"writeback\", \"file\", \"anon\", \"shmem\", \"mapped\"]\n"
+                    .into()
             }
-            Declared::Settles(_) => "counters = [\"dirty\", \"writeback\"]\n",
+            Declared::Settles(_) => "counters = [\"dirty\", \"writeback\"]\n".into(),
             Declared::UnderHigh {
                 throttled: true, ..
-            } => "throttled = true\n",
-            Declared::LimitHit(_) => "hit = true\n",
-            _ => "",
+            } => "throttled = true\n".into(),
+            Declared::LimitHit(_) => "hit = true\n".into(),
+            Declared::Protected { phase, .. } => format!("phase = \"{phase}\"\n"),
+            _ => String::new(),
         };
         format!(
             "[[check]]\nkind = \"{}\"\ncgroup = \"{}\"\n{extra}",

@@ -242,7 +242,8 @@ pub fn generate(seed: u64, index: u32, m: &Machine) -> Case {
             antagonists: Vec::new(),
         });
     }
-    let checks = declared(&groups, &w);
+    let mut checks = declared(&groups, &w);
+    checks.extend(protections(&groups, &phases));
     Case {
         name: format!("explore-{seed}-{index}"),
         seed,
@@ -635,6 +636,72 @@ fn declared(groups: &[CgroupSpec], w: &World) -> Vec<Declared> {
     out
 }
 
+/// `protected` for each group with memory.min whose parent is where reclaim is rooted (the
+/// parent has memory.max or memory.high, nothing above it does: reclaim rooted higher protects
+/// the group only as far as the parent is protected), in each phase that runs a step below the
+/// parent outside the group and leaves the group alone: no step runs in it, none truncates or unlinks a file it wrote, read or held, none releases,
+/// grows, advises or moves a task it ever held. The check itself judges only the steps that made
+/// the parent reclaim while the group was within its memory.min.
+fn protections(groups: &[CgroupSpec], phases: &[Phase]) -> Vec<Declared> {
+    let caps = |a: &CgroupSpec| a.limit.is_some() || a.high.is_some();
+    let steps = || phases.iter().flat_map(|p| &p.steps);
+    let mut out = Vec::new();
+    for g in groups.iter().filter(|g| g.min.is_some()) {
+        let Some((parent, _)) = g.name.rsplit_once('/') else {
+            continue;
+        };
+        let above = |a: &&CgroupSpec| a.name != parent && within(parent, &a.name);
+        let parent_caps = groups.iter().any(|a| a.name == parent && caps(a));
+        if !parent_caps || groups.iter().filter(above).any(caps) {
+            continue;
+        }
+        let mine = |c: &str| within(c, &g.name);
+        let files: Vec<&str> = steps()
+            .filter_map(|s| match s {
+                Step::Write { cgroup, file, .. }
+                | Step::MmapWrite { cgroup, file, .. }
+                | Step::Read { cgroup, file, .. }
+                    if mine(cgroup) =>
+                {
+                    Some(file.as_str())
+                }
+                Step::Hold(h) if mine(&h.cgroup) => h.file.as_deref(),
+                _ => None,
+            })
+            .collect();
+        let tasks: Vec<&str> = steps()
+            .filter_map(|s| match s {
+                Step::Hold(h) if mine(&h.cgroup) => Some(h.task.as_str()),
+                Step::Move { task, to } if mine(to) => Some(task.as_str()),
+                _ => None,
+            })
+            .collect();
+        let touches = |s: &Step| {
+            s.cgroup().is_some_and(mine)
+                || match s {
+                    Step::Truncate { file, .. } | Step::Unlink { file, .. } => {
+                        files.contains(&file.as_str())
+                    }
+                    Step::Release { task }
+                    | Step::Grow { task, .. }
+                    | Step::Advise { task, .. }
+                    | Step::Move { task, .. } => tasks.contains(&task.as_str()),
+                    _ => false,
+                }
+        };
+        // Something in the phase may make the parent reclaim: a step below it, not in the group.
+        let presses = |s: &Step| s.cgroup().is_some_and(|c| within(c, parent) && !mine(c));
+        let judged = |p: &&Phase| !p.steps.iter().any(touches) && p.steps.iter().any(presses);
+        for p in phases.iter().filter(judged) {
+            out.push(Declared::Protected {
+                group: g.name.clone(),
+                phase: p.name.clone(),
+            });
+        }
+    }
+    out
+}
+
 /// The groups whose limit a write must have run into: for each write, the group with the least
 /// limit among its group and their ancestors, when the write alone is 8 MiB beyond it and no
 /// memory.high in the chain reclaims first (the usage would then stay below the limit).
@@ -791,5 +858,34 @@ mod tests {
             throttled > 0 && plain > 0,
             "{throttled} throttled, {plain} not"
         );
+    }
+
+    /// `protected` is declared, and only for a group with memory.min under a parent where
+    /// reclaim is rooted, in phases that leave it alone; the case parses with it.
+    #[test]
+    fn protection_is_declared_where_reclaim_is_rooted_at_the_parent() {
+        let m = machine(Version::V2);
+        let mut declared = 0;
+        for i in 0..600 {
+            let c = generate(5, i, &m);
+            for d in &c.checks {
+                let Declared::Protected { group, phase } = d else {
+                    continue;
+                };
+                declared += 1;
+                let g = c.groups.iter().find(|g| &g.name == group).unwrap();
+                assert!(g.min.is_some(), "case {i}");
+                let (parent, _) = group.rsplit_once('/').unwrap();
+                let p = c.groups.iter().find(|g| g.name == parent).unwrap();
+                assert!(p.limit.is_some() || p.high.is_some(), "case {i}");
+                let ph = c.phases.iter().find(|p| &p.name == phase).unwrap();
+                assert!(
+                    ph.steps.iter().all(|s| s.cgroup() != Some(group.as_str())),
+                    "case {i}: {}",
+                    c.to_toml()
+                );
+            }
+        }
+        assert!(declared > 0, "no protected declared in 600 cases");
     }
 }
