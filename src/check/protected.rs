@@ -8,7 +8,7 @@
 
 use super::args::CheckArgs;
 use super::{
-    Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, req, row_at_or_after,
+    Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, row_at_or_after,
     row_at_or_before, signed,
 };
 use crate::model::counter::{ANON, FILE, HIGH_EVENTS, LIMIT_HITS, USAGE, local};
@@ -20,12 +20,12 @@ use crate::model::{Column, Record, StepKind, StepRecord, Version};
 /// memory, whose protection does not reach up to the root).
 const KSWAPD_SCANS: &str = "pgscan_kswapd";
 
-/// `protected`: `cgroup`, within its memory.min, loses no memory across the steps of `phase`
-/// that made its parent reclaim.
+/// `protected`: `cgroup`, within its memory.min, loses no memory across the steps (of `phase`,
+/// or of every phase) that made its parent reclaim.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Protected {
     pub cgroup: String,
-    pub phase: String,
+    pub phase: Option<String>,
 }
 
 /// `protected` in the check table.
@@ -35,24 +35,24 @@ pub const KIND: Kind = Kind {
 (`file` + `anon`) while reclaim works on its parent. Reclaim rooted at a group gives each child \
 its own memory.min as effective protection (page_counter_calculate_protection) and skips a child \
 whose usage is within it, LRU pages and slab alike (shrink_node_memcgs, mem_cgroup_below_min). \
-Judged across each step of `phase` that does not run in the group, during which the parent's own \
+Judged across each step (of `phase`, else of every phase) that does not run in the group, during which the parent's own \
 limit or high was hit (memory.events.local `max` or `high` rose) or that was a `reclaim` of the \
 parent, and at whose start the group's usage was within its memory.min less the tolerance; a \
 step during which kswapd scanned (global reclaim, whose protection of the group is only as deep \
-as its ancestors') is not judged. The phase must leave the group's memory alone otherwise (no \
+as its ancestors') is not judged. Those phases must leave the group's memory alone otherwise (no \
 truncate or unlink of its files, no exit of its tasks). Not exercised when no step qualifies, \
 the group has no memory.min, or its parent is not a group of the scenario with memory.max or \
 memory.high, or an ancestor above the parent has one (reclaim rooted there protects the group \
 only as far as the parent is protected). Tolerance: the memcg statistics' flush bound. Result \
-name: `protected(<cgroup>)`.",
+name: `protected(<cgroup>)`, with `phase` `protected(<cgroup> in <phase>)`.",
     keys: &[
         opt(
             "cgroup",
             "the group with memory.min (default: the only declared group)",
         ),
-        req(
+        opt(
             "phase",
-            "the phase whose steps push the parent against its limit while the group is idle",
+            "the phase whose steps push the parent while the group is idle (default: every phase)",
         ),
     ],
     parse,
@@ -67,13 +67,16 @@ pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
     }
     Ok(Check::new(Protected {
         cgroup: i.cgroup("cgroup")?,
-        phase: i.phase_ref("phase")?,
+        phase: i.phase()?,
     }))
 }
 
 impl CheckSpec for Protected {
     fn name(&self) -> String {
-        format!("protected({})", self.cgroup)
+        match &self.phase {
+            Some(p) => format!("protected({} in {p})", self.cgroup),
+            None => format!("protected({})", self.cgroup),
+        }
     }
     fn needs(&self) -> Needs {
         Needs {
@@ -86,7 +89,7 @@ impl CheckSpec for Protected {
         }
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
-        protected(self.name(), rec, &self.cgroup, &self.phase)
+        protected(self.name(), rec, &self.cgroup, self.phase.as_deref())
     }
 }
 
@@ -95,7 +98,7 @@ fn parent_of(g: &str) -> Option<&str> {
     g.rsplit_once('/').map(|(p, _)| p)
 }
 
-pub fn protected(name: String, rec: &Record, cgroup: &str, phase: &str) -> CheckResult {
+pub fn protected(name: String, rec: &Record, cgroup: &str, phase: Option<&str>) -> CheckResult {
     let Some(min) = rec.group(cgroup).and_then(|g| g.min) else {
         return missing(name, format!("{cgroup} has no memory.min"));
     };
@@ -137,7 +140,7 @@ pub fn protected(name: String, rec: &Record, cgroup: &str, phase: &str) -> Check
     let held = |r: usize| s.get(r, file) + s.get(r, anon);
     let mut judged = Vec::new();
     let mut skipped_over = 0;
-    let in_phase = |st: &&StepRecord| rec.phases[st.phase].name == phase;
+    let in_phase = |st: &&StepRecord| phase.is_none_or(|p| rec.phases[st.phase].name == p);
     let outside = |st: &&StepRecord| !crate::model::record::within(&st.cgroup, cgroup);
     for st in rec.steps.iter().filter(in_phase).filter(outside) {
         let r0 = row_at_or_before(rec, st.start);
@@ -185,7 +188,8 @@ pub fn protected(name: String, rec: &Record, cgroup: &str, phase: &str) -> Check
     if judged.is_empty() {
         let why = match skipped_over {
             0 => format!(
-                "no step of phase {phase} made {parent} reclaim (its own max or high events did not rise) without kswapd"
+                "no step{} made {parent} reclaim (its own max or high events did not rise, and it was not a reclaim of {parent}) without kswapd",
+                phase.map(|p| format!(" of phase {p}")).unwrap_or_default()
             ),
             n => format!(
                 "in the {n} steps that made {parent} reclaim, {cgroup}'s usage was not within its memory.min"
