@@ -11,14 +11,16 @@ use super::{
     Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, row_at_or_after,
     row_at_or_before, signed,
 };
-use crate::model::counter::{ANON, FILE, HIGH_EVENTS, LIMIT_HITS, USAGE, local};
+use crate::model::counter::{ANON, FILE, HIGH_EVENTS, LIMIT_HITS, OOM_KILLS, USAGE, local};
 use crate::model::error::ScenarioError;
+use crate::model::record::within;
 use crate::model::units::human_bytes;
 use crate::model::{Column, Record, StepKind, StepRecord, Version};
 
-/// Global reclaim by kswapd: a step during which it ran is not judged (it may take the group's
-/// memory, whose protection does not reach up to the root).
-const KSWAPD_SCANS: &str = "pgscan_kswapd";
+/// Global reclaim (/proc/vmstat counts only reclaim rooted at the root: kswapd, a direct
+/// reclaimer out of free memory, khugepaged): a step during which it scanned is not judged (it
+/// may take the group's memory, whose protection does not reach up to the root).
+const GLOBAL_SCANS: [&str; 3] = ["pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged"];
 
 /// `protected`: `cgroup`, within its memory.min, loses no memory across the steps (of `phase`,
 /// or of every phase) that made its parent reclaim.
@@ -38,10 +40,14 @@ whose usage is within it, LRU pages and slab alike (shrink_node_memcgs, mem_cgro
 Judged across each step (of `phase`, else of every phase) that does not run in the group, during which the parent's own \
 limit or high was hit (memory.events.local `max` or `high` rose) or that was a `reclaim` of the \
 parent, and at whose start the group's usage was within its memory.min less the tolerance; a \
-step during which kswapd scanned (global reclaim, whose protection of the group is only as deep \
-as its ancestors') is not judged. Those phases must leave the group's memory alone otherwise (no \
+step during which global reclaim scanned (kswapd, a direct reclaimer, khugepaged: its \
+protection of the group is only as deep as its ancestors'), or the OOM killer took a task of the \
+group (memory.min does not hold it off), is not judged, nor a step on a task (release, grow, \
+advise, wait, move: the task may be the group's), nor one at whose start the group held at most \
+twice the tolerance. Those phases must leave the group's memory alone otherwise (no \
 truncate or unlink of its files, no exit of its tasks). Not exercised when no step qualifies, \
-the group has no memory.min, or its parent is not a group of the scenario with memory.max or \
+the group has no memory.min or has groups below it (memory is charged where the task runs, and \
+a child's effective min is a share of the group's: none without memory_recursiveprot), or its parent is not a group of the scenario with memory.max or \
 memory.high, or an ancestor above the parent has one (reclaim rooted there protects the group \
 only as far as the parent is protected). Tolerance: the memcg statistics' flush bound. Result \
 name: `protected(<cgroup>)`, with `phase` `protected(<cgroup> in <phase>)`.",
@@ -80,11 +86,11 @@ impl CheckSpec for Protected {
     }
     fn needs(&self) -> Needs {
         Needs {
-            counters: [FILE, ANON, USAGE, LIMIT_HITS, HIGH_EVENTS]
+            counters: [FILE, ANON, USAGE, LIMIT_HITS, HIGH_EVENTS, OOM_KILLS]
                 .map(String::from)
                 .to_vec(),
             local_counters: [LIMIT_HITS, HIGH_EVENTS].map(String::from).to_vec(),
-            vmstat: vec![KSWAPD_SCANS.into()],
+            vmstat: GLOBAL_SCANS.map(String::from).to_vec(),
             ..Needs::default()
         }
     }
@@ -108,13 +114,24 @@ pub fn protected(name: String, rec: &Record, cgroup: &str, phase: Option<&str>) 
             format!("{cgroup}'s parent is not a group of the scenario: no reclaim is rooted there"),
         );
     };
+    // Memory is charged where the task runs: a group with groups below holds its memory there,
+    // and their effective min is a share of its own (none without memory_recursiveprot).
+    if let Some(c) = (rec.cgroups.iter()).find(|c| c.name != cgroup && within(&c.name, cgroup)) {
+        return missing(
+            name,
+            format!(
+                "{} is below {cgroup}: its memory is protected only as far as it has memory.min of its own",
+                c.name
+            ),
+        );
+    }
     let caps = |g: &str| rec.limit_of(g).is_some() || rec.high_of(g).is_some();
     if !caps(parent) {
         return missing(name, format!("{parent} has no memory.max or memory.high"));
     }
-    if let Some(a) = (rec.cgroups.iter()).find(|a| {
-        a.name != parent && crate::model::record::within(parent, &a.name) && caps(&a.name)
-    }) {
+    if let Some(a) =
+        (rec.cgroups.iter()).find(|a| a.name != parent && within(parent, &a.name) && caps(&a.name))
+    {
         return missing(
             name,
             format!(
@@ -124,14 +141,17 @@ pub fn protected(name: String, rec: &Record, cgroup: &str, phase: Option<&str>) 
         );
     }
     let col = |g: &str, c: &str| rec.series.col(&Column::group(g, c));
-    let vm = rec.series.col(&Column::vmstat(KSWAPD_SCANS));
-    let (Some(file), Some(anon), Some(usage), Some(max), Some(high), Some(kswapd)) = (
+    let global: Option<Vec<usize>> = (GLOBAL_SCANS.iter())
+        .map(|k| rec.series.col(&Column::vmstat(k)))
+        .collect();
+    let (Some(file), Some(anon), Some(usage), Some(oom), Some(max), Some(high), Some(global)) = (
         col(cgroup, FILE),
         col(cgroup, ANON),
         col(cgroup, USAGE),
+        col(cgroup, OOM_KILLS),
         col(parent, &local(LIMIT_HITS)),
         col(parent, &local(HIGH_EVENTS)),
-        vm,
+        global,
     ) else {
         return missing(name, "a column was not sampled".into());
     };
@@ -139,9 +159,17 @@ pub fn protected(name: String, rec: &Record, cgroup: &str, phase: Option<&str>) 
     let tol = rec.machine.stat_batch_bytes() as i64;
     let held = |r: usize| s.get(r, file) + s.get(r, anon);
     let mut judged = Vec::new();
-    let mut skipped_over = 0;
+    let (mut skipped_over, mut empty) = (0, 0);
     let in_phase = |st: &&StepRecord| phase.is_none_or(|p| rec.phases[st.phase].name == p);
-    let outside = |st: &&StepRecord| !crate::model::record::within(&st.cgroup, cgroup);
+    // Steps on a task record no group (release, grow, advise, wait, move): not judged, the task
+    // may be the group's.
+    let task_step = |k: StepKind| {
+        matches!(
+            k,
+            StepKind::Release | StepKind::Grow | StepKind::Advise | StepKind::Wait | StepKind::Move
+        )
+    };
+    let outside = |st: &&StepRecord| !within(&st.cgroup, cgroup) && !task_step(st.kind);
     for st in rec.steps.iter().filter(in_phase).filter(outside) {
         let r0 = row_at_or_before(rec, st.start);
         let Some(r1) = row_at_or_after(rec, st.end) else {
@@ -150,11 +178,17 @@ pub fn protected(name: String, rec: &Record, cgroup: &str, phase: Option<&str>) 
         let rose = |c: usize| s.get(r1, c) > s.get(r0, c);
         let pushed =
             rose(max) || rose(high) || (st.kind == StepKind::Reclaim && st.cgroup == parent);
-        if !pushed || rose(kswapd) {
+        // Global reclaim, or the OOM killer (memory.min does not hold it off), is no verdict.
+        if !pushed || global.iter().any(|&c| rose(c)) || rose(oom) {
             continue;
         }
         if s.get(r0, usage) > min as i64 - tol {
             skipped_over += 1;
+            continue;
+        }
+        // Nothing to lose: no verdict either.
+        if held(r0) <= 2 * tol {
+            empty += 1;
             continue;
         }
         let d = held(r1) - held(r0);
@@ -186,12 +220,15 @@ pub fn protected(name: String, rec: &Record, cgroup: &str, phase: Option<&str>) 
         judged.push(signed(d));
     }
     if judged.is_empty() {
-        let why = match skipped_over {
-            0 => format!(
-                "no step{} made {parent} reclaim (its own max or high events did not rise, and it was not a reclaim of {parent}) without kswapd",
+        let why = match (skipped_over, empty) {
+            (0, e) if e > 0 => format!(
+                "in the {e} steps that made {parent} reclaim, {cgroup} held too little to lose (at most twice the tolerance)"
+            ),
+            (0, _) => format!(
+                "no step{} made {parent} reclaim (its own max or high events did not rise, and it was not a reclaim of {parent}) without global reclaim",
                 phase.map(|p| format!(" of phase {p}")).unwrap_or_default()
             ),
-            n => format!(
+            (n, _) => format!(
                 "in the {n} steps that made {parent} reclaim, {cgroup}'s usage was not within its memory.min"
             ),
         };

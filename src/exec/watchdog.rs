@@ -124,6 +124,11 @@ impl Watchdog {
             for k in keys {
                 total = total.wrapping_add(v.get(k).unwrap_or(0) as u64);
             }
+            // The run's own reads of the host's load disk (this thread's, done by now) are no
+            // task's progress.
+            if self.no_task_io {
+                total = total.wrapping_sub(hostload::read_kib());
+            }
         }
         let idle = judge(&mut self.last, total, now, stall, excused)?;
         let tasks = (tasks.iter().take(8))

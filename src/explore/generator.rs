@@ -224,6 +224,9 @@ pub fn generate(seed: u64, index: u32, m: &Machine) -> Case {
             },
         });
     }
+    if m.version == Version::V2 && d.chance(25) {
+        protection_motif(&mut d, m, &groups, &mut w, &mut phases);
+    }
     // Held tasks exit at the end: their exit is a step too.
     if !w.tasks.is_empty() {
         let steps = w
@@ -636,23 +639,110 @@ fn declared(groups: &[CgroupSpec], w: &World) -> Vec<Declared> {
     out
 }
 
-/// `protected` for each group with memory.min whose parent is where reclaim is rooted (the
+/// The shape `protected` judges, which random steps almost never make (0 declarations in 5400
+/// cases): a leaf with memory.min under a parent where reclaim is rooted writes a file of up to
+/// half its min first, and a sibling then writes more than the parent's least limit in a phase
+/// of its own. Nothing where the tree has no such pair.
+fn protection_motif(
+    d: &mut Dice,
+    m: &Machine,
+    groups: &[CgroupSpec],
+    w: &mut World,
+    phases: &mut Vec<Phase>,
+) {
+    let cap = |a: &CgroupSpec| [a.limit, a.high].into_iter().flatten().min();
+    let pairs: Vec<(&CgroupSpec, &CgroupSpec, u64)> = groups
+        .iter()
+        .filter(|g| g.min.is_some_and(|min| min / 2 >= 4 * MIB))
+        .filter_map(|g| {
+            let (parent, _) = g.name.rsplit_once('/')?;
+            let parent_cap = groups.iter().find(|a| a.name == parent).and_then(cap)?;
+            let above = |a: &&CgroupSpec| a.name != parent && within(parent, &a.name);
+            if groups.iter().filter(above).any(|a| cap(a).is_some()) {
+                return None;
+            }
+            let leaf = |x: &CgroupSpec| {
+                !groups
+                    .iter()
+                    .any(|c| c.name != x.name && within(&c.name, &x.name))
+            };
+            let sibling = groups.iter().find(|s| {
+                leaf(s)
+                    && within(&s.name, parent)
+                    && !within(&s.name, &g.name)
+                    && !s.name.eq(parent)
+            })?;
+            (leaf(g) && !w.exhausted.contains(&sibling.name)).then_some((g, sibling, parent_cap))
+        })
+        .collect();
+    if pairs.is_empty() || phases.is_empty() {
+        return;
+    }
+    let (g, sibling, parent_cap) = *d.pick(&pairs);
+    let mut write = |cgroup: &str, size: u64| {
+        let file = fresh_file(w, size);
+        w.writers.push((file.clone(), cgroup.to_string()));
+        w.writes.push((cgroup.to_string(), size));
+        w.cached(groups, &file, cgroup, size);
+        Step::Write {
+            cgroup: cgroup.to_string(),
+            file,
+            size,
+            block_size: MIB,
+            fsync: false,
+        }
+    };
+    let own = d.mib(3, g.min.unwrap_or(0) / 2 / MIB);
+    phases[0].steps.insert(0, write(&g.name, own));
+    let press = (parent_cap + 8 * MIB).min(2 * m.budget().max(parent_cap));
+    let step = write(&sibling.name, press);
+    phases.push(Phase {
+        name: format!("p{}", phases.len()),
+        repeat: 1,
+        warmup: false,
+        alternate: false,
+        steps: vec![step],
+        antagonists: Vec::new(),
+    });
+}
+
+/// `protected` for each leaf group with memory.min whose parent is where reclaim is rooted (the
 /// parent has memory.max or memory.high, nothing above it does: reclaim rooted higher protects
-/// the group only as far as the parent is protected), in each phase that runs a step below the
-/// parent outside the group and leaves the group alone: no step runs in it, none truncates or unlinks a file it wrote, read or held, none releases,
-/// grows, advises or moves a task it ever held. The check itself judges only the steps that made
-/// the parent reclaim while the group was within its memory.min.
+/// the group only as far as the parent is protected; a group with groups below holds its memory
+/// there, where its min reaches only as a share), in each phase that
+/// - surely makes the parent reclaim: a write below it, outside the group, of more than the
+///   parent's least limit;
+/// - finds the group holding something to lose: more than 2 MiB made by its steps in the phases
+///   before, and at most half its memory.min (so its usage stays within it);
+/// - leaves the group alone: no step runs in it; none truncates, unlinks, maps (a hold truncates
+///   the file it maps) or reads cold (dropping the cache first) a file it wrote, read or held;
+///   none releases, grows, advises or moves a task it ever held; no `exhaust` below the parent
+///   (memory.min does not hold off the OOM killer).
 fn protections(groups: &[CgroupSpec], phases: &[Phase]) -> Vec<Declared> {
-    let caps = |a: &CgroupSpec| a.limit.is_some() || a.high.is_some();
+    let cap = |a: &CgroupSpec| [a.limit, a.high].into_iter().flatten().min();
     let steps = || phases.iter().flat_map(|p| &p.steps);
+    let created: Vec<(&str, u64)> = steps()
+        .filter_map(|s| match s {
+            Step::Create { file, size, .. } => Some((file.as_str(), *size)),
+            _ => None,
+        })
+        .collect();
     let mut out = Vec::new();
-    for g in groups.iter().filter(|g| g.min.is_some()) {
+    let leaf = |g: &CgroupSpec| {
+        !groups
+            .iter()
+            .any(|c| c.name != g.name && within(&c.name, &g.name))
+    };
+    for g in groups.iter().filter(|g| leaf(g)) {
+        let Some(min) = g.min else { continue };
         let Some((parent, _)) = g.name.rsplit_once('/') else {
             continue;
         };
         let above = |a: &&CgroupSpec| a.name != parent && within(parent, &a.name);
-        let parent_caps = groups.iter().any(|a| a.name == parent && caps(a));
-        if !parent_caps || groups.iter().filter(above).any(caps) {
+        let Some(parent_cap) = groups.iter().find(|a| a.name == parent).and_then(cap) else {
+            continue;
+        };
+        if groups.iter().filter(above).any(|a| cap(a).is_some()) {
             continue;
         }
         let mine = |c: &str| within(c, &g.name);
@@ -682,21 +772,51 @@ fn protections(groups: &[CgroupSpec], phases: &[Phase]) -> Vec<Declared> {
                     Step::Truncate { file, .. } | Step::Unlink { file, .. } => {
                         files.contains(&file.as_str())
                     }
+                    Step::Hold(h) => h.file.as_deref().is_some_and(|f| files.contains(&f)),
+                    Step::Read { file, warm, .. } => !warm && files.contains(&file.as_str()),
                     Step::Release { task }
                     | Step::Grow { task, .. }
                     | Step::Advise { task, .. }
                     | Step::Move { task, .. } => tasks.contains(&task.as_str()),
+                    Step::Exhaust { cgroup, .. } => within(cgroup, parent),
                     _ => false,
                 }
         };
-        // Something in the phase may make the parent reclaim: a step below it, not in the group.
-        let presses = |s: &Step| s.cgroup().is_some_and(|c| within(c, parent) && !mine(c));
-        let judged = |p: &&Phase| !p.steps.iter().any(touches) && p.steps.iter().any(presses);
-        for p in phases.iter().filter(judged) {
-            out.push(Declared::Protected {
-                group: g.name.clone(),
-                phase: p.name.clone(),
-            });
+        let presses = |s: &Step| match s {
+            Step::Write { cgroup, size, .. } | Step::MmapWrite { cgroup, size, .. } => {
+                within(cgroup, parent) && !mine(cgroup) && *size > parent_cap / 2
+            }
+            _ => false,
+        };
+        // What the group's own steps made before phase `pi`.
+        let made = |pi: usize| -> u64 {
+            (phases[..pi].iter().flat_map(|p| &p.steps))
+                .map(|s| match s {
+                    Step::Write { cgroup, size, .. } | Step::MmapWrite { cgroup, size, .. }
+                        if mine(cgroup) =>
+                    {
+                        *size
+                    }
+                    Step::Read { cgroup, file, .. } if mine(cgroup) => (created.iter())
+                        .find(|(f, _)| f == file)
+                        .map_or(0, |(_, b)| *b),
+                    Step::Hold(h) if mine(&h.cgroup) => h.anon + h.shmem + h.size,
+                    _ => 0,
+                })
+                .sum()
+        };
+        for (pi, p) in phases.iter().enumerate() {
+            let held = made(pi);
+            if held > 2 * MIB
+                && held <= min / 2
+                && !p.steps.iter().any(touches)
+                && p.steps.iter().any(presses)
+            {
+                out.push(Declared::Protected {
+                    group: g.name.clone(),
+                    phase: p.name.clone(),
+                });
+            }
         }
     }
     out
