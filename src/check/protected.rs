@@ -18,9 +18,11 @@ use crate::model::units::human_bytes;
 use crate::model::{Column, Record, StepKind, StepRecord, Version};
 
 /// Global reclaim (/proc/vmstat counts only reclaim rooted at the root: kswapd, a direct
-/// reclaimer out of free memory, khugepaged): a step during which it scanned is not judged (it
-/// may take the group's memory, whose protection does not reach up to the root).
-const GLOBAL_SCANS: [&str; 3] = ["pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged"];
+/// reclaimer out of free memory): a step during which it scanned is not judged (it may take the
+/// group's memory, whose protection does not reach up to the root). khugepaged's key (6.2 on;
+/// counted as direct before) is left out so that older kernels can run the check: it reclaims
+/// globally only when a huge page allocation for a collapse runs short.
+const GLOBAL_SCANS: [&str; 2] = ["pgscan_kswapd", "pgscan_direct"];
 
 /// `protected`: `cgroup`, within its memory.min, loses no memory across the steps (of `phase`,
 /// or of every phase) that made its parent reclaim.
@@ -40,7 +42,7 @@ whose usage is within it, LRU pages and slab alike (shrink_node_memcgs, mem_cgro
 Judged across each step (of `phase`, else of every phase) that does not run in the group, during which the parent's own \
 limit or high was hit (memory.events.local `max` or `high` rose) or that was a `reclaim` of the \
 parent, and at whose start the group's usage was within its memory.min less the tolerance; a \
-step during which global reclaim scanned (kswapd, a direct reclaimer, khugepaged: its \
+step during which global reclaim scanned (kswapd or a direct reclaimer: its \
 protection of the group is only as deep as its ancestors'), or the OOM killer took a task of the \
 group (memory.min does not hold it off), is not judged, nor a step on a task (release, grow, \
 advise, wait, move: the task may be the group's), nor one at whose start the group held at most \
