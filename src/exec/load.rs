@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::model::{HostLoad, Load};
+use crate::model::Load;
 use crate::sys::cgroup::Cgroup;
 use crate::sys::hostload::{self, HostReading};
 use crate::sys::proc::{
@@ -48,14 +48,10 @@ impl LoadProbe {
             written / page_size.max(1),
             page_size,
         );
-        if let (Some(a), Some(b)) = (&start.host, &self.host) {
-            let (cpus, bps, bytes) = hostload::between(a, b);
-            l.host = Some(HostLoad {
-                cpus,
-                dirtied_mb_s: bps / 1e6,
-                dirtied_mb: bytes / 1e6,
-            });
-        }
+        l.host = start
+            .host
+            .zip(self.host)
+            .map(|(a, b)| hostload::between(&a, &b));
         l
     }
 }
@@ -88,6 +84,7 @@ fn load(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::HostLoad;
 
     #[test]
     fn others_are_the_machine_minus_the_run() {

@@ -199,17 +199,8 @@ fn io_bytes(io: &str) -> u64 {
 /// minflt + majflt of a /proc/PID/stat text (fields 10 and 12, counted after the command name,
 /// which may contain spaces and parentheses).
 fn faults(stat: &str) -> u64 {
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return 0;
-    };
-    // rest starts at field 3 (state): minflt is field 10, majflt field 12.
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let at = |n: usize| {
-        f.get(n - 3)
-            .and_then(|x| x.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    at(10).wrapping_add(at(12))
+    let at = |n| proc::stat_field(stat, n).and_then(|x| x.parse::<u64>().ok());
+    at(10).unwrap_or(0).wrapping_add(at(12).unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -106,7 +106,7 @@ impl World {
             .iter()
             .filter(|a| within(g, &a.name))
             .filter_map(|a| {
-                let cap = [a.limit, a.high].into_iter().flatten().min()?;
+                let cap = own_cap(a)?;
                 let held: u64 = self
                     .tasks
                     .iter()
@@ -148,11 +148,35 @@ impl World {
     }
 }
 
+/// The least of a group's own memory.max and memory.high, where it has one.
+fn own_cap(a: &CgroupSpec) -> Option<u64> {
+    [a.limit, a.high].into_iter().flatten().min()
+}
+
+/// Whether no group lies below `g`.
+fn is_leaf(groups: &[CgroupSpec], g: &str) -> bool {
+    !groups.iter().any(|c| c.name != g && within(&c.name, g))
+}
+
+/// Where `protected` can judge `g`: a leaf with memory.min whose parent is where reclaim is
+/// rooted (the parent has memory.max or memory.high, nothing above it does: reclaim rooted
+/// higher protects the group only as far as the parent is protected; a group with groups below
+/// holds its memory there, where its min reaches only as a share). Its min, its parent and the
+/// parent's least limit.
+fn protectable<'a>(groups: &'a [CgroupSpec], g: &'a CgroupSpec) -> Option<(u64, &'a str, u64)> {
+    let min = g.min?;
+    let (parent, _) = g.name.rsplit_once('/')?;
+    let parent_cap = groups.iter().find(|a| a.name == parent).and_then(own_cap)?;
+    let above = |a: &&CgroupSpec| a.name != parent && within(parent, &a.name);
+    let capped_above = groups.iter().filter(above).any(|a| own_cap(a).is_some());
+    (is_leaf(groups, &g.name) && !capped_above).then_some((min, parent, parent_cap))
+}
+
 /// The least memory.max or memory.high of `g` and its ancestors; u64::MAX without one.
 fn cap_above(groups: &[CgroupSpec], g: &str) -> u64 {
     (groups.iter())
         .filter(|a| within(g, &a.name))
-        .filter_map(|a| [a.limit, a.high].into_iter().flatten().min())
+        .filter_map(own_cap)
         .min()
         .unwrap_or(u64::MAX)
 }
@@ -182,13 +206,8 @@ const KINDS: &[(&str, u64)] = &[
 pub fn generate(seed: u64, index: u32, m: &Machine) -> Case {
     let mut d = Dice::new(seed, index);
     let groups = tree(&mut d, m);
-    let leaves: Vec<String> = groups
-        .iter()
-        .filter(|g| {
-            !groups
-                .iter()
-                .any(|c| c.name.starts_with(&format!("{}/", g.name)))
-        })
+    let leaves: Vec<String> = (groups.iter())
+        .filter(|g| is_leaf(&groups, &g.name))
         .map(|g| g.name.clone())
         .collect();
     let mut w = World::default();
@@ -319,7 +338,7 @@ fn min_room(groups: &[CgroupSpec], g: &str) -> u64 {
         .iter()
         .filter(|a| a.name != g && within(g, &a.name))
         .filter_map(|a| {
-            let cap = [a.limit, a.high].into_iter().flatten().min()?;
+            let cap = own_cap(a)?;
             Some((cap / 2).saturating_sub(protected_below(groups, &a.name)))
         })
         .min()
@@ -650,29 +669,18 @@ fn protection_motif(
     w: &mut World,
     phases: &mut Vec<Phase>,
 ) {
-    let cap = |a: &CgroupSpec| [a.limit, a.high].into_iter().flatten().min();
     let pairs: Vec<(&CgroupSpec, &CgroupSpec, u64)> = groups
         .iter()
-        .filter(|g| g.min.is_some_and(|min| min / 2 >= 4 * MIB))
         .filter_map(|g| {
-            let (parent, _) = g.name.rsplit_once('/')?;
-            let parent_cap = groups.iter().find(|a| a.name == parent).and_then(cap)?;
-            let above = |a: &&CgroupSpec| a.name != parent && within(parent, &a.name);
-            if groups.iter().filter(above).any(|a| cap(a).is_some()) {
-                return None;
-            }
-            let leaf = |x: &CgroupSpec| {
-                !groups
-                    .iter()
-                    .any(|c| c.name != x.name && within(&c.name, &x.name))
-            };
+            let (min, parent, parent_cap) = protectable(groups, g)?;
             let sibling = groups.iter().find(|s| {
-                leaf(s)
+                is_leaf(groups, &s.name)
                     && within(&s.name, parent)
                     && !within(&s.name, &g.name)
-                    && !s.name.eq(parent)
+                    && s.name != parent
             })?;
-            (leaf(g) && !w.exhausted.contains(&sibling.name)).then_some((g, sibling, parent_cap))
+            (min / 2 >= 4 * MIB && !w.exhausted.contains(&sibling.name))
+                .then_some((g, sibling, parent_cap))
         })
         .collect();
     if pairs.is_empty() || phases.is_empty() {
@@ -706,12 +714,9 @@ fn protection_motif(
     });
 }
 
-/// `protected` for each leaf group with memory.min whose parent is where reclaim is rooted (the
-/// parent has memory.max or memory.high, nothing above it does: reclaim rooted higher protects
-/// the group only as far as the parent is protected; a group with groups below holds its memory
-/// there, where its min reaches only as a share), in each phase that
-/// - surely makes the parent reclaim: a write below it, outside the group, of more than the
-///   parent's least limit;
+/// `protected` for each group it can judge (see `protectable`), in each phase that
+/// - surely makes the parent reclaim: a write below it, outside the group, of more than half
+///   the parent's least limit;
 /// - finds the group holding something to lose: more than 2 MiB made by its steps in the phases
 ///   before, and at most half its memory.min (so its usage stays within it);
 /// - leaves the group alone: no step runs in it; none truncates, unlinks, maps (a hold truncates
@@ -719,7 +724,6 @@ fn protection_motif(
 ///   none releases, grows, advises or moves a task it ever held; no `exhaust` below the parent
 ///   (memory.min does not hold off the OOM killer).
 fn protections(groups: &[CgroupSpec], phases: &[Phase]) -> Vec<Declared> {
-    let cap = |a: &CgroupSpec| [a.limit, a.high].into_iter().flatten().min();
     let steps = || phases.iter().flat_map(|p| &p.steps);
     let created: Vec<(&str, u64)> = steps()
         .filter_map(|s| match s {
@@ -728,23 +732,10 @@ fn protections(groups: &[CgroupSpec], phases: &[Phase]) -> Vec<Declared> {
         })
         .collect();
     let mut out = Vec::new();
-    let leaf = |g: &CgroupSpec| {
-        !groups
-            .iter()
-            .any(|c| c.name != g.name && within(&c.name, &g.name))
-    };
-    for g in groups.iter().filter(|g| leaf(g)) {
-        let Some(min) = g.min else { continue };
-        let Some((parent, _)) = g.name.rsplit_once('/') else {
+    for g in groups {
+        let Some((min, parent, parent_cap)) = protectable(groups, g) else {
             continue;
         };
-        let above = |a: &&CgroupSpec| a.name != parent && within(parent, &a.name);
-        let Some(parent_cap) = groups.iter().find(|a| a.name == parent).and_then(cap) else {
-            continue;
-        };
-        if groups.iter().filter(above).any(|a| cap(a).is_some()) {
-            continue;
-        }
         let mine = |c: &str| within(c, &g.name);
         let files: Vec<&str> = steps()
             .filter_map(|s| match s {
@@ -902,7 +893,7 @@ mod tests {
             for i in 0..400 {
                 let c = generate(seed, i, &m);
                 for a in &c.groups {
-                    let Some(cap) = [a.limit, a.high].into_iter().flatten().min() else {
+                    let Some(cap) = own_cap(a) else {
                         continue;
                     };
                     let below = protected_below(&c.groups, &a.name);

@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::proc::{self, user_seconds_of};
+use crate::model::HostLoad;
+
+use super::proc::{self, dirtied_bytes_of, group_members, user_seconds_of};
 
 /// The block the line is in (the guest reads it whole with O_DIRECT).
 pub const BLOCK: usize = 4096;
@@ -87,10 +89,10 @@ impl HostReading {
 
 /// The host's load over a step, from the readings before and after it: over the step itself
 /// when it lasted a window or more on the host's clock, else over the window before `after`
-/// (which covers the step). (CPUs, bytes/s dirtied, bytes dirtied.)
-pub fn between(before: &HostReading, after: &HostReading) -> (f64, f64, f64) {
+/// (which covers the step).
+pub fn between(before: &HostReading, after: &HostReading) -> HostLoad {
     let dt = after.t - before.t;
-    if dt >= WINDOW {
+    let (cpus, bps, bytes) = if dt >= WINDOW {
         let dirtied = (after.others_dirtied - before.others_dirtied).max(0.0);
         (
             ((after.others_cpu - before.others_cpu) / dt).max(0.0),
@@ -100,6 +102,11 @@ pub fn between(before: &HostReading, after: &HostReading) -> (f64, f64, f64) {
     } else {
         let bps = after.recent_dirtied_bps;
         (after.recent_cpus, bps, bps * WINDOW)
+    };
+    HostLoad {
+        cpus,
+        dirtied_mb_s: bps / 1e6,
+        dirtied_mb: bytes / 1e6,
     }
 }
 
@@ -162,35 +169,6 @@ fn others(proc_root: &Path, ours: &[i32], writes: bool) -> Option<(f64, f64)> {
     let page = proc::page_size() as f64;
     let bytes = m.dirtied_pages as f64 * page - own_bytes as f64;
     Some((m.user_seconds - own_cpu, if writes { bytes } else { 0.0 }))
-}
-
-/// The processes in process group `pgid` (field 5 of /proc/PID/stat).
-pub fn group_members(proc_root: &Path, pgid: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir(proc_root) else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat"));
-            stat.ok().is_some_and(|t| {
-                let rest = t.rfind(')').map(|i| &t[i + 1..]).unwrap_or("");
-                rest.split_whitespace().nth(2) == Some(&pgid.to_string())
-            })
-        })
-        .collect()
-}
-
-/// The bytes of pages process `pid` dirtied (/proc/PID/io write_bytes: counted when a page is
-/// dirtied, see folio_account_dirtied), 0 once it is gone.
-pub fn dirtied_bytes_of(proc_root: &Path, pid: i32) -> u64 {
-    let text = std::fs::read_to_string(proc_root.join(pid.to_string()).join("io"));
-    text.ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("write_bytes:"))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// The host's side, before qemu opens it: `file` as a block of zeros ("nothing yet").
@@ -316,34 +294,17 @@ mod tests {
 
     #[test]
     fn a_long_step_is_judged_over_itself_a_short_one_over_the_window() {
+        let load = |cpus, dirtied_mb_s, dirtied_mb| HostLoad {
+            cpus,
+            dirtied_mb_s,
+            dirtied_mb,
+        };
         // 2 s on the host's clock: 1 CPU-second and 4 MB by others.
-        let (cpus, bps, bytes) = between(&reading(10.0, 5.0, 0.0), &reading(12.0, 6.0, 4e6));
-        assert_eq!((cpus, bps, bytes), (0.5, 2e6, 4e6));
+        let l = between(&reading(10.0, 5.0, 0.0), &reading(12.0, 6.0, 4e6));
+        assert_eq!(l, load(0.5, 2.0, 4.0));
         // 0.2 s: the last window's rates.
-        let (cpus, bps, bytes) = between(&reading(10.0, 5.0, 0.0), &reading(10.2, 5.0, 0.0));
-        assert_eq!((cpus, bps, bytes), (0.5, 2e6, 2e6));
-    }
-
-    #[test]
-    fn a_process_s_dirtied_bytes_are_its_write_bytes() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir(d.path().join("9")).unwrap();
-        std::fs::write(
-            d.path().join("9/io"),
-            "rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n",
-        )
-        .unwrap();
-        assert_eq!(dirtied_bytes_of(d.path(), 9), 8192);
-        assert_eq!(dirtied_bytes_of(d.path(), 10), 0);
-        // Process groups: 9 leads its own, 11 (a command with a space and a ')') is in it.
-        std::fs::write(d.path().join("9/stat"), "9 (qemu) S 1 9 9 0").unwrap();
-        std::fs::create_dir(d.path().join("11")).unwrap();
-        std::fs::write(d.path().join("11/stat"), "11 (a b) c) S 9 9 9 0").unwrap();
-        std::fs::create_dir(d.path().join("12")).unwrap();
-        std::fs::write(d.path().join("12/stat"), "12 (x) S 1 12 12 0").unwrap();
-        let mut m = group_members(d.path(), 9);
-        m.sort();
-        assert_eq!(m, vec![9, 11]);
+        let l = between(&reading(10.0, 5.0, 0.0), &reading(10.2, 5.0, 0.0));
+        assert_eq!(l, load(0.5, 2.0, 2.0));
     }
 
     /// The publisher's file, read back as the guest would (through the page cache here).

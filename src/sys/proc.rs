@@ -331,6 +331,14 @@ pub fn psi_some_total(text: &str) -> Option<u64> {
         .ok()
 }
 
+/// Field `n` of a /proc/PID/stat text, numbered from 1 as proc(5) does (3 the state, 5 the
+/// process group, 10 minflt, 14 utime). The command (field 2) may hold spaces and parentheses,
+/// so the fields from 3 on are counted after its last ')'.
+pub fn stat_field(text: &str, n: usize) -> Option<&str> {
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(n.checked_sub(3)?)
+}
+
 /// User CPU seconds of processes `pids` so far (utime of /proc/PID/stat; a process gone since
 /// counts 0), under a /proc at `proc`.
 pub fn user_seconds_of(proc: &Path, pids: &[i32]) -> f64 {
@@ -338,12 +346,37 @@ pub fn user_seconds_of(proc: &Path, pids: &[i32]) -> f64 {
     pids.iter()
         .filter_map(|p| {
             let text = std::fs::read_to_string(proc.join(p.to_string()).join("stat")).ok()?;
-            // utime is field 14; the command (field 2) may hold spaces, so count after its ')'.
-            let rest = &text[text.rfind(')')? + 1..];
-            rest.split_whitespace().nth(11)?.parse::<u64>().ok()
+            stat_field(&text, 14)?.parse::<u64>().ok()
         })
         .map(|t| t as f64 / tps)
         .sum()
+}
+
+/// The processes in process group `pgid` (field 5 of /proc/PID/stat), under a /proc at `proc`.
+pub fn group_members(proc: &Path, pgid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir(proc) else {
+        return Vec::new();
+    };
+    let pgid = pgid.to_string();
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(proc.join(pid.to_string()).join("stat"));
+            stat.is_ok_and(|t| stat_field(&t, 5) == Some(pgid.as_str()))
+        })
+        .collect()
+}
+
+/// The bytes of pages process `pid` dirtied (/proc/PID/io write_bytes: counted when a page is
+/// dirtied, see folio_account_dirtied), 0 once it is gone.
+pub fn dirtied_bytes_of(proc: &Path, pid: i32) -> u64 {
+    let text = std::fs::read_to_string(proc.join(pid.to_string()).join("io"));
+    text.ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("write_bytes:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// Where a task is, for a stall's diagnosis: "PID (comm) STATE in WCHAN: f1 < f2 < ..." from
@@ -352,10 +385,8 @@ pub fn user_seconds_of(proc: &Path, pids: &[i32]) -> f64 {
 pub fn task_state(proc: &Path, pid: i32, frames: usize) -> Option<String> {
     let dir = proc.join(pid.to_string());
     let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let comm = &stat[open + 1..close];
-    let state = stat[close + 1..].split_whitespace().next().unwrap_or("?");
+    let comm = &stat[stat.find('(')? + 1..stat.rfind(')')?];
+    let state = stat_field(&stat, 3).unwrap_or("?");
     let wchan = std::fs::read_to_string(dir.join("wchan")).unwrap_or_default();
     let wchan = match wchan.trim() {
         "" | "0" => String::new(),
@@ -381,6 +412,28 @@ pub fn task_state(proc: &Path, pid: i32, frames: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_s_dirtied_bytes_are_its_write_bytes() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("9")).unwrap();
+        std::fs::write(
+            d.path().join("9/io"),
+            "rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n",
+        )
+        .unwrap();
+        assert_eq!(dirtied_bytes_of(d.path(), 9), 8192);
+        assert_eq!(dirtied_bytes_of(d.path(), 10), 0);
+        // Process groups: 9 leads its own, 11 (a command with a space and a ')') is in it.
+        std::fs::write(d.path().join("9/stat"), "9 (qemu) S 1 9 9 0").unwrap();
+        std::fs::create_dir(d.path().join("11")).unwrap();
+        std::fs::write(d.path().join("11/stat"), "11 (a b) c) S 9 9 9 0").unwrap();
+        std::fs::create_dir(d.path().join("12")).unwrap();
+        std::fs::write(d.path().join("12/stat"), "12 (x) S 1 12 12 0").unwrap();
+        let mut m = group_members(d.path(), 9);
+        m.sort();
+        assert_eq!(m, vec![9, 11]);
+    }
 
     #[test]
     fn a_task_state_names_its_wait_and_stack() {
