@@ -4,7 +4,8 @@
 # $MEMCGTEST_BUDGET, default 15m; shrink time $MEMCGTEST_SHRINK, default 10m; --first), then
 # print one table row per mutant:
 # whether a confirmed failure was found, when its case first failed, the shrunk case's size and
-# the check that names it. Explore never starts from the built-in scenarios. Hours of TCG time:
+# the check that names it. The shrunk case then runs on its own (up to 3 times, until it
+# fails): the row says whether it failed again. Explore never starts from the built-in scenarios. Hours of TCG time:
 # not part of CI; docs/explore.md records the figures. Run as root from the repository root after
 # `cargo build --release`:  ci/explore-mutants.sh [kernel-patches/x.patch ...]
 set -euo pipefail
@@ -47,7 +48,8 @@ for p in "$@"; do
     check=$(sed -E 's/^  [^:]+: (.*) — first failed.*/\1/' <<<"$line")
     at=$(sed -E 's/.*first failed ([0-9]+) s in.*/\1/' <<<"$line")
     size=$(sed -E 's/.* to ([0-9]+ groups and [0-9]+ steps):.*/\1/' <<<"$line")
-    rows+=("| $name | $cg | found | $at s | $size | $check | $took s |")
+    alone=$(sed -E 's/.*\((it [^)]*)\)$/\1/' <<<"$line")
+    rows+=("| $name | $cg | found | $at s | $size; $alone | $check | $took s |")
   else
     cases=$(head -1 "$summary" 2>/dev/null | sed -E 's/^seed [0-9]+: ([0-9]+ cases in [0-9]+ s).*/\1/' || true)
     rows+=("| $name | $cg | missed (exit $rc; ${cases:-no summary}) | - | - | - | $took s |")

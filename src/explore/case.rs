@@ -15,6 +15,9 @@ pub enum Declared {
     Settles(String),
     /// The group's file count holds the page cache its files hold (per-file truth).
     HoldsFiles(String),
+    /// The group's dirty and writeback rise and fall with its files' (per-file truth) during its
+    /// write steps.
+    TracksGlobal(String),
     /// The group stays near its memory.high. `throttled`: an `exhaust` at or below it takes anon
     /// it cannot reclaim (no swap) past high, so the kernel throttles instead and the bound
     /// grows with the time above high (under-high's `throttled = true`).
@@ -37,6 +40,7 @@ impl Declared {
             Declared::NoUnderflow(g)
             | Declared::Settles(g)
             | Declared::HoldsFiles(g)
+            | Declared::TracksGlobal(g)
             | Declared::UnderHigh { group: g, .. }
             | Declared::Protected { group: g, .. }
             | Declared::OomKills(g)
@@ -50,6 +54,7 @@ impl Declared {
             Declared::NoUnderflow(_) => "no-underflow",
             Declared::Settles(_) => "settles",
             Declared::HoldsFiles(_) => "holds-files",
+            Declared::TracksGlobal(_) => "tracks-global",
             Declared::UnderHigh { .. } => "under-high",
             Declared::Protected { .. } => "protected",
             Declared::OomKills(_) => "oom-kills",
@@ -63,7 +68,9 @@ impl Declared {
                 "counters = [\"dirty\", \"writeback\", \"file\", \"anon\", \"shmem\", \"mapped\"]\n"
                     .into()
             }
-            Declared::Settles(_) => "counters = [\"dirty\", \"writeback\"]\n".into(),
+            Declared::Settles(_) | Declared::TracksGlobal(_) => {
+                "counters = [\"dirty\", \"writeback\"]\n".into()
+            }
             Declared::UnderHigh {
                 throttled: true, ..
             } => "throttled = true\n".into(),

@@ -48,7 +48,14 @@ struct Found {
     original: Case,
     shrunk: Case,
     shrink_runs: u32,
+    /// How many of the shrunk case's runs on its own failed the check, of how many (it runs up
+    /// to `ALONE_RUNS` times, until it fails).
+    alone: (u32, u32),
 }
+
+/// How often the shrunk case runs on its own before it is called intermittent: a failure near
+/// its tolerance (a mutant that shows only in some pages' placement) may not repeat every run.
+const ALONE_RUNS: u32 = 3;
 
 pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
     let seed = o.seed.unwrap_or_else(|| {
@@ -130,14 +137,22 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
             min.steps(),
             out.join(format!("{}.toml", min.name)).display()
         ));
-        let last = run_case(&session, &known, &min, &out)?;
-        results.push(last);
+        let mut alone = (0, 0);
+        while alone.0 == 0 && alone.1 < ALONE_RUNS && !cleanup::interrupted() {
+            let mut last = run_case(&session, &known, &min, &out)?;
+            alone = (u32::from(still_fails(&last, &check)), alone.1 + 1);
+            if alone.1 > 1 {
+                last.name = format!("{} (run {})", min.name, alone.1);
+            }
+            results.push(last);
+        }
         found.push(Found {
             check,
             after: seen,
             original: case,
             shrunk: min,
             shrink_runs: runs,
+            alone,
         });
         if o.first {
             break;
@@ -297,7 +312,7 @@ fn summary(
     );
     for f in found {
         s += &format!(
-            "\n  {}: {} — first failed {:.0} s in; shrunk in {} runs from {} groups and {} steps to {} groups and {} steps: memcgtest --scenario-dir {} run {}",
+            "\n  {}: {} — first failed {:.0} s in; shrunk in {} runs from {} groups and {} steps to {} groups and {} steps: memcgtest --scenario-dir {} run {} ({})",
             f.original.name,
             f.check,
             f.after.as_secs_f64(),
@@ -307,7 +322,15 @@ fn summary(
             f.shrunk.groups.len(),
             f.shrunk.steps(),
             out.display(),
-            f.shrunk.name
+            f.shrunk.name,
+            match f.alone {
+                (1, 1) => "it failed again on its own".to_string(),
+                (1, n) => format!("it failed on its own in run {n} of {n}"),
+                (_, n) => format!(
+                    "it did not fail in {n} runs on its own: intermittent, the confirmed {} is the reproducer",
+                    f.original.name
+                ),
+            }
         );
     }
     s + "\n"

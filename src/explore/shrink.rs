@@ -1,7 +1,7 @@
 //! Shrinking a failing case: smaller variants, most aggressive first (a phase, a group with what
-//! runs in it, a step, the antagonists, a group's limits, the other checks, half the sizes), each
-//! repaired so it is still a valid scenario; the explorer keeps a variant only while the same
-//! check still fails on it.
+//! runs in it, a step, plain holds, the antagonists, a group's limits, the other checks, half the
+//! sizes), each repaired so it is still a valid scenario; the explorer keeps a variant only while
+//! the same check still fails on it.
 
 use super::case::{Case, Declared};
 use crate::scenario::{Phase, Step};
@@ -41,6 +41,13 @@ pub fn candidates(c: &Case, failing: &str) -> Vec<Case> {
             push(v);
         }
     }
+    // Holds without their variations (huge pages, zero pages, lazyfree, a dirtied mapping).
+    let mut v = c.clone();
+    v.phases
+        .iter_mut()
+        .flat_map(|p| &mut p.steps)
+        .for_each(plain);
+    push(v);
     if c.phases.iter().any(|p| !p.antagonists.is_empty()) {
         let mut v = c.clone();
         v.phases.iter_mut().for_each(|p| p.antagonists.clear());
@@ -63,6 +70,13 @@ pub fn candidates(c: &Case, failing: &str) -> Vec<Case> {
         .for_each(halve);
     push(v);
     out
+}
+
+/// A hold without its variations: base pages, no zero pages or lazyfree, a clean mapping.
+fn plain(s: &mut Step) {
+    if let Step::Hold(h) = s {
+        (h.huge, h.zero, h.lazyfree, h.dirty, h.shmem_huge) = (false, false, 0, false, false);
+    }
 }
 
 /// Halves a step's sizes, down to 1 MiB (a limit stays: halving both would keep the ratio).
