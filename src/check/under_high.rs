@@ -46,10 +46,11 @@ risen; not exercised when the usage never went above high. A group below with a 
 of its own counts into the events, so \"only when\" is not judged then. With `throttled \
 = true` reclaim can free nothing above high (anon, no swap): the kernel puts the \
 charging task to sleep instead, and the bound grows with the time t since the usage \
-passed high, by high/20 + cbrt(3.75 × high² × t) + 65 pages/s × t: each return to user \
+passed high, by high/20 + cbrt(3.75 × high² × t) + 259 pages/s × t: each return to user \
 space owing d pages sleeps min(r² × d s, 2 s), r the overage over high \
 (calculate_high_delay), so the excess x grows as dx/dt ≤ high²/(0.8 x²) (0.8: a jiffy \
-of truncation and one of the timer) and at the 2 s cap by at most 128 pages per sleep. \
+of truncation and one of the timer) and at the 2 s cap by at most one charge per sleep: \
+a huge page (512 pages of 4 KiB: a THP fault charges it at once; 128 pages without THP). \
 Not exercised when the group has no memory.high (memory.high can be set only in \
 v2-only scenarios; the parser does not require v2 of the check itself). Result name: \
 `under-high(<cgroup>)`.",
@@ -129,15 +130,19 @@ pub fn overshoot(m: &Machine, high: i64) -> (i64, String) {
 /// most HZ/100. So once r is 1/20, each page costs at least r^2 s, less a jiffy of truncation
 /// and a jiffy of the timer (at most 20 ms of 160: counted as 0.8 r^2), and the excess x (pages)
 /// grows as dx/dt <= high^2 / (0.8 x^2): x^3 by at most 3.75 high^2 per second; at the 2 s cap,
-/// by at most 128 pages per 1.98 s (65 pages/s). Their sum: high/20 + cbrt(3.75 high^2 t) + 65 t
-/// pages.
+/// by at most one charge per 1.98 s: 128 pages, or a huge page's (page size / 8 pages: 512 of
+/// 4 KiB) when a fault maps a THP (charged at once; explore, stock 6.12 seed 63 case 16: 2 MiB
+/// every 2.07 s above a 26 MiB high, where 128 pages per sleep allowed 4 times less). Their sum:
+/// high/20 + cbrt(3.75 high^2 t) + huge t / 1.98 pages.
 pub fn throttled_growth(high: i64, page: u64, t: f64) -> (i64, String) {
     let h = high as f64 / page as f64;
     let t = t.max(0.0);
-    let pages = h / 20.0 + (3.75 * h * h * t).cbrt() + 65.0 * t;
+    let per_sleep = (page as f64 / 8.0).max(128.0);
+    let rate = per_sleep / 1.98;
+    let pages = h / 20.0 + (3.75 * h * h * t).cbrt() + rate * t;
     let bytes = (pages * page as f64) as i64;
     let text = format!(
-        "throttled, reclaim can free nothing: high/20 + cbrt(3.75 x high^2 x t) + 65 pages/s x t (t: seconds above high; the sleeps of calculate_high_delay) = {} at t={t:.1}s",
+        "throttled, reclaim can free nothing: high/20 + cbrt(3.75 x high^2 x t) + {rate:.0} pages/s x t (a huge page per 2 s sleep; t: seconds above high; the sleeps of calculate_high_delay) = {} at t={t:.1}s",
         human_bytes(bytes)
     );
     (bytes, text)

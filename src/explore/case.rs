@@ -27,6 +27,17 @@ pub enum Declared {
     /// The group, within its memory.min, keeps its memory in a phase that leaves it alone while
     /// its parent reclaims.
     Protected { group: String, phase: String },
+    /// The group's usage stays across each move of a task between two groups below it (v1
+    /// charge moving): a `change` of its usage by 0 at `move` steps.
+    UsageKept(String),
+    /// The group's `counter` rose by at least `by` across the one hold step of `phase` (a task
+    /// started there holding that much).
+    HoldRaises {
+        group: String,
+        phase: String,
+        counter: &'static str,
+        by: u64,
+    },
     /// A write below the group needed more page cache than its limit (the least in its chain):
     /// once the usage reached it, charges must have failed there (memory.events max, v1
     /// memory.failcnt).
@@ -44,6 +55,8 @@ impl Declared {
             | Declared::UnderHigh { group: g, .. }
             | Declared::Protected { group: g, .. }
             | Declared::OomKills(g)
+            | Declared::UsageKept(g)
+            | Declared::HoldRaises { group: g, .. }
             | Declared::LimitHit(g) => g,
         }
     }
@@ -59,6 +72,7 @@ impl Declared {
             Declared::Protected { .. } => "protected",
             Declared::OomKills(_) => "oom-kills",
             Declared::LimitHit(_) => "limit-counters",
+            Declared::UsageKept(_) | Declared::HoldRaises { .. } => "change",
         }
     }
 
@@ -75,6 +89,16 @@ impl Declared {
                 throttled: true, ..
             } => "throttled = true\n".into(),
             Declared::LimitHit(_) => "hit = true\n".into(),
+            Declared::HoldRaises {
+                phase, counter, by, ..
+            } => format!(
+                "counter = \"{counter}\"\nstep = \"hold\"\nphase = \"{phase}\"\nby = \"{}M\"\nat_least = true\n",
+                by >> 20
+            ),
+            Declared::UsageKept(_) => {
+                "counter = \"usage\"\nstep = \"move\"\nby = \"0\"\nneeds = \"charge-moving\"\n"
+                    .into()
+            }
             Declared::Protected { phase, .. } => format!("phase = \"{phase}\"\n"),
             _ => String::new(),
         };

@@ -81,6 +81,7 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
         version: session.ctx.parent.version,
         memory: crate::sys::proc::mem_total_bytes(),
         swap: crate::sys::proc::swap_enabled(),
+        charge_moving: crate::sys::env::probe_charge_moving(&session.ctx.parent) == "available",
     };
     let say = |msg: &str| session.ctx.progress.say(&format!("explore: {msg}"));
     say(&format!(

@@ -4,7 +4,7 @@
 //! the same check still fails on it.
 
 use super::case::{Case, Declared};
-use crate::scenario::{Phase, Step};
+use crate::scenario::{Hold, Phase, Step};
 
 /// The smaller variants of `c`, most aggressive first; each repaired (see `repair`) and different
 /// from `c`.
@@ -169,6 +169,29 @@ pub fn repair(c: &mut Case) {
         Declared::Protected { phase, .. } => phases.contains(phase),
         _ => true,
     });
+    // A hold's expected rise follows its sizes (halved with them), and goes with the hold.
+    let holds: Vec<(String, Hold)> = (c.phases.iter())
+        .flat_map(|p| p.steps.iter().map(move |s| (p, s)))
+        .filter_map(|(p, s)| match s {
+            Step::Hold(h) => Some((p.name.clone(), h.clone())),
+            _ => None,
+        })
+        .collect();
+    c.checks.retain_mut(|d| match d {
+        Declared::HoldRaises {
+            group,
+            phase,
+            counter,
+            by,
+        } => match holds.iter().find(|(p, h)| p == phase && &h.cgroup == group) {
+            Some((_, h)) => {
+                *by = if *counter == "anon" { h.anon } else { h.shmem };
+                *by > 0
+            }
+            None => false,
+        },
+        _ => true,
+    });
     // A task's memory may only move where the moved-to group exists; a group's parent must too.
     let names = groups.clone();
     c.groups.retain(|g| match g.name.rsplit_once('/') {
@@ -209,6 +232,7 @@ mod tests {
             version,
             memory: 2 << 30,
             swap: true,
+            charge_moving: true,
         };
         for i in 0..40 {
             let c = generate(9, i, &m);
@@ -222,5 +246,42 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A hold's expected rise is halved with the hold, and goes when the hold goes.
+    #[test]
+    fn hold_raises_follows_its_hold() {
+        let m = Machine {
+            version: Version::V2,
+            memory: 2 << 30,
+            swap: true,
+            charge_moving: true,
+        };
+        let mut seen = 0;
+        for i in 0..200 {
+            let c = generate(9, i, &m);
+            for v in candidates(&c, "change(g0.anon at hold in p1)") {
+                for d in &v.checks {
+                    if let Declared::HoldRaises {
+                        group,
+                        phase,
+                        counter,
+                        by,
+                    } = d
+                    {
+                        seen += 1;
+                        let p = v.phases.iter().find(|p| &p.name == phase).unwrap();
+                        let held = p.steps.iter().find_map(|s| match s {
+                            Step::Hold(h) if &h.cgroup == group => {
+                                Some(if *counter == "anon" { h.anon } else { h.shmem })
+                            }
+                            _ => None,
+                        });
+                        assert_eq!(held, Some(*by), "case {i}");
+                    }
+                }
+            }
+        }
+        assert!(seen > 0);
     }
 }

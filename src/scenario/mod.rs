@@ -337,7 +337,7 @@ pub enum Step {
 /// and, with `file`, a shared mapping of `size` bytes of it (pages dirtied when `dirty`, else
 /// read); with `write`, it keeps rewriting that many bytes of `<file>.written` in the background.
 /// With `shmem`, it also maps and writes that many bytes of a memfd (shared memory, mapped).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Hold {
     pub task: String,
     pub cgroup: String,
