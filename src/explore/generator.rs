@@ -258,6 +258,9 @@ pub fn generate(seed: u64, index: u32, m: &Machine) -> Case {
     } else {
         Vec::new()
     };
+    if h.chance(30) {
+        thread_motif(&mut h, m, &groups, &mut w, &mut phases);
+    }
     // Held tasks exit at the end: their exit is a step too.
     if !w.tasks.is_empty() {
         let steps = w
@@ -1017,6 +1020,49 @@ fn hold_motif(
             by,
         })
         .collect()
+}
+
+/// A phase of its own in which a task starts 256 threads in a leaf with 16 MiB of room: 4 MiB of
+/// kernel stacks (16 KiB each on x86_64), which `identities` must find within the leaf's kernel
+/// memory (v2 kernel_stack within kernel). Random holds start no threads.
+fn thread_motif(
+    d: &mut Dice,
+    m: &Machine,
+    groups: &[CgroupSpec],
+    w: &mut World,
+    phases: &mut Vec<Phase>,
+) {
+    let leaves: Vec<&CgroupSpec> = (groups.iter())
+        .filter(|g| is_leaf(groups, &g.name) && !w.exhausted.contains(&g.name))
+        .filter(|g| w.room(groups, &g.name, m.budget()) >= 16 * MIB)
+        .collect();
+    if leaves.is_empty() {
+        return;
+    }
+    let g = d.pick(&leaves).name.clone();
+    let task = format!("t{}", w.next_task);
+    w.next_task += 1;
+    // The threads' kernel stacks and the few pages of their user stacks.
+    w.tasks.push(Task {
+        name: task.clone(),
+        group: g.clone(),
+        anon: MIB,
+        bytes: 8 * MIB,
+    });
+    phases.push(Phase {
+        name: format!("p{}", phases.len()),
+        repeat: 1,
+        warmup: false,
+        alternate: false,
+        steps: vec![Step::Hold(Hold {
+            task,
+            cgroup: g,
+            anon: MIB,
+            threads: 256,
+            ..Hold::default()
+        })],
+        antagonists: Vec::new(),
+    });
 }
 
 /// `usage-kept` for each group where charge moving (v1) takes a task's anon from one group
