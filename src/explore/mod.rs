@@ -51,11 +51,18 @@ struct Found {
     /// How many of the shrunk case's runs on its own failed the check, of how many (it runs up
     /// to `ALONE_RUNS` times, until it fails).
     alone: (u32, u32),
+    /// How many of the shrinker's steps back from its smallest case the reported one is (the
+    /// smaller ones did not fail on their own).
+    back: usize,
 }
 
 /// How often the shrunk case runs on its own before it is called intermittent: a failure near
 /// its tolerance (a mutant that shows only in some pages' placement) may not repeat every run.
 const ALONE_RUNS: u32 = 3;
+
+/// How many of the shrinker's larger cases run on their own (twice each) when the smallest did
+/// not fail in its ALONE_RUNS.
+const BACK_OFF: usize = 3;
 
 pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
     let seed = o.seed.unwrap_or_else(|| {
@@ -127,9 +134,41 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
         }
         results.push(again);
         write(&out.join(format!("{}.toml", case.name)), &case.to_toml())?;
-        let (shrunk, runs) = shrink(&session, &known, &case, &check, &out, o.shrink_time)?;
-        let mut min = shrunk.clone();
-        min.name = format!("{}-min", case.name);
+        let (chain, runs) = shrink(&session, &known, &case, &check, &out, o.shrink_time)?;
+        // The smallest case runs on its own; a failure near its tolerance (one that needs the
+        // flusher to start writeback during a step, say) may not repeat there, because the
+        // shrinker kept a variant on a single failing run and may have dropped what made the
+        // failure likely. Then the larger cases the shrinker went through run, back to
+        // BACK_OFF of them, and the first that fails on its own is the minimal case.
+        let name = format!("{}-min", case.name);
+        let (mut alone, mut back) = ((0, 0), 0);
+        for (k, c) in chain.iter().rev().take(BACK_OFF + 1).enumerate() {
+            let mut min = c.clone();
+            min.name = name.clone();
+            let tries = if k == 0 { ALONE_RUNS } else { 2 };
+            let mut failed = false;
+            for _ in 0..tries {
+                if cleanup::interrupted() {
+                    break;
+                }
+                let mut last = run_case(&session, &known, &min, &out)?;
+                failed = still_fails(&last, &check);
+                alone.1 += 1;
+                if alone.1 > 1 {
+                    last.name = format!("{name} (run {})", alone.1);
+                }
+                results.push(last);
+                if failed {
+                    break;
+                }
+            }
+            if failed {
+                (alone.0, back) = (1, k);
+                break;
+            }
+        }
+        let mut min = chain[chain.len() - 1 - back].clone();
+        min.name = name;
         write(&out.join(format!("{}.toml", min.name)), &min.to_toml())?;
         say(&format!(
             "{}: shrunk in {runs} runs to {} groups and {} steps: {}",
@@ -138,15 +177,6 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
             min.steps(),
             out.join(format!("{}.toml", min.name)).display()
         ));
-        let mut alone = (0, 0);
-        while alone.0 == 0 && alone.1 < ALONE_RUNS && !cleanup::interrupted() {
-            let mut last = run_case(&session, &known, &min, &out)?;
-            alone = (u32::from(still_fails(&last, &check)), alone.1 + 1);
-            if alone.1 > 1 {
-                last.name = format!("{} (run {})", min.name, alone.1);
-            }
-            results.push(last);
-        }
         found.push(Found {
             check,
             after: seen,
@@ -154,6 +184,7 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
             shrunk: min,
             shrink_runs: runs,
             alone,
+            back,
         });
         if o.first {
             break;
@@ -267,14 +298,14 @@ fn shrink(
     check: &str,
     out: &Path,
     limit: Duration,
-) -> Result<(Case, u32), Error> {
+) -> Result<(Vec<Case>, u32), Error> {
     let dir = out.join("shrink");
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::Environment(format!("explore: create {}: {e}", dir.display())))?;
     let until = Instant::now() + limit;
-    let (mut best, mut runs) = (case.clone(), 0u32);
+    let (mut chain, mut runs) = (vec![case.clone()], 0u32);
     'smaller: loop {
-        for mut v in shrink::candidates(&best, check) {
+        for mut v in shrink::candidates(chain.last().unwrap(), check) {
             if Instant::now() >= until || cleanup::interrupted() {
                 break 'smaller;
             }
@@ -289,13 +320,13 @@ fn shrink(
                     v.steps()
                 ));
                 v.name = case.name.clone();
-                best = v;
+                chain.push(v);
                 continue 'smaller;
             }
         }
         break;
     }
-    Ok((best, runs))
+    Ok((chain, runs))
 }
 
 fn summary(
@@ -324,11 +355,14 @@ fn summary(
             f.shrunk.steps(),
             out.display(),
             f.shrunk.name,
-            match f.alone {
-                (1, 1) => "it failed again on its own".to_string(),
-                (1, n) => format!("it failed on its own in run {n} of {n}"),
-                (_, n) => format!(
-                    "it did not fail in {n} runs on its own: intermittent, the confirmed {} is the reproducer",
+            match (f.alone, f.back) {
+                ((1, 1), _) => "it failed again on its own".to_string(),
+                ((1, n), 0) => format!("it failed on its own in run {n} of {n}"),
+                ((1, n), k) => format!(
+                    "it failed on its own in run {n} of {n}, {k} shrink steps back from the smallest, which did not"
+                ),
+                ((_, n), _) => format!(
+                    "neither it nor the larger cases the shrinker went through before it failed in {n} runs on their own: intermittent, the confirmed {} is the reproducer",
                     f.original.name
                 ),
             }
