@@ -1022,9 +1022,11 @@ fn hold_motif(
         .collect()
 }
 
-/// A phase of its own in which a task starts 256 threads in a leaf with 16 MiB of room: 4 MiB of
-/// kernel stacks (16 KiB each on x86_64), which `identities` must find within the leaf's kernel
-/// memory (v2 kernel_stack within kernel). Random holds start no threads.
+/// A phase of its own in which a task starts 768 threads in a leaf with 48 MiB of room: 12 MiB
+/// of kernel stacks (16 KiB each on x86_64), which `identities` must find within the leaf's
+/// kernel memory (v2 kernel_stack within kernel). Random holds start no threads. Fewer would
+/// not do: the rule's tolerance is the unflushed bound of each of its six counters (6.5 MiB on
+/// 2 CPUs), and 256 threads' stacks counted twice (4 MiB too many) stayed within it.
 fn thread_motif(
     d: &mut Dice,
     m: &Machine,
@@ -1034,7 +1036,7 @@ fn thread_motif(
 ) {
     let leaves: Vec<&CgroupSpec> = (groups.iter())
         .filter(|g| is_leaf(groups, &g.name) && !w.exhausted.contains(&g.name))
-        .filter(|g| w.room(groups, &g.name, m.budget()) >= 16 * MIB)
+        .filter(|g| w.room(groups, &g.name, m.budget()) >= 48 * MIB)
         .collect();
     if leaves.is_empty() {
         return;
@@ -1047,7 +1049,7 @@ fn thread_motif(
         name: task.clone(),
         group: g.clone(),
         anon: MIB,
-        bytes: 8 * MIB,
+        bytes: 24 * MIB,
     });
     phases.push(Phase {
         name: format!("p{}", phases.len()),
@@ -1058,7 +1060,7 @@ fn thread_motif(
             task,
             cgroup: g,
             anon: MIB,
-            threads: 256,
+            threads: 768,
             ..Hold::default()
         })],
         antagonists: Vec::new(),
