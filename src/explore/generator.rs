@@ -735,14 +735,21 @@ fn protection_motif(
     phases[0].steps.insert(0, write(&g.name, own));
     let press = (parent_cap + 8 * MIB).min(2 * m.budget().max(parent_cap));
     let step = write(&sibling, press);
+    motif_phase(phases, step);
+}
+
+/// Appends a phase of its own (`p<n>`) with one step; its name.
+fn motif_phase(phases: &mut Vec<Phase>, step: Step) -> String {
+    let name = format!("p{}", phases.len());
     phases.push(Phase {
-        name: format!("p{}", phases.len()),
+        name: name.clone(),
         repeat: 1,
         warmup: false,
         alternate: false,
         steps: vec![step],
         antagonists: Vec::new(),
     });
+    name
 }
 
 /// (group, sibling, the parent's least limit) for each leaf `protected` can judge that has a
@@ -954,16 +961,8 @@ fn move_motif(
         anon,
         ..Hold::default()
     });
-    for steps in [vec![hold], vec![Step::Move { task, to }]] {
-        phases.push(Phase {
-            name: format!("p{}", phases.len()),
-            repeat: 1,
-            warmup: false,
-            alternate: false,
-            steps,
-            antagonists: Vec::new(),
-        });
-    }
+    motif_phase(phases, hold);
+    motif_phase(phases, Step::Move { task, to });
 }
 
 /// A phase of its own in which a task starts in a leaf holding 8 to 16 MiB of plain anon and as
@@ -996,21 +995,16 @@ fn hold_motif(
         anon,
         bytes: anon + shmem,
     });
-    let phase = format!("p{}", phases.len());
-    phases.push(Phase {
-        name: phase.clone(),
-        repeat: 1,
-        warmup: false,
-        alternate: false,
-        steps: vec![Step::Hold(Hold {
+    let phase = motif_phase(
+        phases,
+        Step::Hold(Hold {
             task,
             cgroup: g.clone(),
             anon,
             shmem,
             ..Hold::default()
-        })],
-        antagonists: Vec::new(),
-    });
+        }),
+    );
     [("anon", anon), ("shmem", shmem)]
         .into_iter()
         .map(|(counter, by)| Declared::HoldRaises {
@@ -1051,20 +1045,16 @@ fn thread_motif(
         anon: MIB,
         bytes: 24 * MIB,
     });
-    phases.push(Phase {
-        name: format!("p{}", phases.len()),
-        repeat: 1,
-        warmup: false,
-        alternate: false,
-        steps: vec![Step::Hold(Hold {
+    motif_phase(
+        phases,
+        Step::Hold(Hold {
             task,
             cgroup: g,
             anon: MIB,
             threads: 768,
             ..Hold::default()
-        })],
-        antagonists: Vec::new(),
-    });
+        }),
+    );
 }
 
 /// `usage-kept` for each group where charge moving (v1) takes a task's anon from one group
@@ -1296,28 +1286,23 @@ mod tests {
     /// reclaim is rooted, in phases that leave it alone; the case parses with it.
     #[test]
     fn protection_is_declared_where_reclaim_is_rooted_at_the_parent() {
-        let m = machine(Version::V2);
-        let mut declared = 0;
-        for i in 0..600 {
-            let c = generate(5, i, &m);
-            for d in &c.checks {
-                let Declared::Protected { group, phase } = d else {
-                    continue;
-                };
-                declared += 1;
-                let g = c.groups.iter().find(|g| &g.name == group).unwrap();
-                assert!(g.min.is_some(), "case {i}");
-                let (parent, _) = group.rsplit_once('/').unwrap();
-                let p = c.groups.iter().find(|g| g.name == parent).unwrap();
-                assert!(p.limit.is_some() || p.high.is_some(), "case {i}");
-                let ph = c.phases.iter().find(|p| &p.name == phase).unwrap();
-                assert!(
-                    ph.steps.iter().all(|s| s.cgroup() != Some(group.as_str())),
-                    "case {i}: {}",
-                    c.to_toml()
-                );
-            }
-        }
+        let declared = each_declared(Version::V2, |i, c, d| {
+            let Declared::Protected { group, phase } = d else {
+                return false;
+            };
+            let g = c.groups.iter().find(|g| &g.name == group).unwrap();
+            assert!(g.min.is_some(), "case {i}");
+            let (parent, _) = group.rsplit_once('/').unwrap();
+            let p = c.groups.iter().find(|g| g.name == parent).unwrap();
+            assert!(p.limit.is_some() || p.high.is_some(), "case {i}");
+            let ph = c.phases.iter().find(|p| &p.name == phase).unwrap();
+            assert!(
+                ph.steps.iter().all(|s| s.cgroup() != Some(group.as_str())),
+                "case {i}: {}",
+                c.to_toml()
+            );
+            true
+        });
         // The motif adds the shape to a quarter of the cases whose tree allows it or is small
         // enough to take a group with two children: about one case in ten.
         assert!(
@@ -1330,21 +1315,20 @@ mod tests {
     /// only where every move's destination chain has no limit.
     #[test]
     fn usage_kept_across_moves_only_without_a_limit_on_the_way() {
-        let m = machine(Version::V1);
-        let mut declared = 0;
-        for i in 0..600 {
-            let c = generate(5, i, &m);
-            for d in &c.checks {
-                let Declared::UsageKept(x) = d else { continue };
-                declared += 1;
-                for s in c.phases.iter().flat_map(|p| &p.steps) {
-                    if let Step::Move { to, .. } = s
-                        && within(to, x)
-                    {
-                        assert_eq!(cap_above(&c.groups, to), u64::MAX, "case {i}");
-                    }
+        let declared = each_declared(Version::V1, |i, c, d| {
+            let Declared::UsageKept(x) = d else {
+                return false;
+            };
+            for s in c.phases.iter().flat_map(|p| &p.steps) {
+                if let Step::Move { to, .. } = s
+                    && within(to, x)
+                {
+                    assert_eq!(cap_above(&c.groups, to), u64::MAX, "case {i}");
                 }
             }
+            true
+        });
+        for i in 0..600 {
             assert!(
                 v2_has_no_move_charge(i),
                 "case {i}: v2 cases never set move_charge"
@@ -1354,6 +1338,17 @@ mod tests {
             declared >= 30,
             "usage kept declared in {declared} of 600 cases"
         );
+    }
+
+    /// Runs `f` on every declared check of cases 0..600 of seed 5; how many it counted (true).
+    fn each_declared(version: Version, mut f: impl FnMut(u32, &Case, &Declared) -> bool) -> usize {
+        let m = machine(version);
+        let mut n = 0;
+        for i in 0..600 {
+            let c = generate(5, i, &m);
+            n += c.checks.iter().filter(|d| f(i, &c, d)).count();
+        }
+        n
     }
 
     fn v2_has_no_move_charge(i: u32) -> bool {

@@ -42,12 +42,7 @@ pub fn candidates(c: &Case, failing: &str) -> Vec<Case> {
         }
     }
     // Holds without their variations (huge pages, zero pages, lazyfree, a dirtied mapping).
-    let mut v = c.clone();
-    v.phases
-        .iter_mut()
-        .flat_map(|p| &mut p.steps)
-        .for_each(plain);
-    push(v);
+    push(each_step(c, plain));
     if c.phases.iter().any(|p| !p.antagonists.is_empty()) {
         let mut v = c.clone();
         v.phases.iter_mut().for_each(|p| p.antagonists.clear());
@@ -63,13 +58,15 @@ pub fn candidates(c: &Case, failing: &str) -> Vec<Case> {
         (g.limit, g.swap_max, g.swap) = (None, None, true);
         push(v);
     }
-    let mut v = c.clone();
-    v.phases
-        .iter_mut()
-        .flat_map(|p| &mut p.steps)
-        .for_each(halve);
-    push(v);
+    push(each_step(c, halve));
     out
+}
+
+/// `c` with `f` applied to every step.
+fn each_step(c: &Case, f: fn(&mut Step)) -> Case {
+    let mut v = c.clone();
+    v.phases.iter_mut().flat_map(|p| &mut p.steps).for_each(f);
+    v
 }
 
 /// A hold without its variations: base pages, no zero pages or lazyfree, a clean mapping.
