@@ -5,7 +5,8 @@
 # print one table row per mutant:
 # whether a confirmed failure was found, when its case first failed, the shrunk case's size and
 # the check that names it. The shrunk case then runs on its own (up to 3 times, until it
-# fails): the row says whether it failed again. Explore never starts from the built-in scenarios. Hours of TCG time:
+# fails; if it never does, up to 3 of the shrinker's larger cases twice each): the row says
+# which failed on its own. Explore never starts from the built-in scenarios. Hours of TCG time:
 # not part of CI; docs/explore.md records the figures. Run as root from the repository root after
 # `cargo build --release`:  ci/explore-mutants.sh [kernel-patches/x.patch ...]
 set -euo pipefail
@@ -48,7 +49,7 @@ for p in "$@"; do
     check=$(sed -E 's/^  [^:]+: (.*) — first failed.*/\1/' <<<"$line")
     at=$(sed -E 's/.*first failed ([0-9]+) s in.*/\1/' <<<"$line")
     size=$(sed -E 's/.* to ([0-9]+ groups and [0-9]+ steps):.*/\1/' <<<"$line")
-    alone=$(sed -E 's/.*\((it [^)]*)\)$/\1/' <<<"$line")
+    alone=$(sed -E 's/.*\(((it|neither) [^)]*)\)$/\1/' <<<"$line")
     rows+=("| $name | $cg | found | $at s | $size; $alone | $check | $took s |")
   else
     cases=$(head -1 "$summary" 2>/dev/null | sed -E 's/^seed [0-9]+: ([0-9]+ cases in [0-9]+ s).*/\1/' || true)

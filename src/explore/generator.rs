@@ -969,7 +969,8 @@ fn move_motif(
 /// much shmem (a memfd), and the checks that the leaf's anon and shmem rose by at least that
 /// across it: no other truth says what a group's shmem should be (RssShmem counts tmpfs pages
 /// charged anywhere), and the task's anon truth is one check among many. At least, because the
-/// worker's own runtime is anon of the group too. Nothing where no leaf has 32 MiB of room.
+/// worker's own runtime is anon of the group too. Only in a leaf without a limit or memory.high
+/// above it; nothing where no leaf has one.
 fn hold_motif(
     d: &mut Dice,
     m: &Machine,
@@ -977,8 +978,11 @@ fn hold_motif(
     w: &mut World,
     phases: &mut Vec<Phase>,
 ) -> Vec<Declared> {
+    // No limit or memory.high on the chain: room counts held tasks, not page cache, and a leaf
+    // full of cache under its limit would reclaim (and may swap out) the hold's fresh memory.
     let leaves: Vec<&CgroupSpec> = (groups.iter())
         .filter(|g| is_leaf(groups, &g.name) && !w.exhausted.contains(&g.name))
+        .filter(|g| cap_above(groups, &g.name) == u64::MAX)
         .filter(|g| w.room(groups, &g.name, m.budget()) >= 32 * MIB)
         .collect();
     if leaves.is_empty() {

@@ -48,8 +48,8 @@ struct Found {
     original: Case,
     shrunk: Case,
     shrink_runs: u32,
-    /// How many of the shrunk case's runs on its own failed the check, of how many (it runs up
-    /// to `ALONE_RUNS` times, until it fails).
+    /// Whether the reported case failed on its own (1), and in how many of its own runs; when
+    /// none did, (0, the runs of every case tried).
     alone: (u32, u32),
     /// How many of the shrinker's steps back from its smallest case the reported one is (the
     /// smaller ones did not fail on their own).
@@ -141,32 +141,33 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
         // failure likely. Then the larger cases the shrinker went through run, back to
         // BACK_OFF of them, and the first that fails on its own is the minimal case.
         let name = format!("{}-min", case.name);
-        let (mut alone, mut back) = ((0, 0), 0);
+        let (mut alone, mut back, mut total) = ((0, 0), 0, 0);
         for (k, c) in chain.iter().rev().take(BACK_OFF + 1).enumerate() {
             let mut min = c.clone();
             min.name = name.clone();
             let tries = if k == 0 { ALONE_RUNS } else { 2 };
-            let mut failed = false;
+            alone = (0, 0);
             for _ in 0..tries {
                 if cleanup::interrupted() {
                     break;
                 }
                 let mut last = run_case(&session, &known, &min, &out)?;
-                failed = still_fails(&last, &check);
-                alone.1 += 1;
-                if alone.1 > 1 {
-                    last.name = format!("{name} (run {})", alone.1);
+                let failed = still_fails(&last, &check);
+                (alone, total) = ((u32::from(failed), alone.1 + 1), total + 1);
+                if total > 1 {
+                    last.name = format!("{name} (run {total})");
                 }
                 results.push(last);
                 if failed {
                     break;
                 }
             }
-            if failed {
-                (alone.0, back) = (1, k);
+            if alone.0 == 1 {
+                back = k;
                 break;
             }
         }
+        let alone = if alone.0 == 1 { alone } else { (0, total) };
         let mut min = chain[chain.len() - 1 - back].clone();
         min.name = name;
         write(&out.join(format!("{}.toml", min.name)), &min.to_toml())?;
@@ -361,6 +362,7 @@ fn summary(
                 ((1, n), k) => format!(
                     "it failed on its own in run {n} of {n}, {k} shrink steps back from the smallest, which did not"
                 ),
+                ((_, 0), _) => "interrupted before it ran on its own".to_string(),
                 ((_, n), _) => format!(
                     "neither it nor the larger cases the shrinker went through before it failed in {n} runs on their own: intermittent, the confirmed {} is the reproducer",
                     f.original.name
