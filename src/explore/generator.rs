@@ -263,8 +263,7 @@ pub fn generate(seed: u64, index: u32, m: &Machine) -> Case {
     } else {
         Vec::new()
     };
-    // v2 only: v1 shows no kernel_stack, and on 6.12 v1 cases with 768 threads failed `tasks`
-    // (seed 64, not yet explained; docs/explore.md).
+    // v2 only: v1 shows no kernel_stack.
     if h.chance(30) && m.version == Version::V2 {
         thread_motif(&mut h, m, &groups, &mut w, &mut phases);
     }
@@ -895,9 +894,10 @@ fn protections(groups: &[CgroupSpec], phases: &[Phase]) -> Vec<Declared> {
 /// holding plain anon starts in one child and moves, in a phase of its own, to the other, whose
 /// memory.move_charge_at_immigrate is 1 (anon). No other group moves charges, and no other step
 /// runs in these: memcgtest starts a worker in its group before exec, and charge moving then
-/// moves the runner's copy-on-write pages the child still shares into the group (6.12 v1, seed
-/// 64, with every group moving charges: a group's anon 4 MiB above its tasks' RssAnon at the
-/// start of a case, in 4 confirmed failures and 20 flaky ones).
+/// moves the runner's copy-on-write pages the child still shares into the group (6.12's
+/// mc_handle_present_pte takes any mapped anon page, shared or not; 6.12 v1, seed 64, with every
+/// group moving charges: a group's anon 4 MiB above its tasks' RssAnon at the start of a case,
+/// in 4 confirmed failures and 20 flaky ones).
 fn move_motif(
     d: &mut Dice,
     m: &Machine,
