@@ -3,7 +3,7 @@
 use super::args::CheckArgs;
 use super::{
     Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, req, row_at_or_after,
-    row_at_or_before, signed,
+    row_done_before, signed,
 };
 use crate::model::StepKind;
 use crate::model::error::ScenarioError;
@@ -115,7 +115,7 @@ pub fn change_in(
     let mut beyond = Vec::new();
     let in_phase = |s: &&StepRecord| phase.is_none_or(|p| rec.phases[s.phase].name == p);
     for st in rec.steps.iter().filter(|s| s.kind == step).filter(in_phase) {
-        let r0 = row_at_or_before(rec, st.start);
+        let r0 = row_done_before(rec, st.start);
         let Some(r1) = row_at_or_after(rec, st.end) else {
             return missing(
                 name,

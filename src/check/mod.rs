@@ -385,6 +385,21 @@ fn row_at_or_before(rec: &Record, t: f64) -> usize {
         .unwrap_or(0)
 }
 
+/// The last sample whose pass had ended by `t`: a pass reads its files one after another from
+/// its time on, so the sample taken just before a step may have read some of them during it
+/// (6.12 v1, explore seed 67 case 36: a parent's usage read mid-move, with the destination's
+/// precharge on top, looked like 6.5 MiB that the move then took away). Without the pass
+/// durations, the last sample at or before `t`.
+fn row_done_before(rec: &Record, t: f64) -> usize {
+    let s = &rec.series;
+    let pass = s.col(&Column::pass());
+    let took = |r: usize| pass.map_or(0.0, |c| s.get(r, c) as f64 / 1e6);
+    (0..s.len())
+        .rev()
+        .find(|&r| s.t[r] + took(r) <= t)
+        .unwrap_or(0)
+}
+
 /// The first sample at or after `t`.
 fn row_at_or_after(rec: &Record, t: f64) -> Option<usize> {
     (0..rec.series.len()).find(|&r| rec.series.t[r] >= t)

@@ -741,3 +741,15 @@ fn a_one_sample_burst_is_read_skew_but_a_lasting_gap_fails() {
     assert_eq!(c.outcome, Outcome::Fail);
     assert!(c.detail.contains("as in the sample before"), "{}", c.detail);
 }
+
+/// The sample before a step is the last whose pass had ended by the step's start: one whose
+/// reads ran into the step does not count as "before" it.
+#[test]
+fn the_sample_before_a_step_ended_its_pass_before_it() {
+    let mut r = move_record(0, None);
+    r.series = Series::new(vec!["a.usage".into(), "sampler.pass_us".into()]);
+    r.series.push(0.0, &[1, 1000]);
+    r.series.push(1.0, &[2, 50_000]);
+    assert_eq!(crate::check::row_done_before(&r, 1.02), 0);
+    assert_eq!(crate::check::row_done_before(&r, 1.06), 1);
+}
