@@ -64,7 +64,8 @@ impl Expect {
 }
 
 /// change: across each step of kind `step`, column `col` changed by `by` bytes: the value at the
-/// first sample after the step minus the value at the last sample before it. Default tolerance:
+/// first sample after the step minus the value at the last sample whose pass had ended before
+/// it. Default tolerance:
 /// the memcg unflushed-stats bound plus 1/32 of |by| (memory the kernel keeps for the task itself,
 /// page tables and such, is charged where it was allocated and does not move).
 pub fn change(
@@ -223,7 +224,8 @@ pub const KIND: Kind = Kind {
     kind: "change",
     doc: "Across each step of kind `step` (of `phase` only, when given), the group's counter \
 changed by `by`: the value at the first sample after the step minus the value at the \
-last sample before it. A step that adds or removes a known amount (a task holding 256 \
+last sample whose pass (its reads, one file after another) had ended before the step \
+began. A step that adds or removes a known amount (a task holding 256 \
 MiB that exits, a move with charge moving, a truncate of a known file, a \
 memory.reclaim request) changes the group's count by that amount. Default tolerance: \
 the unflushed-stats bound + 1/32 of |by| (the task's own kernel memory, page tables \
