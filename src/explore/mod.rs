@@ -89,6 +89,7 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
         memory: crate::sys::proc::mem_total_bytes(),
         swap: crate::sys::proc::swap_enabled(),
         charge_moving: crate::sys::env::probe_charge_moving(&session.ctx.parent) == "available",
+        per_file: crate::sys::cachestat::support().is_ok(),
     };
     let say = |msg: &str| session.ctx.progress.say(&format!("explore: {msg}"));
     say(&format!(

@@ -230,6 +230,7 @@ mod tests {
             memory: 2 << 30,
             swap: true,
             charge_moving: true,
+            per_file: true,
         };
         for i in 0..40 {
             let c = generate(9, i, &m);
@@ -253,6 +254,7 @@ mod tests {
             memory: 2 << 30,
             swap: true,
             charge_moving: true,
+            per_file: true,
         };
         let mut seen = 0;
         for i in 0..200 {
