@@ -139,6 +139,20 @@ impl World {
         (cap_above(groups, g) / 4).min(made)
     }
 
+    /// A new task held in `g` (where it will be at the end) with `anon` of anonymous memory
+    /// among `bytes` in all; its name.
+    fn hold(&mut self, g: &str, anon: u64, bytes: u64) -> String {
+        let name = format!("t{}", self.next_task);
+        self.next_task += 1;
+        self.tasks.push(Task {
+            name: name.clone(),
+            group: g.to_string(),
+            anon,
+            bytes,
+        });
+        name
+    }
+
     /// A write of `bytes` to `file` by `g`. Under a limit or memory.high, the cache made before
     /// by any group below it, `g` too, may be what the limit reclaims now: it no longer counts
     /// (stock 6.12, seed 66 case 34: a 42 MiB mmap-write, then 64 MiB written under the same
@@ -255,16 +269,15 @@ pub fn generate(seed: u64, index: u32, m: &Machine) -> Case {
     if m.version == Version::V2 && d.chance(25) {
         protection_motif(&mut d, m, &mut groups, &mut w, &mut phases);
     }
+    let mut motifs = Vec::new();
     if moving && d.chance(50) {
-        move_motif(&mut d, m, &mut groups, &mut w, &mut phases);
+        motifs.extend(move_motif(&mut d, m, &mut groups, &mut w, &mut phases));
     }
     // From a stream of its own, so that the cases before it stay as they were.
     let mut h = Dice::new(seed ^ 0x686f_6c64, index);
-    let held = if h.chance(40) {
-        hold_motif(&mut h, m, &groups, &mut w, &mut phases)
-    } else {
-        Vec::new()
-    };
+    if h.chance(40) {
+        motifs.extend(hold_motif(&mut h, m, &groups, &mut w, &mut phases));
+    }
     // v2 only: v1 shows no kernel_stack.
     if h.chance(30) && m.version == Version::V2 {
         thread_motif(&mut h, m, &groups, &mut w, &mut phases);
@@ -289,8 +302,7 @@ pub fn generate(seed: u64, index: u32, m: &Machine) -> Case {
     }
     let mut checks = declared(m, &groups, &w);
     checks.extend(protections(&groups, &phases));
-    checks.extend(moves_kept(&groups, &phases));
-    checks.extend(held);
+    checks.extend(motifs);
     Case {
         name: format!("explore-{seed}-{index}"),
         seed,
@@ -496,8 +508,6 @@ fn step(
             clients: 1,
         },
         "hold" if room >= 4 * MIB && !w.exhausted.contains(&g) => {
-            let task = format!("t{}", w.next_task);
-            w.next_task += 1;
             let room = room / MIB;
             let anon = if d.chance(80) { d.mib(1, room / 2) } else { 0 };
             let shmem = if d.chance(30) { d.mib(1, room / 4) } else { 0 };
@@ -516,12 +526,7 @@ fn step(
             } else {
                 (anon, shmem)
             };
-            w.tasks.push(Task {
-                name: task.clone(),
-                group: g.clone(),
-                anon,
-                bytes: anon + shmem + size,
-            });
+            let task = w.hold(&g, anon, anon + shmem + size);
             Step::Hold(Hold {
                 task,
                 cgroup: g,
@@ -893,10 +898,13 @@ fn protections(groups: &[CgroupSpec], phases: &[Phase]) -> Vec<Declared> {
     out
 }
 
-/// The shape `usage-kept` judges, which random steps rarely make (a move in 10 of 273 v1 cases):
-/// a tree of at most 3 groups gets a new top-level group with two children, no limits; a task
-/// holding plain anon starts in one child and moves, in a phase of its own, to the other, whose
-/// memory.move_charge_at_immigrate is 1 (anon). No other group moves charges, and no other step
+/// The shape `usage-kept` judges (a `change` of usage by 0 at `move`), which random steps rarely
+/// make (a move in 10 of 273 v1 cases): a tree of at most 3 groups gets a new top-level group
+/// with two children, no limits; a task holding 4 to 16 MiB of plain anon starts in one child
+/// and moves, in a phase of its own, to the other, whose memory.move_charge_at_immigrate is 1
+/// (anon). Across the move the charge leaves the source as it arrives in the destination, so
+/// their parent's usage stays; without a limit on the way the destination's precharge (the
+/// anon twice for a moment) reclaims nothing. No other group moves charges, and no other step
 /// runs in these: memcgtest starts a worker in its group before exec, and charge moving then
 /// moves the runner's copy-on-write pages the child still shares into the group (6.12's
 /// mc_handle_present_pte takes any mapped anon page, shared or not; 6.12 v1, seed 64, with every
@@ -908,14 +916,18 @@ fn move_motif(
     groups: &mut Vec<CgroupSpec>,
     w: &mut World,
     phases: &mut Vec<Phase>,
-) {
+) -> Option<Declared> {
     if groups.len() > 3 {
-        return;
+        return None;
     }
     let n = groups.len();
-    let (from, to) = (format!("g{n}/g{}", n + 1), format!("g{n}/g{}", n + 2));
+    let parent = format!("g{n}");
+    let (from, to) = (
+        format!("{parent}/g{}", n + 1),
+        format!("{parent}/g{}", n + 2),
+    );
     for (name, move_charge) in [
-        (format!("g{n}"), None),
+        (parent.clone(), None),
         (from.clone(), None),
         (to.clone(), Some(1)),
     ] {
@@ -927,14 +939,7 @@ fn move_motif(
         });
     }
     let anon = d.mib(4, (w.room(groups, &from, m.budget()) / MIB / 2).min(16));
-    let task = format!("t{}", w.next_task);
-    w.next_task += 1;
-    w.tasks.push(Task {
-        name: task.clone(),
-        group: to.clone(),
-        anon,
-        bytes: anon,
-    });
+    let task = w.hold(&to, anon, anon);
     let hold = Step::Hold(Hold {
         task: task.clone(),
         cgroup: from,
@@ -943,6 +948,7 @@ fn move_motif(
     });
     motif_phase(phases, hold);
     motif_phase(phases, Step::Move { task, to });
+    Some(Declared::UsageKept(parent))
 }
 
 /// A phase of its own in which a task starts in a leaf holding 8 to 16 MiB of plain anon and as
@@ -971,14 +977,7 @@ fn hold_motif(
     let g = d.pick(&leaves).name.clone();
     let most = (w.room(groups, &g, m.budget()) / 4 / MIB).min(16);
     let (anon, shmem) = (d.mib(8, most), d.mib(8, most));
-    let task = format!("t{}", w.next_task);
-    w.next_task += 1;
-    w.tasks.push(Task {
-        name: task.clone(),
-        group: g.clone(),
-        anon,
-        bytes: anon + shmem,
-    });
+    let task = w.hold(&g, anon, anon + shmem);
     let phase = motif_phase(
         phases,
         Step::Hold(Hold {
@@ -1020,15 +1019,8 @@ fn thread_motif(
         return;
     }
     let g = d.pick(&leaves).name.clone();
-    let task = format!("t{}", w.next_task);
-    w.next_task += 1;
     // The threads' kernel stacks and the few pages of their user stacks.
-    w.tasks.push(Task {
-        name: task.clone(),
-        group: g.clone(),
-        anon: MIB,
-        bytes: 24 * MIB,
-    });
+    let task = w.hold(&g, MIB, 24 * MIB);
     motif_phase(
         phases,
         Step::Hold(Hold {
@@ -1039,71 +1031,6 @@ fn thread_motif(
             ..Hold::default()
         }),
     );
-}
-
-/// `usage-kept` for each group where charge moving (v1) takes a task's anon from one group
-/// below it to another: across a move the charge leaves the source as it arrives in the
-/// destination, so the usage of a group holding both does not change. Declared only where
-/// - every move in the case has both ends below the group or neither;
-/// - no limit or memory.high is on the destination's chain up to the top (the move charges the
-///   destination before it uncharges the source: the common ancestor holds the task's anon twice
-///   for a moment, and a limit there would reclaim);
-/// - no `exhaust` ran below it (an OOM victim's memory may be freed after its step);
-/// - at least one such move carries 4 MiB of plain anon (no zero pages, lazyfree or pageout), so
-///   that a kernel that leaves half of it charged to the source fails.
-fn moves_kept(groups: &[CgroupSpec], phases: &[Phase]) -> Vec<Declared> {
-    if !groups
-        .iter()
-        .any(|g| g.move_charge.is_some_and(|m| m & 1 == 1))
-    {
-        return Vec::new();
-    }
-    // (from, to, plain anon carried) of every move, in order.
-    let mut tasks: Vec<(String, String, u64)> = Vec::new();
-    let mut moves: Vec<(String, String, u64)> = Vec::new();
-    let mut exhausted: Vec<&str> = Vec::new();
-    for s in phases.iter().flat_map(|p| &p.steps) {
-        match s {
-            Step::Hold(h) => {
-                let plain = !h.zero && h.lazyfree == 0;
-                tasks.push((
-                    h.task.clone(),
-                    h.cgroup.clone(),
-                    if plain { h.anon } else { 0 },
-                ));
-            }
-            Step::Advise { task, advice, .. } if *advice == Advice::Pageout => {
-                tasks
-                    .iter_mut()
-                    .filter(|t| &t.0 == task)
-                    .for_each(|t| t.2 = 0);
-            }
-            Step::Move { task, to } => {
-                if let Some(t) = tasks.iter_mut().find(|t| &t.0 == task) {
-                    moves.push((t.1.clone(), to.clone(), t.2));
-                    t.1 = to.clone();
-                }
-            }
-            Step::Exhaust { cgroup, .. } => exhausted.push(cgroup),
-            _ => {}
-        }
-    }
-    let capped_chain = |g: &str| cap_above(groups, g) != u64::MAX;
-    (groups.iter())
-        .filter(|x| {
-            let inside = |g: &str| within(g, &x.name);
-            let mine: Vec<&(String, String, u64)> = moves
-                .iter()
-                .filter(|(f, t, _)| inside(f) && inside(t))
-                .collect();
-            !mine.is_empty()
-                && moves.iter().all(|(f, t, _)| inside(f) == inside(t))
-                && !mine.iter().any(|(_, t, _)| capped_chain(t))
-                && !exhausted.iter().any(|e| inside(e))
-                && mine.iter().any(|(_, _, anon)| *anon >= 4 * MIB)
-        })
-        .map(|x| Declared::UsageKept(x.name.clone()))
-        .collect()
 }
 
 /// The groups whose limit a write must have run into: for each write, the group with the least

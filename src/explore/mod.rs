@@ -48,12 +48,17 @@ struct Found {
     original: Case,
     shrunk: Case,
     shrink_runs: u32,
-    /// Whether the reported case failed on its own (1), and in how many of its own runs; when
-    /// none did, (0, the runs of every case tried).
-    alone: (u32, u32),
-    /// How many of the shrinker's steps back from its smallest case the reported one is (the
-    /// smaller ones did not fail on their own).
-    back: usize,
+    /// What the reported case did when it ran on its own.
+    alone: Alone,
+}
+
+/// How the shrunk case fared on its own.
+enum Alone {
+    /// It failed in its `runs`-th run; it is `back` of the shrinker's steps larger than its
+    /// smallest case (the smaller ones did not fail on their own).
+    Failed { runs: u32, back: usize },
+    /// Neither it nor the larger cases tried failed, in `runs` runs in all (0: interrupted).
+    Never { runs: u32 },
 }
 
 /// How often the shrunk case runs on its own before it is called intermittent: a failure near
@@ -142,33 +147,34 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
         // failure likely. Then the larger cases the shrinker went through run, back to
         // BACK_OFF of them, and the first that fails on its own is the minimal case.
         let name = format!("{}-min", case.name);
-        let (mut alone, mut back, mut total) = ((0, 0), 0, 0);
-        for (k, c) in chain.iter().rev().take(BACK_OFF + 1).enumerate() {
+        let mut total = 0;
+        let mut alone = Alone::Never { runs: 0 };
+        'back: for (back, c) in chain.iter().rev().take(BACK_OFF + 1).enumerate() {
             let mut min = c.clone();
             min.name = name.clone();
-            let tries = if k == 0 { ALONE_RUNS } else { 2 };
-            alone = (0, 0);
-            for _ in 0..tries {
+            let tries = if back == 0 { ALONE_RUNS } else { 2 };
+            for runs in 1..=tries {
                 if cleanup::interrupted() {
-                    break;
+                    break 'back;
                 }
                 let mut last = run_case(&session, &known, &min, &out)?;
                 let failed = still_fails(&last, &check);
-                (alone, total) = ((u32::from(failed), alone.1 + 1), total + 1);
+                total += 1;
                 if total > 1 {
                     last.name = format!("{name} (run {total})");
                 }
                 results.push(last);
                 if failed {
-                    break;
+                    alone = Alone::Failed { runs, back };
+                    break 'back;
                 }
             }
-            if alone.0 == 1 {
-                back = k;
-                break;
-            }
+            alone = Alone::Never { runs: total };
         }
-        let alone = if alone.0 == 1 { alone } else { (0, total) };
+        let back = match alone {
+            Alone::Failed { back, .. } => back,
+            Alone::Never { .. } => 0,
+        };
         let mut min = chain[chain.len() - 1 - back].clone();
         min.name = name;
         write(&out.join(format!("{}.toml", min.name)), &min.to_toml())?;
@@ -186,7 +192,6 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
             shrunk: min,
             shrink_runs: runs,
             alone,
-            back,
         });
         if o.first {
             break;
@@ -357,14 +362,16 @@ fn summary(
             f.shrunk.steps(),
             out.display(),
             f.shrunk.name,
-            match (f.alone, f.back) {
-                ((1, 1), _) => "it failed again on its own".to_string(),
-                ((1, n), 0) => format!("it failed on its own in run {n} of {n}"),
-                ((1, n), k) => format!(
+            match f.alone {
+                Alone::Failed { runs: 1, .. } => "it failed again on its own".to_string(),
+                Alone::Failed { runs: n, back: 0 } => {
+                    format!("it failed on its own in run {n} of {n}")
+                }
+                Alone::Failed { runs: n, back: k } => format!(
                     "it failed on its own in run {n} of {n}, {k} shrink steps back from the smallest, which did not"
                 ),
-                ((_, 0), _) => "interrupted before it ran on its own".to_string(),
-                ((_, n), _) => format!(
+                Alone::Never { runs: 0 } => "interrupted before it ran on its own".to_string(),
+                Alone::Never { runs: n } => format!(
                     "neither it nor the larger cases the shrinker went through before it failed in {n} runs on their own: intermittent, the confirmed {} is the reproducer",
                     f.original.name
                 ),
