@@ -280,10 +280,19 @@ fn execute(
     // record so far, so the verdict names what broke rather than only how long it took.
     let stopped = match run.phases(guard) {
         Ok(()) => None,
-        Err(Stop::Timeout(what)) => Some(Stop::Timeout(format!(
-            "timeout after {timeout_s:.0} s in {what}; the kernel may be throttling writers forever; last sample: {}",
-            sampler.last_row()
-        ))),
+        Err(Stop::Timeout(what)) => {
+            let highs: Vec<(&str, u64)> = (sc.cgroups.iter())
+                .filter_map(|c| Some((c.name.as_str(), c.high?)))
+                .collect();
+            let why = match sampler.snapshot().over_high(&highs) {
+                Some(over) => over,
+                None => "the kernel may be throttling writers forever".to_string(),
+            };
+            Some(Stop::Timeout(format!(
+                "timeout after {timeout_s:.0} s in {what}; {why}; last sample: {}",
+                sampler.last_row()
+            )))
+        }
         Err(Stop::Stalled(what)) => Some(Stop::Stalled(format!(
             "stalled: {what}; last sample: {}",
             sampler.last_row()

@@ -131,6 +131,38 @@ impl Series {
             )
         })
     }
+    /// The groups whose usage rose above their memory.high (`highs`: group, bytes) during the
+    /// series, with their high events: why a run that timed out may have crawled on a sound
+    /// kernel. A task charging above memory.high sleeps up to 2 s on its way back to user space
+    /// for every 64 pages it charged (mem_cgroup_handle_over_high), so a workload tens of MiB
+    /// above it may take minutes (Debian 6.1: 111 s from a 31 MiB high to a 113 MiB limit).
+    pub fn over_high(&self, highs: &[(&str, u64)]) -> Option<String> {
+        use super::counter::{HIGH_EVENTS, USAGE};
+        use super::units::human_bytes;
+        let last = self.len().checked_sub(1)?;
+        let parts: Vec<String> = (highs.iter())
+            .filter_map(|&(g, high)| {
+                let usage = self.col(&Column::group(g, USAGE))?;
+                let most = (0..self.len()).map(|r| self.get(r, usage)).max()?;
+                let events = (self.col(&Column::group(g, HIGH_EVENTS)))
+                    .map(|c| format!(", high events {} -> {}", self.get(0, c), self.get(last, c)))
+                    .unwrap_or_default();
+                (most > high as i64).then(|| {
+                    format!(
+                        "{g} reached {} against its memory.high of {}{events}",
+                        human_bytes(most),
+                        human_bytes(high as i64)
+                    )
+                })
+            })
+            .collect();
+        (!parts.is_empty()).then(|| {
+            format!(
+                "{}: the kernel throttles a task charging above memory.high (up to 2 s for every 64 pages), by design",
+                parts.join("; ")
+            )
+        })
+    }
     /// CSV: a header line (each column's name and unit), then one line per sample.
     pub fn to_csv(&self) -> String {
         let mut s = String::from("t[s]");
@@ -170,6 +202,21 @@ mod tests {
             s.oom_kills().as_deref(),
             Some(
                 "the OOM killer acted in g (oom_kills 0 -> 1; usage 55.0 MiB, dirty 0 B, writeback 51.0 MiB) (at t=1.500s)"
+            )
+        );
+    }
+
+    #[test]
+    fn over_high_names_the_group_its_peak_and_events() {
+        let mut s = Series::named(&["g.usage", "g.high_events", "h.usage"]);
+        s.push(0.0, &[1 << 20, 0, 1 << 20]);
+        s.push(1.0, &[90 << 20, 1003, 1 << 20]);
+        s.push(2.0, &[0, 1003, 1 << 20]);
+        assert_eq!(s.over_high(&[("h", 31 << 20)]), None);
+        assert_eq!(
+            s.over_high(&[("g", 31 << 20), ("h", 31 << 20)]).as_deref(),
+            Some(
+                "g reached 90.0 MiB against its memory.high of 31.0 MiB, high events 0 -> 1003: the kernel throttles a task charging above memory.high (up to 2 s for every 64 pages), by design"
             )
         );
     }
