@@ -212,6 +212,18 @@ pub(super) fn reference(
     })
 }
 
+/// A stretch of a run over which tracks-global follows a group's counters.
+pub(super) struct Window {
+    pub(super) start: f64,
+    pub(super) end: f64,
+    pub(super) what: String,
+    /// (start, end) of the unlink steps in the window. unlink(2) removes the name first and the
+    /// file's pages only after (do_unlinkat: the final iput truncates the inode), so while it
+    /// runs the per-file reference, read by path, already shows nothing and the group's count
+    /// falls as the kernel removes them (6.12 under TCG: 120 MiB of dirty pages in 140 ms).
+    pub(super) unlinks: Vec<(f64, f64)>,
+}
+
 /// The windows tracks-global looks at: each matching step of the group (or its descendants) and
 /// helpers such as sync that follow one of them; with `phase`, one window from the first matching
 /// step's start to the last one's end in that phase (a workload that keeps running across steps).
@@ -221,7 +233,7 @@ pub(super) fn windows(
     cgroup: &str,
     during: &[StepKind],
     phase: Option<&str>,
-) -> Vec<(f64, f64, String)> {
+) -> Vec<Window> {
     let mine = |g: &str| g == cgroup || g.starts_with(&format!("{cgroup}/"));
     let mut last_owner_mine = true;
     let mut matching: Vec<&StepRecord> = Vec::new();
@@ -239,11 +251,26 @@ pub(super) fn windows(
             matching.push(s);
         }
     }
+    let unlinks = |steps: &[&StepRecord]| {
+        (steps.iter())
+            .filter(|s| s.kind == StepKind::Unlink)
+            .map(|s| (s.start, s.end))
+            .collect()
+    };
     match (phase, matching.first(), matching.last()) {
-        (Some(p), Some(first), Some(last)) => vec![(first.start, last.end, format!("phase {p}"))],
-        _ => matching
-            .iter()
-            .map(|s| (s.start, s.end, s.describe.clone()))
+        (Some(p), Some(first), Some(last)) => vec![Window {
+            start: first.start,
+            end: last.end,
+            what: format!("phase {p}"),
+            unlinks: unlinks(&matching),
+        }],
+        _ => (matching.iter())
+            .map(|s| Window {
+                start: s.start,
+                end: s.end,
+                what: s.describe.clone(),
+                unlinks: unlinks(std::slice::from_ref(s)),
+            })
             .collect(),
     }
 }

@@ -2,7 +2,7 @@
 
 use super::args::CheckArgs;
 use super::reference::{
-    Reference, STALE_WINDOW, group_and_reference, inconclusive_text, tol_text, windows,
+    Reference, STALE_WINDOW, Window, group_and_reference, inconclusive_text, tol_text, windows,
 };
 use super::{
     Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, req, row_at_or_after,
@@ -65,7 +65,7 @@ fn judge(
     rec: &Record,
     cols: &[(Column, usize)],
     reference: &Reference,
-    spans: &[(f64, f64, String)],
+    spans: &[Window],
 ) -> Result<Tally, Box<CheckResult>> {
     let batch = rec.machine.stat_batch_bytes() as i64;
     let mut tally = Tally {
@@ -75,11 +75,17 @@ fn judge(
         max_rise: 0,
         skipped: Vec::new(),
     };
-    for (w_start, w_end, w_what) in spans {
+    for w in spans {
+        let (w_start, w_what) = (&w.start, &w.what);
         let r0 = row_at_or_before(rec, *w_start);
         // Up to the first sample after the step: the one that shows what it did (a short write
-        // can fall between two samples; the runner samples after every step).
-        let w_end = row_at_or_after(rec, *w_end).map_or(*w_end, |r| rec.series.t[r]);
+        // can fall between two samples; the runner samples after every step). After an unlink,
+        // for twice STALE_WINDOW more: pages it left counted would be a leak (see `unlinking`).
+        let end = (w.unlinks.iter())
+            .filter(|_| reference.per_file)
+            .map(|&(_, end)| end + 2.0 * STALE_WINDOW)
+            .fold(w.end, f64::max);
+        let w_end = row_at_or_after(rec, end).map_or(end, |r| rec.series.t[r]);
         let rows: Vec<usize> = rec.series.rows_between(*w_start, w_end).collect();
         let cg0 = sum(rec, r0, cols);
         let (ref0_lo, ref0_hi) = (reference.lo(rec, r0), reference.hi(rec, r0));
@@ -110,7 +116,10 @@ fn judge(
             let (gap, tol) = if dcg < d_lo {
                 (d_lo - dcg, slack + room_deficit)
             } else if dcg > d_hi {
-                (dcg - d_hi, slack + room_excess)
+                (
+                    dcg - d_hi,
+                    slack + room_excess + unlinking(rec, reference, w, r),
+                )
             } else {
                 (0, slack)
             };
@@ -148,6 +157,19 @@ fn judge(
         }
     }
     Ok(tally)
+}
+
+/// What the per-file reference lost since the start of an unlink step that sample `r` was taken
+/// during: pages the kernel may still be removing (see `Window::unlinks`). Once the step has
+/// returned, they are gone, and a count that stays high is judged as any other.
+fn unlinking(rec: &Record, reference: &Reference, w: &Window, r: usize) -> i64 {
+    let t = rec.series.t[r];
+    (w.unlinks.iter())
+        .filter(|&&(start, end)| reference.per_file && start <= t && t <= end)
+        .map(|&(start, _)| reference.hi(rec, row_at_or_before(rec, start)) - reference.lo(rec, r))
+        .max()
+        .unwrap_or(0)
+        .max(0)
 }
 
 /// The room for pages one side held at the window's start: (excess, deficit).
@@ -366,7 +388,14 @@ how far the others moved). A gap counts when it lasts
 100 ms from its first bad sample \
 (a concurrent stats flush can leave a group stale that long, \
 see
-[Findings](findings.md)). Not exercised when no such step ran with samples, or no \
+[Findings](findings.md)). During an `unlink` with per-file truth the group may \
+count what the
+files held when it began: unlink(2) removes the name first and the pages \
+in its final iput, and
+the reference is read by name (6.12 under TCG: 120 MiB of dirty \
+pages took 140 ms to go);
+after it the window goes on for 200 ms, and pages still \
+counted then are a leak. Not exercised when no such step ran with samples, or no \
 dirty data
 reached the counters (the reference rose by no more than the bound); without \
 per-file truth a

@@ -374,3 +374,54 @@ fn a_parent_showing_an_unseen_burst_is_stale_until_the_periodic_flush() {
     }));
     assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
 }
+
+/// 120 MiB written over [0.5, 1.7], then an unlink over [2.205, 2.5]: the files' truth (by
+/// path) shows nothing from 2.21 on; the group shows `cg(t)`.
+fn unlinked(cg: impl Fn(f64) -> i64) -> CheckResult {
+    let mut r = sampled(0.01, &FILES, move |t| {
+        let truth = if t < 2.21 {
+            ((t - 0.5).clamp(0.0, 1.2) * 100.0 * MIB as f64) as i64
+        } else {
+            0
+        };
+        vec![truth, 0, cg(t), 0, truth, 0]
+    });
+    r.steps[0].end = 1.7;
+    let mut unlink = r.steps[0].clone();
+    (unlink.kind, unlink.start, unlink.end) = (StepKind::Unlink, 2.205, 2.5);
+    unlink.describe = "unlink f".into();
+    r.steps.push(unlink);
+    tracks_global(
+        "g".into(),
+        &r,
+        "test",
+        &dw(),
+        &gl(),
+        &[StepKind::Write, StepKind::Unlink],
+        None,
+    )
+}
+
+/// unlink(2) removes the name before the pages (the final iput truncates the inode): while it
+/// runs, the group may still count what the files held (6.12 under TCG: 120 MiB took 140 ms);
+/// once it has returned, a count left behind is a leak.
+#[test]
+fn an_unlink_may_remove_its_pages_until_it_returns() {
+    let written = |t: f64| ((t - 0.5).clamp(0.0, 1.2) * 100.0 * MIB as f64) as i64;
+    let falling = move |t: f64| {
+        if t < 2.21 {
+            written(t)
+        } else {
+            (120.0 * MIB as f64 * ((2.5 - t) / 0.29).clamp(0.0, 1.0)) as i64
+        }
+    };
+    let c = unlinked(falling);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    let leaked = move |t: f64| {
+        if t < 2.21 { written(t) } else { 120 * MIB }
+    };
+    let c = unlinked(leaked);
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(c.detail.contains("count is too high"), "{}", c.detail);
+    assert!(c.at.unwrap() > 2.5, "{c:?}");
+}
