@@ -8,7 +8,6 @@ use std::any::Any;
 use crate::model::Column;
 use crate::model::Record;
 use crate::model::StepKind;
-use crate::model::StepRecord;
 use crate::model::error::ScenarioError;
 use crate::model::source::{Key, key_table, opt, req};
 use crate::model::stats;
@@ -289,37 +288,35 @@ fn stale_lag(rec: &Record, cgroup: &str) -> f64 {
 /// parent read before the next flush shows its subtree's value at the last flush, which may lie
 /// anywhere in that cycle; the periodic flush corrects it within ANCESTOR_LAG. Never for a leaf
 /// (a read flushes it).
-/// The fault steps' own spans (`faulting`) serve the counters kept exactly (page counters).
+/// The fault steps' own spans serve the counters kept exactly (page counters, see `faulting`).
 struct Churn {
-    spans: Vec<(f64, f64)>,
-    faulting: Vec<(f64, f64)>,
+    /// (start, end) of the fault steps in the group or below it; none for a leaf.
+    faults: Vec<(f64, f64)>,
+    /// How long after a fault step a parent's statistics may still show its burst.
+    lag: f64,
 }
 
 impl Churn {
     fn new(rec: &Record, cgroup: &str) -> Churn {
         let lag = stale_lag(rec, cgroup);
-        if lag <= STALE_WINDOW {
-            return Churn {
-                spans: Vec::new(),
-                faulting: Vec::new(),
-            };
-        }
         let below = format!("{cgroup}/");
-        let faults: Vec<&StepRecord> = (rec.steps.iter().chain(&rec.stopped))
+        let faults = (rec.steps.iter().chain(&rec.stopped))
+            .filter(|_| lag > STALE_WINDOW)
             .filter(|s| s.kind == StepKind::Fault)
             .filter(|s| s.cgroup == cgroup || s.cgroup.starts_with(&below))
+            .map(|s| (s.start, s.end))
             .collect();
-        Churn {
-            spans: faults.iter().map(|s| (s.start, s.end + lag)).collect(),
-            faulting: (faults.iter())
-                .map(|s| (s.start, s.end + STALE_WINDOW))
-                .collect(),
-        }
+        Churn { faults, lag }
+    }
+
+    /// Whether a fault step ran at `t` or ended at most `after` seconds before it.
+    fn within(&self, t: f64, after: f64) -> bool {
+        (self.faults.iter()).any(|&(a, b)| a <= t && t <= b + after)
     }
 
     /// Whether a gap that began at `t` may be such a burst.
     fn at(&self, t: f64) -> bool {
-        self.spans.iter().any(|&(a, b)| a <= t && t <= b)
+        self.within(t, self.lag)
     }
 
     /// Whether a fault loop was running at `t`. It maps, touches and unmaps its region about
@@ -328,7 +325,7 @@ impl Churn {
     /// (Debian 6.1 under TCG: a parent's usage 6 MiB, one 6 MiB region, above its children's in
     /// consecutive samples, 2 cases in 303), a difference no rate between samples shows.
     fn faulting(&self, t: f64) -> bool {
-        self.faulting.iter().any(|&(a, b)| a <= t && t <= b)
+        self.within(t, STALE_WINDOW)
     }
 }
 
@@ -363,7 +360,7 @@ impl Gap {
 
     /// For the tolerance text: what a parent is allowed.
     fn text(&self) -> String {
-        if self.churn.spans.is_empty() {
+        if self.churn.faults.is_empty() {
             String::new()
         } else {
             format!(

@@ -78,12 +78,17 @@ fn judge(
     for w in spans {
         let (w_start, w_what) = (&w.start, &w.what);
         let r0 = row_at_or_before(rec, *w_start);
+        // The window's unlinks, with what the files held when each began (see `Window::unlinks`;
+        // only the per-file reference is read by name).
+        let unlinks: Vec<(f64, f64, i64)> = (w.unlinks.iter())
+            .filter(|_| reference.per_file)
+            .map(|&(a, b)| (a, b, reference.hi(rec, row_at_or_before(rec, a))))
+            .collect();
         // Up to the first sample after the step: the one that shows what it did (a short write
         // can fall between two samples; the runner samples after every step). After an unlink,
-        // for twice STALE_WINDOW more: pages it left counted would be a leak (see `unlinking`).
-        let end = (w.unlinks.iter())
-            .filter(|_| reference.per_file)
-            .map(|&(_, end)| end + 2.0 * STALE_WINDOW)
+        // for twice STALE_WINDOW more: pages it left counted would be a leak.
+        let end = (unlinks.iter())
+            .map(|&(_, b, _)| b + 2.0 * STALE_WINDOW)
             .fold(w.end, f64::max);
         let w_end = row_at_or_after(rec, end).map_or(end, |r| rec.series.t[r]);
         let rows: Vec<usize> = rec.series.rows_between(*w_start, w_end).collect();
@@ -106,6 +111,7 @@ fn judge(
         let mut bad_since: Option<f64> = None;
         for r in rows {
             tally.samples += 1;
+            let t = rec.series.t[r];
             let slack = base + reference.skew(rec, r);
             let dcg = sum(rec, r, cols) - cg0;
             let (d_lo, d_hi) = (
@@ -118,12 +124,11 @@ fn judge(
             } else if dcg > d_hi {
                 (
                     dcg - d_hi,
-                    slack + room_excess + unlinking(rec, reference, w, r),
+                    slack + room_excess + unlinking(&unlinks, t, reference.lo(rec, r)),
                 )
             } else {
                 (0, slack)
             };
-            let t = rec.series.t[r];
             if gap <= tol {
                 bad_since = None;
                 tally.worst = tally.worst.max(gap);
@@ -159,14 +164,13 @@ fn judge(
     Ok(tally)
 }
 
-/// What the per-file reference lost since the start of an unlink step that sample `r` was taken
-/// during: pages the kernel may still be removing (see `Window::unlinks`). Once the step has
-/// returned, they are gone, and a count that stays high is judged as any other.
-fn unlinking(rec: &Record, reference: &Reference, w: &Window, r: usize) -> i64 {
-    let t = rec.series.t[r];
-    (w.unlinks.iter())
-        .filter(|&&(start, end)| reference.per_file && start <= t && t <= end)
-        .map(|&(start, _)| reference.hi(rec, row_at_or_before(rec, start)) - reference.lo(rec, r))
+/// What the per-file reference lost since the start of an unlink (start, end, the files' pages
+/// then) running at `t`, where it now shows `now`: pages the kernel may still be removing. Once
+/// the step has returned, they are gone, and a count that stays high is judged as any other.
+fn unlinking(unlinks: &[(f64, f64, i64)], t: f64, now: i64) -> i64 {
+    (unlinks.iter())
+        .filter(|&&(a, b, _)| a <= t && t <= b)
+        .map(|&(_, _, before)| before - now)
         .max()
         .unwrap_or(0)
         .max(0)

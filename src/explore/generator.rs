@@ -650,13 +650,15 @@ const CLIMB_SECS: f64 = 20.0;
 /// and failed as an error. Tasks held below the memory.high's group add to its usage.
 fn throttled_climb_secs(groups: &[CgroupSpec], w: &World, g: &str) -> f64 {
     let chain = || groups.iter().filter(|a| within(g, &a.name));
-    let Some(highest) = chain().filter(|a| a.high.is_some()).min_by_key(|a| a.high) else {
+    let Some((throttler, high)) = chain()
+        .filter_map(|a| Some((a, a.high?)))
+        .min_by_key(|x| x.1)
+    else {
         return 0.0;
     };
-    let high = highest.high.unwrap_or(u64::MAX);
     let limit = chain().filter_map(|a| a.limit).min().unwrap_or(u64::MAX);
     let held: u64 = (w.tasks.iter())
-        .filter(|t| within(&t.group, &highest.name))
+        .filter(|t| within(&t.group, &throttler.name))
         .map(|t| t.bytes)
         .sum();
     climb_secs(high, limit.saturating_add(held))
