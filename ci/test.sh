@@ -24,6 +24,8 @@ log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy -D warnings"
 cargo clippy --release --all-targets -- -D warnings
+log "no function over 100 lines outside tests, no source file over 800 lines"
+ci/longest-fns.sh --check
 
 log "unit and integration tests (root, real cgroups)"
 [ "$(id -u)" = 0 ] || { echo "ci/test.sh must run as root (the integration tests create cgroups)"; exit 1; }

@@ -10,8 +10,22 @@
 //! original, with the reports of both runs.
 
 pub mod case;
+mod declare;
+mod dice;
 pub mod generator;
+mod motifs;
 pub mod shrink;
+mod strategy;
+mod tree;
+mod world;
+
+/// A mebibyte: the unit of the sizes the generator draws.
+const MIB: u64 = 1 << 20;
+
+/// The step strategies the generator draws from, as a markdown table (docs/explore.md).
+pub fn strategies_table() -> String {
+    strategy::table()
+}
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -76,6 +90,39 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
             .map_or(1, |d| d.as_secs())
     });
     let session = suite::open_session(place, &o.run, true)?;
+    let out = out_dir(o, seed)?;
+    let m = machine(&session);
+    let e = Explorer {
+        session: &session,
+        known: generic_known()?,
+        out: &out,
+        start: Instant::now(),
+    };
+    e.say(&format!(
+        "seed {seed} (memcgtest explore --seed {seed} makes the same cases), cases in {}",
+        out.join("cases").display()
+    ));
+    let mut t = Tally::default();
+    let mut index = 0u32;
+    while !cleanup::interrupted()
+        && e.start.elapsed() < o.budget
+        && o.cases.is_none_or(|n| index < n)
+    {
+        let case = generator::generate(seed, index, &m);
+        index += 1;
+        if let Some(f) = e.case(case, o, &mut t)? {
+            t.found.push(f);
+            if o.first {
+                break;
+            }
+        }
+    }
+    e.conclude(o, seed, index, t)
+}
+
+/// Where cases, failures and shrunk cases go (made here): --out, or explore/ in the report
+/// directory, or memcgtest-explore-SEED.
+fn out_dir(o: &Options, seed: u64) -> Result<PathBuf, Error> {
     let out = o
         .out
         .map(Path::to_path_buf)
@@ -83,51 +130,66 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
             Some(r) => r.join("explore"),
             None => PathBuf::from(format!("memcgtest-explore-{seed}")),
         });
-    std::fs::create_dir_all(out.join("cases")).map_err(|e| {
-        Error::Environment(format!(
-            "explore: create {}: {e}",
-            out.join("cases").display()
-        ))
-    })?;
-    let m = generator::Machine {
+    let cases = out.join("cases");
+    std::fs::create_dir_all(&cases)
+        .map_err(|e| Error::Environment(format!("explore: create {}: {e}", cases.display())))?;
+    Ok(out)
+}
+
+/// What the generator needs to know of this machine.
+fn machine(session: &Session) -> generator::Machine {
+    generator::Machine {
         version: session.ctx.parent.version,
         memory: crate::sys::proc::mem_total_bytes(),
         swap: crate::sys::proc::swap_enabled(),
         charge_moving: crate::sys::env::probe_charge_moving(&session.ctx.parent) == "available",
         per_file: crate::sys::cachestat::support().is_ok(),
-    };
-    let say = |msg: &str| session.ctx.progress.say(&format!("explore: {msg}"));
-    say(&format!(
-        "seed {seed} (memcgtest explore --seed {seed} makes the same cases), cases in {}",
-        out.join("cases").display()
-    ));
-    let known = generic_known()?;
-    let start = Instant::now();
-    let mut results: Vec<ScenarioResult> = Vec::new();
-    let mut found: Vec<Found> = Vec::new();
-    let mut flaky = 0u32;
-    let mut index = 0u32;
-    while !cleanup::interrupted() && start.elapsed() < o.budget && o.cases.is_none_or(|n| index < n)
-    {
-        let case = generator::generate(seed, index, &m);
-        index += 1;
-        let r = run_case(&session, &known, &case, &out.join("cases"))?;
-        let seen = start.elapsed();
+    }
+}
+
+/// One exploration's session, known issues and output directory.
+struct Explorer<'a> {
+    session: &'a Session,
+    known: Vec<KnownIssue>,
+    out: &'a Path,
+    start: Instant,
+}
+
+/// What the cases so far gave: their results, the confirmed failures, the flaky ones.
+#[derive(Default)]
+struct Tally {
+    results: Vec<ScenarioResult>,
+    found: Vec<Found>,
+    flaky: u32,
+}
+
+impl Explorer<'_> {
+    fn say(&self, msg: &str) {
+        self.session.ctx.progress.say(&format!("explore: {msg}"));
+    }
+
+    fn run(&self, case: &Case, dir: &Path) -> Result<ScenarioResult, Error> {
+        run_case(self.session, &self.known, case, dir)
+    }
+
+    /// Runs `case`; a failure runs again, and a confirmed one is shrunk: the failure found.
+    fn case(&self, case: Case, o: &Options, t: &mut Tally) -> Result<Option<Found>, Error> {
+        let r = self.run(&case, &self.out.join("cases"))?;
+        let seen = self.start.elapsed();
         let Some(check) = failed_check(&r) else {
             // A case that did not fail keeps its verdict, not its samples: hundreds of cases'
             // records would grow the runner by hundreds of MiB over 20 minutes (memory a
             // worker forked from it carries until it execs, and that a 2 GiB guest lacks).
-            results.push(ScenarioResult { record: None, ..r });
-            continue;
+            t.results.push(ScenarioResult { record: None, ..r });
+            return Ok(None);
         };
-        say(&format!("{}: {check} failed; running it again", case.name));
-        let again = run_case(&session, &known, &case, &out.join("cases"))?;
+        self.say(&format!("{}: {check} failed; running it again", case.name));
+        let mut again = self.run(&case, &self.out.join("cases"))?;
         let confirmed = still_fails(&again, &check);
-        results.push(r);
-        let mut again = again;
+        t.results.push(r);
         again.name = format!("{} (again)", case.name);
         if !confirmed {
-            flaky += 1;
+            t.flaky += 1;
             again.notes.push(format!(
                 "flaky: {check} failed in the first run and not in this one; not counted as the kernel's failure"
             ));
@@ -135,17 +197,54 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
                 again.status = Status::Skip;
                 again.reason = format!("flaky: {check} did not fail again");
             }
-            results.push(again);
-            continue;
+            t.results.push(again);
+            return Ok(None);
         }
-        results.push(again);
-        write(&out.join(format!("{}.toml", case.name)), &case.to_toml())?;
-        let (chain, runs) = shrink(&session, &known, &case, &check, &out, o.shrink_time)?;
-        // The smallest case runs on its own; a failure near its tolerance (one that needs the
-        // flusher to start writeback during a step, say) may not repeat there, because the
-        // shrinker kept a variant on a single failing run and may have dropped what made the
-        // failure likely. Then the larger cases the shrinker went through run, back to
-        // BACK_OFF of them, and the first that fails on its own is the minimal case.
+        t.results.push(again);
+        write(
+            &self.out.join(format!("{}.toml", case.name)),
+            &case.to_toml(),
+        )?;
+        let (chain, runs) = shrink(
+            self.session,
+            &self.known,
+            &case,
+            &check,
+            self.out,
+            o.shrink_time,
+        )?;
+        let (min, alone) = self.minimal(&case, &chain, &check, &mut t.results)?;
+        write(&self.out.join(format!("{}.toml", min.name)), &min.to_toml())?;
+        self.say(&format!(
+            "{}: shrunk in {runs} runs to {} groups and {} steps: {}",
+            case.name,
+            min.groups.len(),
+            min.steps(),
+            self.out.join(format!("{}.toml", min.name)).display()
+        ));
+        Ok(Some(Found {
+            check,
+            after: seen,
+            original: case,
+            shrunk: min,
+            shrink_runs: runs,
+            alone,
+        }))
+    }
+
+    /// The minimal case of a shrink `chain` and how it fared alone. The smallest case runs on
+    /// its own; a failure near its tolerance (one that needs the flusher to start writeback
+    /// during a step, say) may not repeat there, because the shrinker kept a variant on a single
+    /// failing run and may have dropped what made the failure likely. Then the larger cases the
+    /// shrinker went through run, back to BACK_OFF of them, and the first that fails on its own
+    /// is the minimal case.
+    fn minimal(
+        &self,
+        case: &Case,
+        chain: &[Case],
+        check: &str,
+        results: &mut Vec<ScenarioResult>,
+    ) -> Result<(Case, Alone), Error> {
         let name = format!("{}-min", case.name);
         let mut total = 0;
         let mut alone = Alone::Never { runs: 0 };
@@ -157,8 +256,8 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
                 if cleanup::interrupted() {
                     break 'back;
                 }
-                let mut last = run_case(&session, &known, &min, &out)?;
-                let failed = still_fails(&last, &check);
+                let mut last = self.run(&min, self.out)?;
+                let failed = still_fails(&last, check);
                 total += 1;
                 if total > 1 {
                     last.name = format!("{name} (run {total})");
@@ -177,58 +276,43 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
         };
         let mut min = chain[chain.len() - 1 - back].clone();
         min.name = name;
-        write(&out.join(format!("{}.toml", min.name)), &min.to_toml())?;
-        say(&format!(
-            "{}: shrunk in {runs} runs to {} groups and {} steps: {}",
-            case.name,
-            min.groups.len(),
-            min.steps(),
-            out.join(format!("{}.toml", min.name)).display()
-        ));
-        found.push(Found {
-            check,
-            after: seen,
-            original: case,
-            shrunk: min,
-            shrink_runs: runs,
-            alone,
-        });
-        if o.first {
-            break;
-        }
+        Ok((min, alone))
     }
-    let mut rep = session.report(results, false);
-    rep.scenarios
-        .iter_mut()
-        .for_each(|r| r.measurements.clear());
-    let known_failures = rep
-        .scenarios
-        .iter()
-        .filter(|r| r.status == Status::Known)
-        .count();
-    let summary = summary(
-        seed,
-        index,
-        start.elapsed(),
-        &found,
-        (flaky, known_failures),
-        &out,
-    );
-    say(&summary);
-    write(&out.join("summary.txt"), &summary)?;
-    let verdict = if cleanup::interrupted() {
-        Err(Error::Interrupted)
-    } else if !found.is_empty() {
-        Ok(exit::FAIL)
-    } else if index == 0 || rep.scenarios.iter().all(|r| r.status == Status::Skip) {
-        Err(Error::Environment(format!(
-            "explore ran no case to the end in {:?} (every case skipped)",
-            o.budget
-        )))
-    } else {
-        Ok(exit::OK)
-    };
-    suite::close_session(&session, &rep, &o.run, verdict)
+
+    /// The report, the summary (said and written to summary.txt) and the exit code: 1 for a
+    /// confirmed failure, an environment error when no case ran to the end.
+    fn conclude(&self, o: &Options, seed: u64, cases: u32, t: Tally) -> Result<u8, Error> {
+        let mut rep = self.session.report(t.results, false);
+        rep.scenarios
+            .iter_mut()
+            .for_each(|r| r.measurements.clear());
+        let known_failures = (rep.scenarios.iter())
+            .filter(|r| r.status == Status::Known)
+            .count();
+        let summary = summary(
+            seed,
+            cases,
+            self.start.elapsed(),
+            &t.found,
+            (t.flaky, known_failures),
+            self.out,
+        );
+        self.say(&summary);
+        write(&self.out.join("summary.txt"), &summary)?;
+        let verdict = if cleanup::interrupted() {
+            Err(Error::Interrupted)
+        } else if !t.found.is_empty() {
+            Ok(exit::FAIL)
+        } else if cases == 0 || rep.scenarios.iter().all(|r| r.status == Status::Skip) {
+            Err(Error::Environment(format!(
+                "explore ran no case to the end in {:?} (every case skipped)",
+                o.budget
+            )))
+        } else {
+            Ok(exit::OK)
+        };
+        suite::close_session(self.session, &rep, &o.run, verdict)
+    }
 }
 
 /// The known issues of the built-in scenarios that say what their failure looks like (`matches`),

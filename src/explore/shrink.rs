@@ -102,6 +102,29 @@ fn halve(s: &mut Step) {
 /// swap), empty phases, and declared checks of groups that went.
 pub fn repair(c: &mut Case) {
     let groups: Vec<String> = c.groups.iter().map(|g| g.name.clone()).collect();
+    keep_valid_steps(c, &groups);
+    c.phases.retain(|p: &Phase| !p.steps.is_empty());
+    keep_valid_checks(c, &groups);
+    // A task's memory may only move where the moved-to group exists; a group's parent must too.
+    c.groups.retain(|g| match g.name.rsplit_once('/') {
+        Some((parent, _)) => groups.iter().any(|n| n == parent),
+        None => true,
+    });
+    c.swap = c.groups.iter().any(|g| g.swap_max.is_some())
+        || c.phases.iter().flat_map(|p| &p.steps).any(|s| {
+            matches!(
+                s,
+                Step::Advise {
+                    advice: crate::model::step::Advice::Pageout,
+                    ..
+                }
+            )
+        });
+}
+
+/// Drops the steps whose group (of `groups`), task or file no longer exists when they run, and
+/// an `exhaust` in a group whose limit now has swap or is gone.
+fn keep_valid_steps(c: &mut Case, groups: &[String]) {
     let has = |g: &str| groups.iter().any(|x| x == g);
     let exhaustible = |g: &str| {
         c.groups
@@ -158,15 +181,18 @@ pub fn repair(c: &mut Case) {
             Step::Sync | Step::Sleep(_) | Step::Pressure { .. } | Step::Khugepaged { .. } => true,
         });
     }
-    c.phases.retain(|p: &Phase| !p.steps.is_empty());
-    c.checks.retain(|d| has(d.group()));
+}
+
+/// Drops the declared checks of groups (of `groups`) and phases that went, and sets a hold's
+/// expected rise to its sizes (halved with them); it goes with the hold.
+fn keep_valid_checks(c: &mut Case, groups: &[String]) {
+    c.checks.retain(|d| groups.iter().any(|x| x == d.group()));
     // A check of a phase goes with it.
     let phases: Vec<String> = c.phases.iter().map(|p| p.name.clone()).collect();
     c.checks.retain(|d| match d {
         Declared::Protected { phase, .. } => phases.contains(phase),
         _ => true,
     });
-    // A hold's expected rise follows its sizes (halved with them), and goes with the hold.
     let holds: Vec<(String, Hold)> = (c.phases.iter())
         .flat_map(|p| p.steps.iter().map(move |s| (p, s)))
         .filter_map(|(p, s)| match s {
@@ -189,22 +215,6 @@ pub fn repair(c: &mut Case) {
         },
         _ => true,
     });
-    // A task's memory may only move where the moved-to group exists; a group's parent must too.
-    let names = groups.clone();
-    c.groups.retain(|g| match g.name.rsplit_once('/') {
-        Some((parent, _)) => names.iter().any(|n| n == parent),
-        None => true,
-    });
-    c.swap = c.groups.iter().any(|g| g.swap_max.is_some())
-        || c.phases.iter().flat_map(|p| &p.steps).any(|s| {
-            matches!(
-                s,
-                Step::Advise {
-                    advice: crate::model::step::Advice::Pageout,
-                    ..
-                }
-            )
-        });
 }
 
 #[cfg(test)]

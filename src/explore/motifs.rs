@@ -1,0 +1,239 @@
+//! Motifs: shapes a check needs that random steps almost never make, added to a case on top of
+//! its random steps (a group pair under a limit for `protected`, a move between two groups for
+//! `usage-kept`, a hold whose anon and shmem must show, 768 threads' kernel stacks). Each adds
+//! its groups and phases and returns the checks it declares.
+
+use super::MIB;
+use super::case::Declared;
+use super::dice::Dice;
+use super::generator::{Machine, phase};
+use super::tree::{cap_above, is_leaf, protectable};
+use super::world::World;
+use crate::model::record::within;
+use crate::scenario::{CgroupSpec, Hold, Phase, Step};
+
+/// The shape `protected` judges, which random steps almost never make (0 declarations in 5400
+/// cases): a leaf with memory.min under a parent where reclaim is rooted writes a file of up to
+/// half its min first, and a sibling then writes more than the parent's least limit in a phase
+/// of its own. Trees with such a pair are rare too (none in 296 cases of one run), so a tree of
+/// at most 3 groups without one gets one: a new top-level group with a limit and two children,
+/// one protected by half the limit, that no other step uses.
+pub fn protection_motif(
+    d: &mut Dice,
+    m: &Machine,
+    groups: &mut Vec<CgroupSpec>,
+    w: &mut World,
+    phases: &mut Vec<Phase>,
+) {
+    if phases.is_empty() {
+        return;
+    }
+    let mut pairs = protection_pairs(groups, w);
+    if pairs.is_empty() && groups.len() <= 3 {
+        protection_tree(d, m, groups);
+        pairs = protection_pairs(groups, w);
+    }
+    if pairs.is_empty() {
+        return;
+    }
+    let (g, sibling, parent_cap) = d.pick(&pairs).clone();
+    let g = groups.iter().find(|x| x.name == g).unwrap().clone();
+    let groups = &groups[..];
+    let mut write = |cgroup: &str, size: u64| {
+        let file = w.write(groups, cgroup, size);
+        Step::Write {
+            cgroup: cgroup.to_string(),
+            file,
+            size,
+            block_size: MIB,
+            fsync: false,
+        }
+    };
+    let own = d.mib(3, g.min.unwrap_or(0) / 2 / MIB);
+    phases[0].steps.insert(0, write(&g.name, own));
+    let press = (parent_cap + 8 * MIB).min(2 * m.budget().max(parent_cap));
+    let step = write(&sibling, press);
+    motif_phase(phases, step);
+}
+
+/// Appends a phase of its own (`p<n>`) with one step; its name.
+pub fn motif_phase(phases: &mut Vec<Phase>, step: Step) -> String {
+    let name = format!("p{}", phases.len());
+    phases.push(phase(name.clone(), vec![step]));
+    name
+}
+
+/// (group, sibling, the parent's least limit) for each leaf `protected` can judge that has a
+/// leaf sibling to press the parent (one that exhausted nothing) and a min worth 4 MiB of writes.
+fn protection_pairs(groups: &[CgroupSpec], w: &World) -> Vec<(String, String, u64)> {
+    (groups.iter())
+        .filter_map(|g| {
+            let (min, parent, parent_cap) = protectable(groups, g)?;
+            let sibling = groups.iter().find(|s| {
+                is_leaf(groups, &s.name)
+                    && within(&s.name, parent)
+                    && !within(&s.name, &g.name)
+                    && s.name != parent
+            })?;
+            (min / 2 >= 4 * MIB && !w.exhausted.contains(&sibling.name))
+                .then(|| (g.name.clone(), sibling.name.clone(), parent_cap))
+        })
+        .collect()
+}
+
+/// Adds a top-level group with a limit of 32 MiB up to the size budget and two children below
+/// it, the first with memory.min of half the limit (as much as `min_room` allows).
+fn protection_tree(d: &mut Dice, m: &Machine, groups: &mut Vec<CgroupSpec>) {
+    let n = groups.len();
+    let limit = d.mib(32, m.budget() / MIB);
+    let spec = |name: String| CgroupSpec {
+        name,
+        swap: true,
+        ..Default::default()
+    };
+    let parent = format!("g{n}");
+    groups.push(CgroupSpec {
+        limit: Some(limit),
+        ..spec(parent.clone())
+    });
+    groups.push(CgroupSpec {
+        min: Some(limit / 2 / MIB * MIB),
+        ..spec(format!("{parent}/g{}", n + 1))
+    });
+    groups.push(spec(format!("{parent}/g{}", n + 2)));
+}
+
+/// The shape `usage-kept` judges (a `change` of usage by 0 at `move`), which random steps rarely
+/// make (a move in 10 of 273 v1 cases): a tree of at most 3 groups gets a new top-level group
+/// with two children, no limits; a task holding 4 to 16 MiB of plain anon starts in one child
+/// and moves, in a phase of its own, to the other, whose memory.move_charge_at_immigrate is 1
+/// (anon). Across the move the charge leaves the source as it arrives in the destination, so
+/// their parent's usage stays; without a limit on the way the destination's precharge (the
+/// anon twice for a moment) reclaims nothing. No other group moves charges, and no other step
+/// runs in these: memcgtest starts a worker in its group before exec, and charge moving then
+/// moves the runner's copy-on-write pages the child still shares into the group (6.12's
+/// mc_handle_present_pte takes any mapped anon page, shared or not; 6.12 v1, seed 64, with every
+/// group moving charges: a group's anon 4 MiB above its tasks' RssAnon at the start of a case,
+/// in 4 confirmed failures and 20 flaky ones).
+pub fn move_motif(
+    d: &mut Dice,
+    m: &Machine,
+    groups: &mut Vec<CgroupSpec>,
+    w: &mut World,
+    phases: &mut Vec<Phase>,
+) -> Option<Declared> {
+    if groups.len() > 3 {
+        return None;
+    }
+    let n = groups.len();
+    let parent = format!("g{n}");
+    let (from, to) = (
+        format!("{parent}/g{}", n + 1),
+        format!("{parent}/g{}", n + 2),
+    );
+    for (name, move_charge) in [
+        (parent.clone(), None),
+        (from.clone(), None),
+        (to.clone(), Some(1)),
+    ] {
+        groups.push(CgroupSpec {
+            name,
+            swap: true,
+            move_charge,
+            ..Default::default()
+        });
+    }
+    let anon = d.mib(4, (w.room(groups, &from, m.budget()) / MIB / 2).min(16));
+    let task = w.hold(&to, anon, anon);
+    let hold = Step::Hold(Hold {
+        task: task.clone(),
+        cgroup: from,
+        anon,
+        ..Hold::default()
+    });
+    motif_phase(phases, hold);
+    motif_phase(phases, Step::Move { task, to });
+    Some(Declared::UsageKept(parent))
+}
+
+/// A phase of its own in which a task starts in a leaf holding 8 to 16 MiB of plain anon and as
+/// much shmem (a memfd), and the checks that the leaf's anon and shmem rose by at least that
+/// across it: no other truth says what a group's shmem should be (RssShmem counts tmpfs pages
+/// charged anywhere), and the task's anon truth is one check among many. At least, because the
+/// worker's own runtime is anon of the group too. Only in a leaf without a limit or memory.high
+/// above it, and not where charges move in (see `move_motif`); nothing where no leaf is so.
+pub fn hold_motif(
+    d: &mut Dice,
+    m: &Machine,
+    groups: &[CgroupSpec],
+    w: &mut World,
+    phases: &mut Vec<Phase>,
+) -> Vec<Declared> {
+    // No limit or memory.high on the chain: room counts held tasks, not page cache, and a leaf
+    // full of cache under its limit would reclaim (and may swap out) the hold's fresh memory.
+    let leaves: Vec<&CgroupSpec> = (groups.iter())
+        .filter(|g| is_leaf(groups, &g.name) && !w.exhausted.contains(&g.name))
+        .filter(|g| cap_above(groups, &g.name) == u64::MAX && g.move_charge.is_none())
+        .filter(|g| w.room(groups, &g.name, m.budget()) >= 32 * MIB)
+        .collect();
+    if leaves.is_empty() {
+        return Vec::new();
+    }
+    let g = d.pick(&leaves).name.clone();
+    let most = (w.room(groups, &g, m.budget()) / 4 / MIB).min(16);
+    let (anon, shmem) = (d.mib(8, most), d.mib(8, most));
+    let task = w.hold(&g, anon, anon + shmem);
+    let phase = motif_phase(
+        phases,
+        Step::Hold(Hold {
+            task,
+            cgroup: g.clone(),
+            anon,
+            shmem,
+            ..Hold::default()
+        }),
+    );
+    [("anon", anon), ("shmem", shmem)]
+        .into_iter()
+        .map(|(counter, by)| Declared::HoldRaises {
+            group: g.clone(),
+            phase: phase.clone(),
+            counter,
+            by,
+        })
+        .collect()
+}
+
+/// A phase of its own in which a task starts 768 threads in a leaf with 48 MiB of room: 12 MiB
+/// of kernel stacks (16 KiB each on x86_64), which `identities` must find within the leaf's
+/// kernel memory (v2 kernel_stack within kernel). Random holds start no threads. Fewer would
+/// not do: the rule's tolerance is the unflushed bound of each of its six counters (6.5 MiB on
+/// 2 CPUs), and 256 threads' stacks counted twice (4 MiB too many) stayed within it.
+pub fn thread_motif(
+    d: &mut Dice,
+    m: &Machine,
+    groups: &[CgroupSpec],
+    w: &mut World,
+    phases: &mut Vec<Phase>,
+) {
+    let leaves: Vec<&CgroupSpec> = (groups.iter())
+        .filter(|g| is_leaf(groups, &g.name) && !w.exhausted.contains(&g.name))
+        .filter(|g| w.room(groups, &g.name, m.budget()) >= 48 * MIB)
+        .collect();
+    if leaves.is_empty() {
+        return;
+    }
+    let g = d.pick(&leaves).name.clone();
+    // The threads' kernel stacks and the few pages of their user stacks.
+    let task = w.hold(&g, MIB, 24 * MIB);
+    motif_phase(
+        phases,
+        Step::Hold(Hold {
+            task,
+            cgroup: g,
+            anon: MIB,
+            threads: 768,
+            ..Hold::default()
+        }),
+    );
+}
