@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod column;
+pub mod contract;
 pub mod counter;
 pub mod env;
 pub mod error;
