@@ -17,7 +17,7 @@ use crate::model::counter::{DIRTY, WRITEBACK};
 use crate::model::error::ScenarioError;
 use crate::model::record::within;
 use crate::model::units::human_bytes;
-use crate::model::{Record, StepKind};
+use crate::model::{Column, Record, StepKind};
 
 /// `dirty-domain`: `cgroup`'s dirty + writeback stay within vm.dirty_ratio of its ceiling.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,28 +100,76 @@ const DIRTYING: [StepKind; 5] = [
 ];
 
 pub fn dirty_domain(name: String, rec: &Record, cgroup: &str) -> CheckResult {
+    let d = match domain(rec, cgroup) {
+        Ok(d) => d,
+        Err(why) => return missing(name, why),
+    };
+    match judge(rec, &d) {
+        Err(rise) => unthrottled(name, rec, cgroup, &d, rise),
+        Ok(peak) => passed(name, rec, cgroup, &d, peak),
+    }
+}
+
+/// What the check judges a group's dirty pages against: its writeback domain's share and the
+/// tolerance, and where its dirty count is sampled.
+struct Domain {
+    /// vm.dirty_ratio (%).
+    ratio: u64,
+    /// The least memory.max or memory.high of the group and its ancestors.
+    ceil: u64,
+    /// vm.dirty_ratio of the ceiling.
+    share: i64,
+    /// Above this the kernel has seen the domain over its share.
+    known: i64,
+    /// The rise allowed once the kernel has seen it.
+    growth: i64,
+    /// The group's dirty column, and where it is in a row.
+    column: Column,
+    dirty: usize,
+}
+
+/// The group's writeback domain, or why the check cannot judge it.
+fn domain(rec: &Record, cgroup: &str) -> Result<Domain, String> {
     let Some(limits) = rec.dirty else {
-        return missing(
-            name,
+        return Err(
             "cgroup v1 has no writeback domain per memcg (or the run did not read vm.dirty_ratio)"
                 .into(),
         );
     };
     if limits.bytes > 0 {
-        return missing(
-            name,
-            format!(
-                "vm.dirty_bytes is {}: a byte limit is converted to a ratio of the machine's dirtyable memory, which is not sampled",
-                human_bytes(limits.bytes as i64)
-            ),
-        );
+        return Err(format!(
+            "vm.dirty_bytes is {}: a byte limit is converted to a ratio of the machine's dirtyable memory, which is not sampled",
+            human_bytes(limits.bytes as i64)
+        ));
     }
     let Some(ceil) = ceiling(rec, cgroup) else {
-        return missing(
-            name,
-            format!("neither {cgroup} nor a group above it has memory.max or memory.high"),
-        );
+        return Err(format!(
+            "neither {cgroup} nor a group above it has memory.max or memory.high"
+        ));
     };
+    one_writer(rec, cgroup)?;
+    let mut cols = columns(rec, cgroup, &[DIRTY.into()])?;
+    let (column, dirty) = cols.remove(0);
+    let m = &rec.machine;
+    let share = ceil as i64 / 100 * limits.ratio as i64;
+    // Above `known` the kernel saw the domain over its share: reading memory.stat flushes the
+    // group's statistics (mem_cgroup_flush_stats once more than MEMCG_CHARGE_BATCH x CPUs
+    // updates are pending), and balance_dirty_pages reads the flushed values.
+    let stats = 2 * m.stat_batch_bytes() as i64;
+    Ok(Domain {
+        ratio: limits.ratio,
+        ceil,
+        share,
+        known: share + stats,
+        growth: stats + (8 * m.cpus * m.page_size) as i64 + share / 8,
+        column,
+        dirty,
+    })
+}
+
+/// Whether pages were dirtied in one group of the subtree at most; if not, why that is no
+/// verdict.
+fn one_writer(rec: &Record, cgroup: &str) -> Result<(), String> {
     // Each memcg is a domain of its own (the writer's current group), and a group's dirty count
     // is hierarchical: with writers in two groups of the subtree each is held to its own share,
     // and their sum is not bounded by this group's.
@@ -134,45 +182,46 @@ pub fn dirty_domain(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     writers.sort();
     writers.dedup();
     if writers.len() > 1 {
-        return missing(
-            name,
-            format!(
-                "pages were dirtied in {} groups of {cgroup}'s subtree ({}): each is a writeback domain of its own, and their sum is not bounded by {cgroup}'s share",
-                writers.len(),
-                writers.join(", ")
-            ),
-        );
+        return Err(format!(
+            "pages were dirtied in {} groups of {cgroup}'s subtree ({}): each is a writeback domain of its own, and their sum is not bounded by {cgroup}'s share",
+            writers.len(),
+            writers.join(", ")
+        ));
     }
-    let cols = match columns(rec, cgroup, &[DIRTY.into()]) {
-        Ok(c) => c,
-        Err(e) => return missing(name, e),
-    };
-    let dirty = cols[0].1;
-    let m = &rec.machine;
-    let share = ceil as i64 / 100 * limits.ratio as i64;
-    // Above `known` the kernel saw the domain over its share: reading memory.stat flushes the
-    // group's statistics (mem_cgroup_flush_stats once more than MEMCG_CHARGE_BATCH x CPUs
-    // updates are pending), and balance_dirty_pages reads the flushed values.
-    let stats = 2 * m.stat_batch_bytes() as i64;
-    let known = share + stats;
-    let growth = stats + (8 * m.cpus * m.page_size) as i64 + share / 8;
+    Ok(())
+}
+
+/// Whether a `probe` step (writeback held off) ran at `t` or ended at most 0.5 s before.
+fn probing(rec: &Record, t: f64) -> bool {
+    rec.steps
+        .iter()
+        .chain(&rec.stopped)
+        .any(|st| st.kind == StepKind::Probe && st.start <= t && t <= st.end + 0.5)
+}
+
+/// A rise of the dirty pages past the tolerance, RUN samples in a row, once the kernel had seen
+/// them above the share: at row `r` they were `v`, up from `floor` at row `floor_at`.
+struct Rise {
+    r: usize,
+    v: i64,
+    floor: i64,
+    floor_at: usize,
+}
+
+/// Follows the dirty pages outside `probe` steps: the first rise that lasted, or else their
+/// peak and its row.
+fn judge(rec: &Record, d: &Domain) -> Result<(i64, usize), Rise> {
     let s = &rec.series;
-    let probing = |t: f64| {
-        rec.steps
-            .iter()
-            .chain(&rec.stopped)
-            .any(|st| st.kind == StepKind::Probe && st.start <= t && t <= st.end + 0.5)
-    };
     // The least dirty count since the domain was last seen within its share, and when.
     let mut floor: Option<(i64, usize)> = None;
     let (mut run, mut top, mut top_at) = (0, 0i64, 0usize);
-    for r in (0..s.len()).filter(|&r| !probing(s.t[r])) {
+    for r in (0..s.len()).filter(|&r| !probing(rec, s.t[r])) {
         // Dirty pages only: pages under writeback are not the writer's to hold back. A group at
         // its limit wakes the flusher from reclaim, which turns its dirty pages into writeback
         // at once, and the domain's hard limit (dom->dirty_limit) follows a falling threshold
         // only by 1/32 every 200 ms: stock 6.12 in TCG held 15.6 MiB under writeback (0 dirty)
         // in a 19 MiB group writing 124 MiB (explore seed 1, case 16).
-        let v = s.get(r, dirty);
+        let v = s.get(r, d.dirty);
         if v > top {
             (top, top_at) = (v, r);
         }
@@ -182,57 +231,86 @@ pub fn dirty_domain(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         // writer may pass the share by whatever it wrote since the last read: stock 6.12 in TCG
         // dirtied 38.5 MiB of a 128 MiB group while the sampler stalled for 300 ms under a
         // compaction loop, then held still until the flusher wrote them (dirty-migration).
-        let Some((f, _)) = floor.filter(|_| v > known) else {
-            floor = (v > known).then_some((v, r));
+        let Some((f, _)) = floor.filter(|_| v > d.known) else {
+            floor = (v > d.known).then_some((v, r));
             run = 0;
             continue;
         };
-        run = if v > f + growth { run + 1 } else { 0 };
+        run = if v > f + d.growth { run + 1 } else { 0 };
         if v < f {
             floor = Some((v, r));
         }
         if run >= RUN {
-            let (f, fr) = floor.expect("set above");
-            let t = s.t[r];
-            let mut res = CheckResult::new(
-                name,
-                Outcome::Fail,
-                format!("{cgroup}.dirty = {}", human_bytes(v)),
-                format!(
-                    "<= {} + {} (its dirty pages when the kernel last saw them above {}% of {} = {})",
-                    human_bytes(f),
-                    human_bytes(growth),
-                    limits.ratio,
-                    human_bytes(ceil as i64),
-                    human_bytes(share)
-                ),
-                format!(
-                    "at t={t:.3}s (phase {}) {cgroup}'s dirty pages had risen by {} since t={:.3}s although they were {} above vm.dirty_ratio ({} %) of its ceiling of {} (its memory limit) then, for {RUN} samples in a row: its writers were not throttled by its writeback domain: {}",
-                    rec.phase_at(t),
-                    human_bytes(v - f),
-                    s.t[fr],
-                    human_bytes(f - share),
-                    limits.ratio,
-                    human_bytes(ceil as i64),
-                    s.describe_cols(r, &[dirty])
-                ),
-            );
-            res.at = Some(t);
-            res.bound = Some(f + growth);
-            res.columns = vec![cols[0].0.clone()];
-            res.tolerance = Some(tolerance_text(rec, growth));
-            return res;
+            let (floor, floor_at) = floor.expect("set above");
+            return Err(Rise {
+                r,
+                v,
+                floor,
+                floor_at,
+            });
         }
     }
-    if top < share / 2 {
+    Ok((top, top_at))
+}
+
+/// The failure for dirty pages that kept rising once the kernel had seen them above the share.
+fn unthrottled(name: String, rec: &Record, cgroup: &str, d: &Domain, rise: Rise) -> CheckResult {
+    let Rise {
+        r,
+        v,
+        floor: f,
+        floor_at: fr,
+    } = rise;
+    let s = &rec.series;
+    let t = s.t[r];
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!("{cgroup}.dirty = {}", human_bytes(v)),
+        format!(
+            "<= {} + {} (its dirty pages when the kernel last saw them above {}% of {} = {})",
+            human_bytes(f),
+            human_bytes(d.growth),
+            d.ratio,
+            human_bytes(d.ceil as i64),
+            human_bytes(d.share)
+        ),
+        format!(
+            "at t={t:.3}s (phase {}) {cgroup}'s dirty pages had risen by {} since t={:.3}s although they were {} above vm.dirty_ratio ({} %) of its ceiling of {} (its memory limit) then, for {RUN} samples in a row: its writers were not throttled by its writeback domain: {}",
+            rec.phase_at(t),
+            human_bytes(v - f),
+            s.t[fr],
+            human_bytes(f - d.share),
+            d.ratio,
+            human_bytes(d.ceil as i64),
+            s.describe_cols(r, &[d.dirty])
+        ),
+    );
+    res.at = Some(t);
+    res.bound = Some(f + d.growth);
+    res.columns = vec![d.column.clone()];
+    res.tolerance = Some(tolerance_text(rec, d.growth));
+    res
+}
+
+/// The verdict when no rise lasted: not exercised if the dirty pages (peaking at `top`, row
+/// `top_at`) never came near the share, else a pass.
+fn passed(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    d: &Domain,
+    (top, top_at): (i64, usize),
+) -> CheckResult {
+    if top < d.share / 2 {
         return missing(
             name,
             format!(
                 "{cgroup}'s dirty pages reached at most {}, below half of {} % of its ceiling of {} ({}): its writeback domain was not in play",
                 human_bytes(top),
-                limits.ratio,
-                human_bytes(ceil as i64),
-                human_bytes(share)
+                d.ratio,
+                human_bytes(d.ceil as i64),
+                human_bytes(d.share)
             ),
         );
     }
@@ -242,24 +320,24 @@ pub fn dirty_domain(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         format!(
             "dirty peaked at {} at t={:.3}s",
             human_bytes(top),
-            s.t[top_at]
+            rec.series.t[top_at]
         ),
         format!(
             "no rise beyond {} once above {}% of {} = {}",
-            human_bytes(growth),
-            limits.ratio,
-            human_bytes(ceil as i64),
-            human_bytes(share)
+            human_bytes(d.growth),
+            d.ratio,
+            human_bytes(d.ceil as i64),
+            human_bytes(d.share)
         ),
         format!(
             "{cgroup}'s dirty pages (up to {}) never rose by more than {} once the kernel had seen them above vm.dirty_ratio ({} %) of its ceiling of {}",
             human_bytes(top),
-            human_bytes(growth),
-            limits.ratio,
-            human_bytes(ceil as i64)
+            human_bytes(d.growth),
+            d.ratio,
+            human_bytes(d.ceil as i64)
         ),
     );
-    res.tolerance = Some(tolerance_text(rec, growth));
+    res.tolerance = Some(tolerance_text(rec, d.growth));
     res
 }
 

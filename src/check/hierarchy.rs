@@ -94,15 +94,71 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
     if children.is_empty() {
         return missing(name, format!("{parent} has no child groups"));
     }
-    let mut worst = 0i64;
     // When a fault loop below the parent may have left an unseen burst in its statistics.
     let churn = super::Churn::new(rec, parent);
-    // The longest a parent was seen stale, and where.
-    let mut lag: Option<(f64, f64, String)> = None;
-    // The counters the parent showed above twice the tolerance (with their peaks), and those it
-    // did not: a gap in those could not show.
-    let (mut moved, mut idle) = (Vec::new(), Vec::new());
+    let mut seen = Seen::default();
     for c in counters {
+        let parts = match Parts::new(rec, parent, &children, c) {
+            Ok(p) => p,
+            Err(why) => return missing(name, why),
+        };
+        seen.peak(rec, c, &parts);
+        if let Some(at) = follow(rec, c, &parts, &churn, &mut seen) {
+            return broken(name, rec, &parts.column, c, at);
+        }
+    }
+    if seen.moved.is_empty() {
+        return missing(
+            name,
+            format!(
+                "{parent}'s {} never rose above twice their tolerance: a wrong sum could not show",
+                counters.join(", ")
+            ),
+        );
+    }
+    let mut res = passed(
+        name,
+        rec,
+        parent,
+        &seen.moved,
+        children.len(),
+        seen.worst,
+        seen.lag,
+    );
+    if !seen.idle.is_empty() {
+        res.detail += &format!(
+            "; not exercised (they stayed near 0): {}",
+            seen.idle.join(", ")
+        );
+    }
+    res
+}
+
+/// One counter's columns: the parent's hierarchical one, its own (v1 `.local`) and its
+/// children's, and the parent's page counter where it bounds the counter; with the tolerance of
+/// their sum.
+struct Parts {
+    /// The parent's hierarchical column, and where it is in a row.
+    column: Column,
+    p: usize,
+    /// The parent's own value (v1 `.local`), where sampled.
+    own: Option<usize>,
+    /// Each child's hierarchical column.
+    kids: Vec<usize>,
+    /// Every column above but the page counter, for the read skew.
+    all: Vec<usize>,
+    /// The parent's page counter (exact at every read), for counters of pages in memory: a
+    /// parent counting more than it is charged for shows statistics not yet flushed.
+    usage: Option<usize>,
+    /// A count of events, not a size.
+    events: bool,
+    /// (children + 1) x the unflushed-stats bound (in events for an event count).
+    tol_base: i64,
+}
+
+impl Parts {
+    /// The columns of counter `c`, or which one was not sampled.
+    fn new(rec: &Record, parent: &str, children: &[String], c: &str) -> Result<Parts, String> {
         let events = counter::counter(c).is_some_and(|k| k.unit == counter::Unit::Events);
         let batch = rec.machine.stat_batch_bytes() as i64
             / if events {
@@ -113,119 +169,147 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
         let tol_base = batch * (children.len() as i64 + 1);
         let column = Column::group(parent, c);
         let Some(p) = rec.series.col(&column) else {
-            return missing(name, format!("column {column} was not sampled"));
+            return Err(format!("column {column} was not sampled"));
         };
         let own = rec.series.col(&Column::local(parent, c));
         let mut kids = Vec::new();
-        for ch in &children {
+        for ch in children {
             let child = Column::group(ch, c);
             match rec.series.col(&child) {
                 Some(i) => kids.push(i),
-                None => return missing(name, format!("column {child} was not sampled")),
+                None => return Err(format!("column {child} was not sampled")),
             }
         }
         let mut all: Vec<usize> = vec![p];
         all.extend(&kids);
         all.extend(own);
-        let parts = |r: usize| -> i64 {
-            own.map(|o| rec.series.get(r, o)).unwrap_or(0)
-                + kids.iter().map(|&k| rec.series.get(r, k)).sum::<i64>()
-        };
-        // The files of one pass are read one after another, so a burst (a task exiting and
-        // freeing everything at once) between the parent's read and a child's shows in that one
-        // sample. A real disagreement (stale or wrong totals) is still there at the next pass.
-        let mut prev_bad: Option<usize> = None;
-        // The parent's page counter (exact at every read), for counters of pages in memory: a
-        // parent counting more than it is charged for shows statistics not yet flushed.
         let usage = (counter::global_key(c).is_some())
             .then(|| rec.series.col(&Column::group(parent, USAGE)))
             .flatten();
+        Ok(Parts {
+            column,
+            p,
+            own,
+            kids,
+            all,
+            usage,
+            events,
+            tol_base,
+        })
+    }
+
+    /// The parent's own value plus its children's at row `r`.
+    fn sum(&self, rec: &Record, r: usize) -> i64 {
+        self.own.map(|o| rec.series.get(r, o)).unwrap_or(0)
+            + self.kids.iter().map(|&k| rec.series.get(r, k)).sum::<i64>()
+    }
+}
+
+/// What the counters showed, for the pass line.
+#[derive(Default)]
+struct Seen<'a> {
+    /// The largest gap within tolerance (sizes only: events have no bytes).
+    worst: i64,
+    /// The longest a parent was seen stale: how long, when, which counter.
+    lag: Option<(f64, f64, String)>,
+    /// The counters the parent showed above twice the tolerance, with their peaks.
+    moved: Vec<String>,
+    /// Those it did not: a gap in those could not show.
+    idle: Vec<&'a str>,
+}
+
+impl<'a> Seen<'a> {
+    /// Files counter `c` as moved (with its peak) or idle.
+    fn peak(&mut self, rec: &Record, c: &'a str, x: &Parts) {
         let top = (0..rec.series.len())
-            .map(|r| rec.series.get(r, p))
+            .map(|r| rec.series.get(r, x.p))
             .max()
             .unwrap_or(0);
-        if top > 2 * tol_base {
-            moved.push(format!(
+        if top > 2 * x.tol_base {
+            self.moved.push(format!(
                 "{c} up to {}",
-                if events {
+                if x.events {
                     top.to_string()
                 } else {
                     human_bytes(top)
                 }
             ));
         } else {
-            idle.push(c.as_str());
-        }
-        // When the current run of gaps began.
-        let mut gap_since: Option<f64> = None;
-        for r in 0..rec.series.len() {
-            let pv = rec.series.get(r, p);
-            let ov = own.map(|o| rec.series.get(r, o)).unwrap_or(0);
-            let kv = parts(r) - ov;
-            let gap = (pv - ov - kv).abs();
-            let tol = tol_base + read_skew(rec, r, &all);
-            let t = rec.series.t[r];
-            if gap <= tol {
-                // The pass line's figure is the sizes' (events have no bytes).
-                if !events {
-                    worst = worst.max(gap);
-                }
-                gap_since = None;
-                continue;
-            }
-            let since = *gap_since.get_or_insert(t);
-            let above_usage = usage.is_some_and(|u| pv > rec.series.get(r, u) + tol);
-            // Page counters and memory.events are raised in every ancestor at once (the charge
-            // and memcg_memory_event walk up the tree): only memory.stat's counters wait for a
-            // flush, so only they can be stale.
-            let stale = if flushed(c) {
-                stale_by(rec, r, pv, &parts, tol).or(((above_usage || churn.at(since))
-                    && t - since <= ANCESTOR_LAG)
-                    .then_some(t - since))
-            } else if churn.faulting(t) {
-                // Read skew a fault loop's rate hides (see Churn::faulting): not judged.
-                prev_bad = None;
-                continue;
-            } else {
-                None
-            };
-            if let Some(ago) = stale {
-                if lag.as_ref().is_none_or(|(l, _, _)| ago > *l) {
-                    lag = Some((ago, t, c.clone()));
-                }
-                prev_bad = None;
-                continue;
-            }
-            let persists = prev_bad == Some(r.wrapping_sub(1)) && r > 0;
-            prev_bad = Some(r);
-            if persists {
-                let at = Broken {
-                    r,
-                    pv,
-                    ov,
-                    kv,
-                    gap,
-                    tol,
-                    kids: children.len(),
-                };
-                return broken(name, rec, &column, c, at);
-            }
+            self.idle.push(c);
         }
     }
-    if moved.is_empty() {
-        return missing(
-            name,
-            format!(
-                "{parent}'s {} never rose above twice their tolerance: a wrong sum could not show",
-                counters.join(", ")
-            ),
-        );
+}
+
+/// Compares the parent's `c` with the sum of its parts at every sample: where a difference that
+/// is neither a one-sample burst nor a stale parent persisted, if one did. Notes the largest gap
+/// within tolerance and the longest lag in `seen`.
+fn follow(
+    rec: &Record,
+    c: &str,
+    x: &Parts,
+    churn: &super::Churn,
+    seen: &mut Seen,
+) -> Option<Broken> {
+    let parts = |r: usize| x.sum(rec, r);
+    // The files of one pass are read one after another, so a burst (a task exiting and freeing
+    // everything at once) between the parent's read and a child's shows in that one sample. A
+    // real disagreement (stale or wrong totals) is still there at the next pass.
+    let mut prev_bad: Option<usize> = None;
+    // When the current run of gaps began.
+    let mut gap_since: Option<f64> = None;
+    for r in 0..rec.series.len() {
+        let pv = rec.series.get(r, x.p);
+        let ov = x.own.map(|o| rec.series.get(r, o)).unwrap_or(0);
+        let kv = parts(r) - ov;
+        let gap = (pv - ov - kv).abs();
+        let tol = x.tol_base + read_skew(rec, r, &x.all);
+        let t = rec.series.t[r];
+        if gap <= tol {
+            // The pass line's figure is the sizes' (events have no bytes).
+            if !x.events {
+                seen.worst = seen.worst.max(gap);
+            }
+            gap_since = None;
+            continue;
+        }
+        let since = *gap_since.get_or_insert(t);
+        let above_usage = x.usage.is_some_and(|u| pv > rec.series.get(r, u) + tol);
+        // Page counters and memory.events are raised in every ancestor at once (the charge and
+        // memcg_memory_event walk up the tree): only memory.stat's counters wait for a flush, so
+        // only they can be stale.
+        let stale = if flushed(c) {
+            stale_by(rec, r, pv, &parts, tol).or(((above_usage || churn.at(since))
+                && t - since <= ANCESTOR_LAG)
+                .then_some(t - since))
+        } else if churn.faulting(t) {
+            // Read skew a fault loop's rate hides (see Churn::faulting): not judged.
+            prev_bad = None;
+            continue;
+        } else {
+            None
+        };
+        if let Some(ago) = stale {
+            if seen.lag.as_ref().is_none_or(|(l, _, _)| ago > *l) {
+                seen.lag = Some((ago, t, c.to_string()));
+            }
+            prev_bad = None;
+            continue;
+        }
+        let persists = prev_bad == Some(r.wrapping_sub(1)) && r > 0;
+        prev_bad = Some(r);
+        if persists {
+            return Some(Broken {
+                r,
+                pv,
+                ov,
+                kv,
+                gap,
+                tol,
+                kids: x.kids.len(),
+            });
+        }
     }
-    let mut res = passed(name, rec, parent, &moved, children.len(), worst, lag);
-    if !idle.is_empty() {
-        res.detail += &format!("; not exercised (they stayed near 0): {}", idle.join(", "));
-    }
-    res
+    None
 }
 
 /// The pass result: the largest gap seen, and the longest a parent lagged (`lag`: how long, when,

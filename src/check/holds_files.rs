@@ -96,68 +96,27 @@ pub fn holds_files(name: String, rec: &Record, cgroup: &str, phase: Option<&str>
             ),
         );
     };
-    let in_phase = |t: f64| {
-        phase.is_none_or(|p| {
-            rec.phases
-                .iter()
-                .any(|x| x.name == p && x.start <= t && t <= x.end)
-        })
-    };
-    let rows: Vec<usize> = (0..s.len()).filter(|&r| in_phase(s.t[r])).collect();
+    let rows = rows_in(rec, phase);
     let tol = rec.machine.stat_batch_bytes() as i64;
-    // A group's statistics can be stale for a moment (a concurrent flush), a parent's for up to
-    // the periodic flush: a count at least what the files held some time in that window is
-    // stale, not short.
-    let lag = stale_lag(rec, cgroup);
-    let parent = lag > STALE_WINDOW;
-    // The truth at the moment of the cgroup read: per file at least the smaller of its reads
-    // before and after (`held`, see `pagecache::HELD`); records without it take the smaller of
-    // the two sums, which is no bound when one file grows while another shrinks.
-    let held = s.col(&Column::files(cgroup, HELD, false));
-    let lo = |r: usize| match held {
-        Some(h) => s.get(r, h),
-        None => s.get(r, pre).min(s.get(r, post)),
-    };
-    let short = |r: usize| {
-        let t = s.t[r];
-        let floor = (0..=r)
-            .rev()
-            .take_while(|&q| t - s.t[q] <= lag)
-            .map(lo)
-            .min()
-            .unwrap_or(0);
-        floor - s.get(r, file)
+    let f = Files {
+        rec,
+        cgroup,
+        file,
+        pre,
+        post,
+        held: s.col(&Column::files(cgroup, HELD, false)),
+        lag: stale_lag(rec, cgroup),
     };
     let (mut run, mut worst, mut most) = (0, (0, i64::MIN), 0);
     for &r in &rows {
-        let gap = short(r);
-        most = most.max(lo(r));
+        let gap = f.short(r);
+        most = most.max(f.lo(r));
         run = if gap > tol { run + 1 } else { 0 };
         if gap > worst.1 {
             worst = (r, gap);
         }
         if run >= RUN {
-            let t = s.t[r];
-            let mut res = CheckResult::new(
-                name,
-                Outcome::Fail,
-                format!("{cgroup}.file {}", human_bytes(s.get(r, file))),
-                format!(
-                    ">= its files' page cache {} - {}",
-                    human_bytes(lo(r)),
-                    human_bytes(tol)
-                ),
-                format!(
-                    "at t={t:.3}s (phase {}) {cgroup}'s file counter was {} short of the page cache its own files held (cachestat) at any time in the {:.0} ms before, for {RUN} samples in a row: pages its tasks added to the cache are not counted in it: {}",
-                    rec.phase_at(t),
-                    human_bytes(gap),
-                    lag * 1000.0,
-                    s.describe_row(r)
-                ),
-            );
-            res.at = Some(t);
-            res.columns = vec![s.columns()[file].clone()];
-            return res;
+            return f.missed(name, r, gap, tol);
         }
     }
     if most <= tol {
@@ -170,7 +129,102 @@ pub fn holds_files(name: String, rec: &Record, cgroup: &str, phase: Option<&str>
             ),
         );
     }
-    let tol_text = format!(
+    passed(
+        name,
+        cgroup,
+        worst.1,
+        rows.len(),
+        most,
+        tolerance_text(rec, f.lag),
+    )
+}
+
+/// The rows judged: those of `phase`, or every row.
+fn rows_in(rec: &Record, phase: Option<&str>) -> Vec<usize> {
+    let s = &rec.series;
+    let in_phase = |t: f64| {
+        phase.is_none_or(|p| {
+            rec.phases
+                .iter()
+                .any(|x| x.name == p && x.start <= t && t <= x.end)
+        })
+    };
+    (0..s.len()).filter(|&r| in_phase(s.t[r])).collect()
+}
+
+/// The group's file counter and the truth of its files: their sums read before and after the
+/// group's files (`pre`, `post`) and, in newer records, the least each file held (`held`).
+struct Files<'a> {
+    rec: &'a Record,
+    cgroup: &'a str,
+    file: usize,
+    pre: usize,
+    post: usize,
+    held: Option<usize>,
+    /// A group's statistics can be stale for a moment (a concurrent flush), a parent's for up to
+    /// the periodic flush: a count at least what the files held some time in that window is
+    /// stale, not short.
+    lag: f64,
+}
+
+impl Files<'_> {
+    /// The truth at the moment of the cgroup read at row `r`: per file at least the smaller of
+    /// its reads before and after (`held`, see `pagecache::HELD`); records without it take the
+    /// smaller of the two sums, which is no bound when one file grows while another shrinks.
+    fn lo(&self, r: usize) -> i64 {
+        let s = &self.rec.series;
+        match self.held {
+            Some(h) => s.get(r, h),
+            None => s.get(r, self.pre).min(s.get(r, self.post)),
+        }
+    }
+
+    /// How far the file counter at row `r` is short of the least the files held in the `lag`
+    /// before it.
+    fn short(&self, r: usize) -> i64 {
+        let s = &self.rec.series;
+        let t = s.t[r];
+        let floor = (0..=r)
+            .rev()
+            .take_while(|&q| t - s.t[q] <= self.lag)
+            .map(|q| self.lo(q))
+            .min()
+            .unwrap_or(0);
+        floor - s.get(r, self.file)
+    }
+
+    /// The failure for a file counter short of its files' page cache (by `gap` at row `r`).
+    fn missed(&self, name: String, r: usize, gap: i64, tol: i64) -> CheckResult {
+        let (s, cgroup) = (&self.rec.series, self.cgroup);
+        let t = s.t[r];
+        let mut res = CheckResult::new(
+            name,
+            Outcome::Fail,
+            format!("{cgroup}.file {}", human_bytes(s.get(r, self.file))),
+            format!(
+                ">= its files' page cache {} - {}",
+                human_bytes(self.lo(r)),
+                human_bytes(tol)
+            ),
+            format!(
+                "at t={t:.3}s (phase {}) {cgroup}'s file counter was {} short of the page cache its own files held (cachestat) at any time in the {:.0} ms before, for {RUN} samples in a row: pages its tasks added to the cache are not counted in it: {}",
+                self.rec.phase_at(t),
+                human_bytes(gap),
+                self.lag * 1000.0,
+                s.describe_row(r)
+            ),
+        );
+        res.at = Some(t);
+        res.columns = vec![s.columns()[self.file].clone()];
+        res
+    }
+}
+
+/// The tolerance text: the unflushed-stats bound, and how stale the group's count may be
+/// (`lag`: a parent's up to the periodic flush).
+fn tolerance_text(rec: &Record, lag: f64) -> String {
+    let parent = lag > STALE_WINDOW;
+    format!(
         "{}, for {RUN} samples in a row; a count the files reached within the last {:.0} ms is stale, not short ({})",
         rec.machine.stat_batch_explained(),
         lag * 1000.0,
@@ -179,8 +233,7 @@ pub fn holds_files(name: String, rec: &Record, cgroup: &str, phase: Option<&str>
         } else {
             "a concurrent stats flush"
         }
-    );
-    passed(name, cgroup, worst.1, rows.len(), most, tol_text)
+    )
 }
 
 fn passed(

@@ -10,7 +10,7 @@ use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missin
 use crate::model::counter::{LIMIT_HITS, PEAK, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
-use crate::model::{Column, Record};
+use crate::model::{CgroupSpec, Column, Record};
 
 /// `limit-counters`: the watermark and the limit-hit count of `cgroup` agree with its usage.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,8 +103,7 @@ struct Seen<'a> {
 
 impl Seen<'_> {
     fn at(&self, r: usize) -> String {
-        let t = self.rec.series.t[r];
-        format!("at t={t:.3}s (phase {})", self.rec.phase_at(t))
+        at(self.rec, r)
     }
 
     fn limit_text(&self) -> String {
@@ -121,9 +120,7 @@ impl Seen<'_> {
         expected: String,
         detail: String,
     ) -> CheckResult {
-        let mut res = CheckResult::new(name.to_string(), Outcome::Fail, actual, expected, detail);
-        res.at = Some(self.rec.series.t[r]);
-        res
+        fail_at(self.rec, name, r, actual, expected, detail)
     }
 }
 
@@ -181,44 +178,89 @@ pub fn limit_counters(name: String, rec: &Record, cgroup: &str, hit: bool) -> Ch
 /// (v2 counts an ancestor's refusals in the group and a child's events in its parent). Returns
 /// what was judged, for the pass line.
 fn swap_events(rec: &Record, cgroup: &str, name: &str) -> Result<Vec<String>, Box<CheckResult>> {
-    let s = &rec.series;
     let Some(spec) = rec.group(cgroup) else {
         return Ok(Vec::new());
     };
-    let col = |c: &str| s.col(&crate::model::Column::group(cgroup, c));
-    let max_of = |c: usize| (0..s.len()).map(|r| s.get(r, c)).max().unwrap_or(0);
-    let first_above = |c: usize, v: i64| (0..s.len()).find(|&r| s.get(r, c) > v).unwrap_or(0);
-    let margin = hit_margin(rec.machine.page_size);
-    let swap_limited = |c: &crate::model::CgroupSpec| c.swap_max.is_some() || !c.swap;
-    let above = rec
-        .cgroups
-        .iter()
-        .any(|c| cgroup.starts_with(&format!("{}/", c.name)) && swap_limited(c));
-    let below = rec.any_below(cgroup, swap_limited);
-    let swap_limit = if spec.swap { spec.swap_max } else { Some(0) };
-    let fail = |r: usize, actual: String, expected: String, detail: String| {
-        let mut res = CheckResult::new(name.to_string(), Outcome::Fail, actual, expected, detail);
-        res.at = Some(s.t[r]);
-        Box::new(res)
+    let swap_limited = |c: &CgroupSpec| c.swap_max.is_some() || !c.swap;
+    let swap = Swap {
+        rec,
+        cgroup,
+        name,
+        spec,
+        margin: hit_margin(rec.machine.page_size),
+        above: (rec.cgroups.iter())
+            .any(|c| cgroup.starts_with(&format!("{}/", c.name)) && swap_limited(c)),
+        below: rec.any_below(cgroup, swap_limited),
+        swap_limit: if spec.swap { spec.swap_max } else { Some(0) },
     };
     let mut lines = Vec::new();
-    // v1: the memory+swap counter's failures, its own only (failcnt is not hierarchical).
-    if let (Some(hits), Some(peak)) = (col("memsw_hits"), col("memsw_peak")) {
-        let limit = match (spec.limit, swap_limit) {
+    lines.extend(swap.memsw()?);
+    // v2: memory.swap.events against the swap watermark.
+    if let (Some(peak), false) = (swap.col("swap_peak"), swap.above) {
+        let p = swap.max_of(peak);
+        lines.extend(swap.swap_max(p)?);
+        lines.extend(swap.swap_high(p)?);
+    }
+    Ok(lines)
+}
+
+/// What the swap counters are judged against: the group's spec and swap limit, whether a group
+/// above or below also limits swap, and the margin within which a charge can fail.
+struct Swap<'a> {
+    rec: &'a Record,
+    cgroup: &'a str,
+    name: &'a str,
+    spec: &'a CgroupSpec,
+    margin: i64,
+    /// A group above limits swap too.
+    above: bool,
+    /// A group below limits swap too.
+    below: bool,
+    /// memory.swap.max (0 with `swap = false`).
+    swap_limit: Option<u64>,
+}
+
+impl Swap<'_> {
+    /// The group's column of counter `c`, if sampled.
+    fn col(&self, c: &str) -> Option<usize> {
+        self.rec.series.col(&Column::group(self.cgroup, c))
+    }
+
+    /// The highest value of column `c` over the run.
+    fn max_of(&self, c: usize) -> i64 {
+        let s = &self.rec.series;
+        (0..s.len()).map(|r| s.get(r, c)).max().unwrap_or(0)
+    }
+
+    /// The first row of column `c` above 0 (or the first row).
+    fn first_above_0(&self, c: usize) -> usize {
+        let s = &self.rec.series;
+        (0..s.len()).find(|&r| s.get(r, c) > 0).unwrap_or(0)
+    }
+
+    /// v1: the memory+swap counter's failures, its own only (failcnt is not hierarchical): the
+    /// pass line's part, or nothing where they are not sampled.
+    fn memsw(&self) -> Result<Option<String>, Box<CheckResult>> {
+        let (Some(hits), Some(peak)) = (self.col("memsw_hits"), self.col("memsw_peak")) else {
+            return Ok(None);
+        };
+        let (cgroup, margin) = (self.cgroup, self.margin);
+        let limit = match (self.spec.limit, self.swap_limit) {
             (Some(l), Some(m)) => Some(l as i64 + m as i64),
             _ => None,
         };
-        let (h, p) = (max_of(hits), max_of(peak));
+        let (h, p) = (self.max_of(hits), self.max_of(peak));
         if h > 0 && limit.is_none_or(|l| p < l - margin) {
-            let r = first_above(hits, 0);
-            return Err(fail(
+            let r = self.first_above_0(hits);
+            return Err(Box::new(fail_at(
+                self.rec,
+                self.name,
                 r,
                 format!("{cgroup}.memsw_hits = {h}"),
                 "0 while memory+swap stays clear of its limit".into(),
                 format!(
-                    "at t={:.3}s (phase {}) {cgroup} counted {h} memory+swap charges failing at its limit (memory.memsw.failcnt), yet its memory+swap watermark stayed at {} ({}; a charge can fail only within {} of it)",
-                    s.t[r],
-                    rec.phase_at(s.t[r]),
+                    "{} {cgroup} counted {h} memory+swap charges failing at its limit (memory.memsw.failcnt), yet its memory+swap watermark stayed at {} ({}; a charge can fail only within {} of it)",
+                    at(self.rec, r),
                     human_bytes(p),
                     limit.map_or("no memsw limit".into(), |l| format!(
                         "limit {}",
@@ -226,64 +268,99 @@ fn swap_events(rec: &Record, cgroup: &str, name: &str) -> Result<Vec<String>, Bo
                     )),
                     human_bytes(margin)
                 ),
-            ));
+            )));
         }
-        lines.push(format!(
+        Ok(Some(format!(
             "memsw peak {}, {h} memsw charges failed",
             human_bytes(p)
-        ));
+        )))
     }
-    // v2: memory.swap.events against the swap watermark.
-    if let (Some(peak), false) = (col("swap_peak"), above) {
-        let p = max_of(peak);
-        if let Some(maxed) = col("swap_max_events").filter(|_| !below) {
-            let n = max_of(maxed);
-            if n > 0 && swap_limit.is_none_or(|m| p < m as i64 - margin) {
-                let r = first_above(maxed, 0);
-                return Err(fail(
-                    r,
-                    format!("{cgroup}.swap_max_events = {n}"),
-                    "0 while swap stays clear of memory.swap.max".into(),
-                    format!(
-                        "at t={:.3}s (phase {}) {cgroup} counted {n} swap charges refused at memory.swap.max (memory.swap.events max), yet its swap watermark stayed at {} ({}; a swap charge can fail only within {} of the limit)",
-                        s.t[r],
-                        rec.phase_at(s.t[r]),
-                        human_bytes(p),
-                        swap_limit.map_or("no swap limit".into(), |m| format!(
-                            "memory.swap.max {}",
-                            human_bytes(m as i64)
-                        )),
-                        human_bytes(margin)
-                    ),
-                ));
-            }
-            lines.push(format!("swap peak {}, {n} swap.max events", human_bytes(p)));
+
+    /// v2: swap charges refused at memory.swap.max only when the swap watermark (`p`) came
+    /// within the margin of it: the pass line's part, or nothing where not judged.
+    fn swap_max(&self, p: i64) -> Result<Option<String>, Box<CheckResult>> {
+        let Some(maxed) = self.col("swap_max_events").filter(|_| !self.below) else {
+            return Ok(None);
+        };
+        let (cgroup, margin, swap_limit) = (self.cgroup, self.margin, self.swap_limit);
+        let n = self.max_of(maxed);
+        if n > 0 && swap_limit.is_none_or(|m| p < m as i64 - margin) {
+            let r = self.first_above_0(maxed);
+            return Err(Box::new(fail_at(
+                self.rec,
+                self.name,
+                r,
+                format!("{cgroup}.swap_max_events = {n}"),
+                "0 while swap stays clear of memory.swap.max".into(),
+                format!(
+                    "{} {cgroup} counted {n} swap charges refused at memory.swap.max (memory.swap.events max), yet its swap watermark stayed at {} ({}; a swap charge can fail only within {} of the limit)",
+                    at(self.rec, r),
+                    human_bytes(p),
+                    swap_limit.map_or("no swap limit".into(), |m| format!(
+                        "memory.swap.max {}",
+                        human_bytes(m as i64)
+                    )),
+                    human_bytes(margin)
+                ),
+            )));
         }
-        if let Some(high) = col("swap_high_events").filter(|_| !below && !above) {
-            let n = max_of(high);
-            let h = spec.swap_high.map(|h| h as i64);
-            if n > 0 && h.is_none_or(|h| p <= h) {
-                let r = first_above(high, 0);
-                return Err(fail(
-                    r,
-                    format!("{cgroup}.swap_high_events = {n}"),
-                    "0 while swap stays at or below memory.swap.high".into(),
-                    format!(
-                        "at t={:.3}s (phase {}) {cgroup} counted {n} swap.high events (memory.swap.events high), yet its swap watermark stayed at {} ({})",
-                        s.t[r],
-                        rec.phase_at(s.t[r]),
-                        human_bytes(p),
-                        h.map_or("no swap.high".into(), |h| format!(
-                            "memory.swap.high {}",
-                            human_bytes(h)
-                        ))
-                    ),
-                ));
-            }
-            lines.push(format!("{n} swap.high events"));
-        }
+        Ok(Some(format!(
+            "swap peak {}, {n} swap.max events",
+            human_bytes(p)
+        )))
     }
-    Ok(lines)
+
+    /// v2: swap.high events only when the swap watermark (`p`) passed memory.swap.high: the pass
+    /// line's part, or nothing where not judged.
+    fn swap_high(&self, p: i64) -> Result<Option<String>, Box<CheckResult>> {
+        let Some(high) = (self.col("swap_high_events")).filter(|_| !self.below && !self.above)
+        else {
+            return Ok(None);
+        };
+        let cgroup = self.cgroup;
+        let n = self.max_of(high);
+        let h = self.spec.swap_high.map(|h| h as i64);
+        if n > 0 && h.is_none_or(|h| p <= h) {
+            let r = self.first_above_0(high);
+            return Err(Box::new(fail_at(
+                self.rec,
+                self.name,
+                r,
+                format!("{cgroup}.swap_high_events = {n}"),
+                "0 while swap stays at or below memory.swap.high".into(),
+                format!(
+                    "{} {cgroup} counted {n} swap.high events (memory.swap.events high), yet its swap watermark stayed at {} ({})",
+                    at(self.rec, r),
+                    human_bytes(p),
+                    h.map_or("no swap.high".into(), |h| format!(
+                        "memory.swap.high {}",
+                        human_bytes(h)
+                    ))
+                ),
+            )));
+        }
+        Ok(Some(format!("{n} swap.high events")))
+    }
+}
+
+/// "at t=... (phase ...)" of row `r`, as the messages begin.
+fn at(rec: &Record, r: usize) -> String {
+    let t = rec.series.t[r];
+    format!("at t={t:.3}s (phase {})", rec.phase_at(t))
+}
+
+/// A failure found at row `r`.
+fn fail_at(
+    rec: &Record,
+    name: &str,
+    r: usize,
+    actual: String,
+    expected: String,
+    detail: String,
+) -> CheckResult {
+    let mut res = CheckResult::new(name.to_string(), Outcome::Fail, actual, expected, detail);
+    res.at = Some(rec.series.t[r]);
+    res
 }
 
 /// The watermark holds every usage it saw and never passed the limit.

@@ -6,10 +6,10 @@
 
 use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt, req};
-use crate::model::counter::{V1_NUMA, numa_key};
+use crate::model::counter::{V1_NUMA, V1Numa, numa_key};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
-use crate::model::{Column, Record};
+use crate::model::{Column, Record, Series};
 
 /// `numa-stat`: `cgroup`'s counters equal their sums over the nodes, at every sample (cgroup v2).
 #[derive(Debug, Clone, PartialEq)]
@@ -125,31 +125,11 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
         Err(e) => return missing(name, e),
     };
     let s = &rec.series;
-    let batch = rec.machine.stat_batch_bytes() as i64;
-    let events = |c: &str| {
-        crate::model::counter::counter(c)
-            .is_some_and(|k| k.unit == crate::model::counter::Unit::Events)
-    };
-    // The unflushed bound: in pages for a size, in events for an event count.
-    let tol_of = |c: &str| {
-        if events(c) {
-            batch / rec.machine.page_size as i64
-        } else {
-            batch
-        }
-    };
-    let amount = |c: &str, v: i64| {
-        if events(c) {
-            v.to_string()
-        } else {
-            human_bytes(v)
-        }
-    };
     let (mut most, mut worst) = (0i64, 0i64);
     // Counters that never rose above the tolerance: a gap in them could not show.
     let mut quiet = Vec::new();
     for ((col, stat), counter) in cols.iter().zip(counters) {
-        let tol = tol_of(counter);
+        let tol = tol_of(rec, counter);
         let top = (0..s.len()).map(|r| s.get(r, *stat)).max().unwrap_or(0);
         if top <= tol {
             quiet.push(counter.as_str());
@@ -161,49 +141,14 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
                 format!("{cgroup}'s memory.numa_stat {counter} was not sampled"),
             );
         };
-        let mut run = 0;
-        for r in 0..s.len() {
-            // What memory.stat showed against the nodes' sums read just before and after it.
-            let (a, b) = (s.get(r, pre), s.get(r, post));
-            let v = s.get(r, *stat);
-            let gap = (a.min(b) - v).max(v - a.max(b)).max(0);
+        match compare(s, (pre, post), |r| s.get(r, *stat), tol) {
+            Err(at) => return apart(name, rec, cgroup, (col, counter), tol, at),
             // The figures of the message are the sizes' (events have no bytes).
-            if !events(counter) {
-                most = most.max(v);
-                worst = worst.max(gap);
+            Ok((m, w)) if !events(counter) => {
+                most = most.max(m);
+                worst = worst.max(w);
             }
-            run = if gap > tol { run + 1 } else { 0 };
-            if run < RUN {
-                continue;
-            }
-            let t = s.t[r];
-            let mut res = CheckResult::new(
-                name,
-                Outcome::Fail,
-                format!(
-                    "{col} {} but its nodes sum to {}",
-                    amount(counter, v),
-                    if a == b {
-                        amount(counter, a)
-                    } else {
-                        format!(
-                            "{}..{}",
-                            amount(counter, a.min(b)),
-                            amount(counter, a.max(b))
-                        )
-                    }
-                ),
-                format!("equal within {}", amount(counter, tol)),
-                format!(
-                    "at t={t:.3}s (phase {}) {cgroup}'s memory.stat {counter} was {} outside the sums over the nodes of its memory.numa_stat read just before and after it, for {RUN} samples in a row: the per-node (lruvec) count and the memcg's count no longer move together: {}",
-                    rec.phase_at(t),
-                    amount(counter, gap),
-                    s.describe_row(r)
-                ),
-            );
-            res.at = Some(t);
-            res.columns = vec![col.clone()];
-            return res;
+            Ok(_) => {}
         }
     }
     if quiet.len() == counters.len() {
@@ -216,13 +161,127 @@ pub fn numa_stat(name: String, rec: &Record, cgroup: &str, counters: &[String]) 
             ),
         );
     }
+    passed(name, rec, cgroup, counters, &quiet, (most, worst))
+}
+
+/// Whether counter `c` counts events rather than bytes.
+fn events(c: &str) -> bool {
+    crate::model::counter::counter(c).is_some_and(|k| k.unit == crate::model::counter::Unit::Events)
+}
+
+/// The unflushed bound: in pages for a size, in events for an event count.
+fn tol_of(rec: &Record, c: &str) -> i64 {
+    let batch = rec.machine.stat_batch_bytes() as i64;
+    if events(c) {
+        batch / rec.machine.page_size as i64
+    } else {
+        batch
+    }
+}
+
+/// `v` of counter `c`, for messages: a count for events, a size otherwise.
+fn amount(c: &str, v: i64) -> String {
+    if events(c) {
+        v.to_string()
+    } else {
+        human_bytes(v)
+    }
+}
+
+/// A sample at which memory.stat showed `v`, `gap` outside the nodes' sums `a` (read just
+/// before it) and `b` (just after).
+struct Outside {
+    r: usize,
+    a: i64,
+    b: i64,
+    v: i64,
+    gap: i64,
+}
+
+/// Compares `value` (what memory.stat showed) at every sample with the nodes' sums in columns
+/// `pre` and `post`: the sample that completes the first run of RUN gaps above `tol`, or else the
+/// largest value and the largest gap.
+fn compare(
+    s: &Series,
+    (pre, post): (usize, usize),
+    value: impl Fn(usize) -> i64,
+    tol: i64,
+) -> Result<(i64, i64), Outside> {
+    let (mut most, mut worst, mut run) = (0i64, 0i64, 0);
+    for r in 0..s.len() {
+        // What memory.stat showed against the nodes' sums read just before and after it.
+        let (a, b) = (s.get(r, pre), s.get(r, post));
+        let v = value(r);
+        let gap = (a.min(b) - v).max(v - a.max(b)).max(0);
+        most = most.max(v);
+        worst = worst.max(gap);
+        run = if gap > tol { run + 1 } else { 0 };
+        if run >= RUN {
+            return Err(Outside { r, a, b, v, gap });
+        }
+    }
+    Ok((most, worst))
+}
+
+/// The nodes' sums read before and after a sample (`a`, `b`), as `amount` writes them: one
+/// figure when they agree, else their range.
+fn sums(a: i64, b: i64, amount: impl Fn(i64) -> String) -> String {
+    if a == b {
+        amount(a)
+    } else {
+        format!("{}..{}", amount(a.min(b)), amount(a.max(b)))
+    }
+}
+
+/// The failure for a v2 counter (column `col`) that stayed outside its nodes' sums.
+fn apart(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    (col, counter): (&Column, &str),
+    tol: i64,
+    at: Outside,
+) -> CheckResult {
+    let Outside { r, a, b, v, gap } = at;
+    let t = rec.series.t[r];
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!(
+            "{col} {} but its nodes sum to {}",
+            amount(counter, v),
+            sums(a, b, |x| amount(counter, x))
+        ),
+        format!("equal within {}", amount(counter, tol)),
+        format!(
+            "at t={t:.3}s (phase {}) {cgroup}'s memory.stat {counter} was {} outside the sums over the nodes of its memory.numa_stat read just before and after it, for {RUN} samples in a row: the per-node (lruvec) count and the memcg's count no longer move together: {}",
+            rec.phase_at(t),
+            amount(counter, gap),
+            rec.series.describe_row(r)
+        ),
+    );
+    res.at = Some(t);
+    res.columns = vec![col.clone()];
+    res
+}
+
+/// The v2 pass result: the largest value and gap of the sizes, and the counters that stayed
+/// `quiet` (within the tolerance).
+fn passed(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    counters: &[String],
+    quiet: &[&str],
+    (most, worst): (i64, i64),
+) -> CheckResult {
     let mut res = CheckResult::new(
         name,
         Outcome::Pass,
         format!(
             "largest gap {} over {} samples",
             human_bytes(worst),
-            s.len()
+            rec.series.len()
         ),
         "memory.stat = sum over nodes of memory.numa_stat".into(),
         format!(
@@ -270,48 +329,13 @@ fn v1_lru(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         };
         judged += 1;
         let tol = batch * parts.len() as i64;
-        let mut run = 0;
-        for r in 0..s.len() {
-            let (a, b) = (s.get(r, pre), s.get(r, post));
-            let v: i64 = parts.iter().map(|&c| s.get(r, c)).sum();
-            let gap = (a.min(b) - v).max(v - a.max(b)).max(0);
-            most = most.max(v);
-            worst = worst.max(gap);
-            run = if gap > tol { run + 1 } else { 0 };
-            if run < RUN {
-                continue;
+        let value = |r: usize| parts.iter().map(|&c| s.get(r, c)).sum::<i64>();
+        match compare(s, (pre, post), value, tol) {
+            Err(at) => return lru_apart(name, rec, cgroup, line, tol, at),
+            Ok((m, w)) => {
+                most = most.max(m);
+                worst = worst.max(w);
             }
-            let t = s.t[r];
-            let sum = line.parts.join(" + ");
-            let mut res = CheckResult::new(
-                name,
-                Outcome::Fail,
-                format!(
-                    "{cgroup}'s {sum} {} but memory.numa_stat {} sums to {}",
-                    human_bytes(v),
-                    line.key,
-                    if a == b {
-                        human_bytes(a)
-                    } else {
-                        format!("{}..{}", human_bytes(a.min(b)), human_bytes(a.max(b)))
-                    }
-                ),
-                format!("equal within {}", human_bytes(tol)),
-                format!(
-                    "at t={t:.3}s (phase {}) {cgroup}'s memory.stat {sum} was {} outside the sums over the nodes of its memory.numa_stat line {} read just before and after it, for {RUN} samples in a row: the per-node LRU sizes and the memcg's no longer agree: {}",
-                    rec.phase_at(t),
-                    human_bytes(gap),
-                    line.key,
-                    s.describe_row(r)
-                ),
-            );
-            res.at = Some(t);
-            res.columns = line
-                .parts
-                .iter()
-                .map(|p| Column::group(cgroup, p))
-                .collect();
-            return res;
         }
     }
     if judged == 0 {
@@ -326,13 +350,63 @@ fn v1_lru(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             ),
         );
     }
+    lru_passed(name, rec, cgroup, judged, (most, worst))
+}
+
+/// The v1 failure for a memory.numa_stat line whose LRU counters stayed outside its nodes' sums.
+fn lru_apart(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    line: &V1Numa,
+    tol: i64,
+    at: Outside,
+) -> CheckResult {
+    let Outside { r, a, b, v, gap } = at;
+    let t = rec.series.t[r];
+    let sum = line.parts.join(" + ");
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!(
+            "{cgroup}'s {sum} {} but memory.numa_stat {} sums to {}",
+            human_bytes(v),
+            line.key,
+            sums(a, b, human_bytes)
+        ),
+        format!("equal within {}", human_bytes(tol)),
+        format!(
+            "at t={t:.3}s (phase {}) {cgroup}'s memory.stat {sum} was {} outside the sums over the nodes of its memory.numa_stat line {} read just before and after it, for {RUN} samples in a row: the per-node LRU sizes and the memcg's no longer agree: {}",
+            rec.phase_at(t),
+            human_bytes(gap),
+            line.key,
+            rec.series.describe_row(r)
+        ),
+    );
+    res.at = Some(t);
+    res.columns = line
+        .parts
+        .iter()
+        .map(|p| Column::group(cgroup, p))
+        .collect();
+    res
+}
+
+/// The v1 pass result: how many lines were judged, the largest LRU size and gap.
+fn lru_passed(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    judged: usize,
+    (most, worst): (i64, i64),
+) -> CheckResult {
     let mut res = CheckResult::new(
         name,
         Outcome::Pass,
         format!(
             "largest gap {} over {} samples",
             human_bytes(worst),
-            s.len()
+            rec.series.len()
         ),
         "memory.stat LRU counters = sums over nodes of memory.numa_stat".into(),
         format!(

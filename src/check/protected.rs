@@ -107,41 +107,104 @@ fn parent_of(g: &str) -> Option<&str> {
 }
 
 pub fn protected(name: String, rec: &Record, cgroup: &str, phase: Option<&str>) -> CheckResult {
+    let p = match protection(rec, cgroup) {
+        Ok(p) => p,
+        Err(why) => return missing(name, why),
+    };
+    let (s, tol) = (&rec.series, p.tol);
+    let mut judged = Vec::new();
+    let (mut skipped_over, mut empty) = (0, 0);
+    let in_phase = |st: &&StepRecord| phase.is_none_or(|ph| rec.phases[st.phase].name == ph);
+    let outside = |st: &&StepRecord| !within(&st.cgroup, cgroup) && !task_step(st.kind);
+    for st in rec.steps.iter().filter(in_phase).filter(outside) {
+        let Some((r0, r1)) = p.window(st) else {
+            continue;
+        };
+        if s.get(r0, p.usage) > p.min as i64 - tol {
+            skipped_over += 1;
+            continue;
+        }
+        // Nothing to lose: no verdict either.
+        if p.held(r0) <= 2 * tol {
+            empty += 1;
+            continue;
+        }
+        let d = p.held(r1) - p.held(r0);
+        if d < -tol {
+            return p.lost(name, st, (r0, r1), d);
+        }
+        judged.push(signed(d));
+    }
+    if judged.is_empty() {
+        return missing(name, p.unjudged(phase, skipped_over, empty));
+    }
+    p.passed(name, &judged)
+}
+
+/// Steps on a task record no group (release, grow, advise, wait, move): not judged, the task may
+/// be the group's.
+fn task_step(k: StepKind) -> bool {
+    matches!(
+        k,
+        StepKind::Release | StepKind::Grow | StepKind::Advise | StepKind::Wait | StepKind::Move
+    )
+}
+
+/// The group's memory.min and its parent, or why no reclaim rooted at the parent can be judged.
+fn min_and_parent<'a>(rec: &Record, cgroup: &'a str) -> Result<(u64, &'a str), String> {
     let Some(min) = rec.group(cgroup).and_then(|g| g.min) else {
-        return missing(name, format!("{cgroup} has no memory.min"));
+        return Err(format!("{cgroup} has no memory.min"));
     };
     let Some(parent) = parent_of(cgroup).filter(|p| rec.group(p).is_some()) else {
-        return missing(
-            name,
-            format!("{cgroup}'s parent is not a group of the scenario: no reclaim is rooted there"),
-        );
+        return Err(format!(
+            "{cgroup}'s parent is not a group of the scenario: no reclaim is rooted there"
+        ));
     };
     // Memory is charged where the task runs: a group with groups below holds its memory there,
     // and their effective min is a share of its own (none without memory_recursiveprot).
     if let Some(c) = (rec.cgroups.iter()).find(|c| c.name != cgroup && within(&c.name, cgroup)) {
-        return missing(
-            name,
-            format!(
-                "{} is below {cgroup}: its memory is protected only as far as it has memory.min of its own",
-                c.name
-            ),
-        );
+        return Err(format!(
+            "{} is below {cgroup}: its memory is protected only as far as it has memory.min of its own",
+            c.name
+        ));
     }
     let caps = |g: &str| rec.limit_of(g).is_some() || rec.high_of(g).is_some();
     if !caps(parent) {
-        return missing(name, format!("{parent} has no memory.max or memory.high"));
+        return Err(format!("{parent} has no memory.max or memory.high"));
     }
     if let Some(a) =
         (rec.cgroups.iter()).find(|a| a.name != parent && within(parent, &a.name) && caps(&a.name))
     {
-        return missing(
-            name,
-            format!(
-                "{} above {parent} has a limit: reclaim rooted there protects {cgroup} only as far as {parent} is protected",
-                a.name
-            ),
-        );
+        return Err(format!(
+            "{} above {parent} has a limit: reclaim rooted there protects {cgroup} only as far as {parent} is protected",
+            a.name
+        ));
     }
+    Ok((min, parent))
+}
+
+/// What the check judges: the group, its memory.min and its parent, and the columns it reads
+/// (the group's memory and OOM kills, the parent's own limit and high events, the machine's
+/// global reclaim scans).
+struct Protection<'a> {
+    rec: &'a Record,
+    cgroup: &'a str,
+    parent: &'a str,
+    min: u64,
+    /// The memcg statistics' flush bound.
+    tol: i64,
+    file: usize,
+    anon: usize,
+    usage: usize,
+    oom: usize,
+    max: usize,
+    high: usize,
+    global: Vec<usize>,
+}
+
+/// The group's protection and the columns to judge it, or why it cannot be judged.
+fn protection<'a>(rec: &'a Record, cgroup: &'a str) -> Result<Protection<'a>, String> {
+    let (min, parent) = min_and_parent(rec, cgroup)?;
     let col = |g: &str, c: &str| rec.series.col(&Column::group(g, c));
     let global: Option<Vec<usize>> = (GLOBAL_SCANS.iter())
         .map(|k| rec.series.col(&Column::vmstat(k)))
@@ -155,74 +218,83 @@ pub fn protected(name: String, rec: &Record, cgroup: &str, phase: Option<&str>) 
         col(parent, &local(HIGH_EVENTS)),
         global,
     ) else {
-        return missing(name, "a column was not sampled".into());
+        return Err("a column was not sampled".into());
     };
-    let s = &rec.series;
-    let tol = rec.machine.stat_batch_bytes() as i64;
-    let held = |r: usize| s.get(r, file) + s.get(r, anon);
-    let mut judged = Vec::new();
-    let (mut skipped_over, mut empty) = (0, 0);
-    let in_phase = |st: &&StepRecord| phase.is_none_or(|p| rec.phases[st.phase].name == p);
-    // Steps on a task record no group (release, grow, advise, wait, move): not judged, the task
-    // may be the group's.
-    let task_step = |k: StepKind| {
-        matches!(
-            k,
-            StepKind::Release | StepKind::Grow | StepKind::Advise | StepKind::Wait | StepKind::Move
-        )
-    };
-    let outside = |st: &&StepRecord| !within(&st.cgroup, cgroup) && !task_step(st.kind);
-    for st in rec.steps.iter().filter(in_phase).filter(outside) {
-        let r0 = row_at_or_before(rec, st.start);
-        let Some(r1) = row_at_or_after(rec, st.end) else {
-            continue;
-        };
-        let rose = |c: usize| s.get(r1, c) > s.get(r0, c);
-        let pushed =
-            rose(max) || rose(high) || (st.kind == StepKind::Reclaim && st.cgroup == parent);
-        // Global reclaim, or the OOM killer (memory.min does not hold it off), is no verdict.
-        if !pushed || global.iter().any(|&c| rose(c)) || rose(oom) {
-            continue;
-        }
-        if s.get(r0, usage) > min as i64 - tol {
-            skipped_over += 1;
-            continue;
-        }
-        // Nothing to lose: no verdict either.
-        if held(r0) <= 2 * tol {
-            empty += 1;
-            continue;
-        }
-        let d = held(r1) - held(r0);
-        if d < -tol {
-            let mut res = CheckResult::new(
-                name,
-                Outcome::Fail,
-                format!("{cgroup}.file + anon changed by {}", signed(d)),
-                format!(">= -{} (none reclaimed)", human_bytes(tol)),
-                format!(
-                    "across step '{}' (t={:.3}s..{:.3}s), while {parent} reclaimed, {cgroup} held {} of {} memory.min yet lost {}: file {} -> {}, anon {} -> {}",
-                    st.describe,
-                    st.start,
-                    st.end,
-                    human_bytes(s.get(r0, usage)),
-                    human_bytes(min as i64),
-                    human_bytes(-d),
-                    human_bytes(s.get(r0, file)),
-                    human_bytes(s.get(r1, file)),
-                    human_bytes(s.get(r0, anon)),
-                    human_bytes(s.get(r1, anon)),
-                ),
-            );
-            res.tolerance = Some(rec.machine.stat_batch_explained());
-            res.at = Some(s.t[r1]);
-            res.columns = vec![Column::group(cgroup, FILE), Column::group(cgroup, ANON)];
-            return res;
-        }
-        judged.push(signed(d));
+    Ok(Protection {
+        rec,
+        cgroup,
+        parent,
+        min,
+        tol: rec.machine.stat_batch_bytes() as i64,
+        file,
+        anon,
+        usage,
+        oom,
+        max,
+        high,
+        global,
+    })
+}
+
+impl Protection<'_> {
+    /// The group's file + anon at row `r`.
+    fn held(&self, r: usize) -> i64 {
+        let s = &self.rec.series;
+        s.get(r, self.file) + s.get(r, self.anon)
     }
-    if judged.is_empty() {
-        let why = match (skipped_over, empty) {
+
+    /// The rows just before and after step `st`, if it made the parent reclaim (its own max or
+    /// high events rose, or it was a reclaim of the parent) and neither global reclaim nor the
+    /// OOM killer ran during it.
+    fn window(&self, st: &StepRecord) -> Option<(usize, usize)> {
+        let (rec, s) = (self.rec, &self.rec.series);
+        let r0 = row_at_or_before(rec, st.start);
+        let r1 = row_at_or_after(rec, st.end)?;
+        let rose = |c: usize| s.get(r1, c) > s.get(r0, c);
+        let pushed = rose(self.max)
+            || rose(self.high)
+            || (st.kind == StepKind::Reclaim && st.cgroup == self.parent);
+        // Global reclaim, or the OOM killer (memory.min does not hold it off), is no verdict.
+        if !pushed || self.global.iter().any(|&c| rose(c)) || rose(self.oom) {
+            return None;
+        }
+        Some((r0, r1))
+    }
+
+    /// The failure for memory the group lost (`d`) across step `st` (rows `r0`, `r1`).
+    fn lost(&self, name: String, st: &StepRecord, (r0, r1): (usize, usize), d: i64) -> CheckResult {
+        let (cgroup, parent, s) = (self.cgroup, self.parent, &self.rec.series);
+        let (file, anon) = (self.file, self.anon);
+        let mut res = CheckResult::new(
+            name,
+            Outcome::Fail,
+            format!("{cgroup}.file + anon changed by {}", signed(d)),
+            format!(">= -{} (none reclaimed)", human_bytes(self.tol)),
+            format!(
+                "across step '{}' (t={:.3}s..{:.3}s), while {parent} reclaimed, {cgroup} held {} of {} memory.min yet lost {}: file {} -> {}, anon {} -> {}",
+                st.describe,
+                st.start,
+                st.end,
+                human_bytes(s.get(r0, self.usage)),
+                human_bytes(self.min as i64),
+                human_bytes(-d),
+                human_bytes(s.get(r0, file)),
+                human_bytes(s.get(r1, file)),
+                human_bytes(s.get(r0, anon)),
+                human_bytes(s.get(r1, anon)),
+            ),
+        );
+        res.tolerance = Some(self.rec.machine.stat_batch_explained());
+        res.at = Some(s.t[r1]);
+        res.columns = vec![Column::group(cgroup, FILE), Column::group(cgroup, ANON)];
+        res
+    }
+
+    /// Why no step was judged: none made the parent reclaim, or in those that did the group was
+    /// above its memory.min (`skipped_over` of them) or held too little to lose (`empty`).
+    fn unjudged(&self, phase: Option<&str>, skipped_over: usize, empty: usize) -> String {
+        let (cgroup, parent) = (self.cgroup, self.parent);
+        match (skipped_over, empty) {
             (0, e) if e > 0 => format!(
                 "in the {e} steps that made {parent} reclaim, {cgroup} held too little to lose (at most twice the tolerance)"
             ),
@@ -233,21 +305,26 @@ pub fn protected(name: String, rec: &Record, cgroup: &str, phase: Option<&str>) 
             (n, _) => format!(
                 "in the {n} steps that made {parent} reclaim, {cgroup}'s usage was not within its memory.min"
             ),
-        };
-        return missing(name, why);
+        }
     }
-    let mut res = CheckResult::new(
-        name,
-        Outcome::Pass,
-        format!("changed by {}", judged.join(", ")),
-        format!(">= -{}", human_bytes(tol)),
-        format!(
-            "{cgroup} (memory.min {}) kept its file and anon across {} steps that made {parent} reclaim: changed by {}",
-            human_bytes(min as i64),
-            judged.len(),
-            judged.join(", ")
-        ),
-    );
-    res.tolerance = Some(rec.machine.stat_batch_explained());
-    res
+
+    /// The pass result: how the group's memory changed across each judged step.
+    fn passed(&self, name: String, judged: &[String]) -> CheckResult {
+        let mut res = CheckResult::new(
+            name,
+            Outcome::Pass,
+            format!("changed by {}", judged.join(", ")),
+            format!(">= -{}", human_bytes(self.tol)),
+            format!(
+                "{} (memory.min {}) kept its file and anon across {} steps that made {} reclaim: changed by {}",
+                self.cgroup,
+                human_bytes(self.min as i64),
+                judged.len(),
+                self.parent,
+                judged.join(", ")
+            ),
+        );
+        res.tolerance = Some(self.rec.machine.stat_batch_explained());
+        res
+    }
 }

@@ -90,71 +90,122 @@ pub fn ratio(
     }
     let (quiet, busy): (Vec<&Pair>, Vec<&Pair>) =
         all.iter().partition(|p| !p.load.is_some_and(|l| l.busy()));
-    let a: Vec<f64> = quiet.iter().map(|p| p.inside).collect();
-    let b: Vec<f64> = quiet.iter().map(|p| p.outside).collect();
-    let unit = step.rate_unit();
-    let fmt = |v: &[f64]| {
-        v.iter()
-            .map(|x| format!("{x:.0}"))
-            .collect::<Vec<_>>()
-            .join(" ")
+    let rates = Rates {
+        step,
+        inside,
+        outside,
+        a: quiet.iter().map(|p| p.inside).collect(),
+        b: quiet.iter().map(|p| p.outside).collect(),
+        busy_text: left_out(&busy, all.len(), (inside, outside)),
     };
-    let busy_text = if busy.is_empty() {
-        String::new()
-    } else {
-        let worst = busy
-            .iter()
-            .filter_map(|p| p.load)
-            .max_by(|x, y| x.worst_cpus().total_cmp(&y.worst_cpus()))
-            .map(|l| l.describe())
-            .unwrap_or_default();
+    if !stats::enough_samples(rates.a.len(), rates.b.len()) {
+        return too_few(name, &rates, (busy.len(), all.len()), min_ratio);
+    }
+    verdict(name, &rates, min_ratio)
+}
+
+/// The rates of the quiet pairs, inside (`a`) and outside (`b`), and what the messages say of
+/// them.
+struct Rates<'a> {
+    step: StepKind,
+    inside: &'a str,
+    outside: &'a str,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    /// The pairs left out as busy, for the detail (empty when none was).
+    busy_text: String,
+}
+
+impl Rates<'_> {
+    /// The quiet samples of each side, as the messages list them.
+    fn samples(&self) -> String {
         format!(
-            "; {} of {} pairs left out, measured while the machine was busy (up to {worst}): {inside} [{}], {outside} [{}]",
-            busy.len(),
-            all.len(),
-            fmt(&busy.iter().map(|p| p.inside).collect::<Vec<_>>()),
-            fmt(&busy.iter().map(|p| p.outside).collect::<Vec<_>>())
+            "{} samples: {} [{}], {} [{}]",
+            self.step.rate_unit(),
+            self.inside,
+            listed(&self.a),
+            self.outside,
+            listed(&self.b)
+        )
+    }
+}
+
+/// Rates, as the messages list them: whole numbers, separated by spaces.
+fn listed(v: &[f64]) -> String {
+    v.iter()
+        .map(|x| format!("{x:.0}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What the detail says of the pairs measured while the machine was busy (of `all` pairs): how
+/// many, the busiest load, and their rates; nothing when there were none.
+fn left_out(busy: &[&Pair], all: usize, (inside, outside): (&str, &str)) -> String {
+    if busy.is_empty() {
+        return String::new();
+    }
+    let worst = busy
+        .iter()
+        .filter_map(|p| p.load)
+        .max_by(|x, y| x.worst_cpus().total_cmp(&y.worst_cpus()))
+        .map(|l| l.describe())
+        .unwrap_or_default();
+    format!(
+        "; {} of {} pairs left out, measured while the machine was busy (up to {worst}): {inside} [{}], {outside} [{}]",
+        busy.len(),
+        all,
+        listed(&busy.iter().map(|p| p.inside).collect::<Vec<_>>()),
+        listed(&busy.iter().map(|p| p.outside).collect::<Vec<_>>())
+    )
+}
+
+/// The tolerance text of every verdict: the ratio's and the busy-machine thresholds.
+fn tolerance(min_ratio: f64) -> String {
+    format!("{}; {}", ratio_tolerance(min_ratio), Load::thresholds())
+}
+
+/// Not exercised: too few quiet pairs for a verdict (`busy` of `all` pairs left out).
+fn too_few(name: String, r: &Rates, (busy, all): (usize, usize), min_ratio: f64) -> CheckResult {
+    let (a, b) = (r.a.len(), r.b.len());
+    let why = if busy == 0 {
+        format!("{}; {MORE_SAMPLES}", stats::too_few(a, b))
+    } else {
+        format!(
+            "inconclusive: the machine was busy during {} of {} pairs, and the {} quiet ones are too few for a verdict ({})",
+            busy,
+            all,
+            all - busy,
+            stats::too_few(a, b)
         )
     };
-    if !stats::enough_samples(a.len(), b.len()) {
-        let why = if busy.is_empty() {
-            format!("{}; {MORE_SAMPLES}", stats::too_few(a.len(), b.len()))
-        } else {
-            format!(
-                "inconclusive: the machine was busy during {} of {} pairs, and the {} quiet ones are too few for a verdict ({})",
-                busy.len(),
-                all.len(),
-                quiet.len(),
-                stats::too_few(a.len(), b.len())
-            )
-        };
-        let mut res = missing(
-            name,
-            format!(
-                "{why}; {unit} samples: {inside} [{}], {outside} [{}]{busy_text}",
-                fmt(&a),
-                fmt(&b)
-            ),
-        );
-        res.tolerance = Some(format!(
-            "{}; {}",
-            ratio_tolerance(min_ratio),
-            Load::thresholds()
-        ));
-        return res;
-    }
-    let (ma, mb) = (median(&a).unwrap(), median(&b).unwrap());
+    let mut res = missing(name, format!("{why}; {}{}", r.samples(), r.busy_text));
+    res.tolerance = Some(tolerance(min_ratio));
+    res
+}
+
+/// The verdict on the quiet pairs: the ratio of the medians against `min_ratio`, a lower one
+/// failing only when the sample sets separate.
+fn verdict(name: String, rates: &Rates, min_ratio: f64) -> CheckResult {
+    let Rates {
+        step,
+        inside,
+        outside,
+        a,
+        b,
+        busy_text,
+    } = rates;
+    let unit = step.rate_unit();
+    let (ma, mb) = (median(a).unwrap(), median(b).unwrap());
     let r = ma / mb;
-    let ratios: Vec<f64> = quiet.iter().map(|p| p.inside / p.outside).collect();
+    let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
     let (pmin, pmax) = ratios
         .iter()
         .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
     let samples = format!(
-        "{unit} samples: {inside} [{}], {outside} [{}]; pair ratios {pmin:.2}..{pmax:.2}{busy_text}",
-        fmt(&a),
-        fmt(&b)
+        "{}; pair ratios {pmin:.2}..{pmax:.2}{busy_text}",
+        rates.samples()
     );
-    let (outcome, detail) = match stats::separation(&b, &a) {
+    let (outcome, detail) = match stats::separation(b, a) {
         _ if r >= min_ratio => (
             Outcome::Pass,
             format!("{step} in {inside} runs at {r:.2}x the rate in {outside}; {samples}"),
@@ -179,11 +230,7 @@ pub fn ratio(
         format!(">= {min_ratio:.2}"),
         detail,
     );
-    res.tolerance = Some(format!(
-        "{}; {}",
-        ratio_tolerance(min_ratio),
-        Load::thresholds()
-    ));
+    res.tolerance = Some(tolerance(min_ratio));
     res
 }
 

@@ -28,16 +28,7 @@ pub fn settles(
         Ok(c) => c,
         Err(e) => return missing(name, e),
     };
-    let (bound, tol) = match bound {
-        Some(b) => (
-            b as i64,
-            format!("{} (set in the scenario)", human_bytes(b as i64)),
-        ),
-        None => (
-            rec.machine.stat_batch_bytes() as i64,
-            rec.machine.stat_batch_explained(),
-        ),
-    };
+    let (bound, tol) = bound_and_tolerance(rec, bound);
     let syncs: Vec<usize> = (0..rec.steps.len())
         .filter(|&i| after.contains(&rec.steps[i].kind))
         .collect();
@@ -47,12 +38,7 @@ pub fn settles(
             format!("the scenario ran no {} step", step::join(after, "/")),
         );
     }
-    // What there was to settle: the counters' peak over the run.
-    let top = (0..rec.series.len())
-        .flat_map(|r| cols.iter().map(move |(_, c)| (r, *c)))
-        .map(|(r, c)| rec.series.get(r, c))
-        .max()
-        .unwrap_or(0);
+    let top = peak(rec, &cols);
     if top <= 2 * bound {
         return missing(
             name,
@@ -63,17 +49,10 @@ pub fn settles(
             ),
         );
     }
-    let mut worst_settle = 0.0f64;
+    let mut slowest = 0.0f64;
     for &si in &syncs {
         let s = &rec.steps[si];
-        let next_start = rec
-            .steps
-            .get(si + 1)
-            .filter(|n| n.kind != StepKind::Sleep)
-            .map(|n| n.start)
-            .unwrap_or(f64::INFINITY);
-        let end = (s.end + within).min(next_start);
-        let rows: Vec<usize> = rec.series.rows_between(s.end, end).collect();
+        let rows = window(rec, si, within);
         if rows.is_empty() {
             return missing(
                 name,
@@ -87,20 +66,87 @@ pub fn settles(
             .iter()
             .find(|&&r| cols.iter().all(|(_, c)| rec.series.get(r, *c) <= bound));
         match settled {
-            Some(&r) => worst_settle = worst_settle.max(rec.series.t[r] - s.end),
+            Some(&r) => slowest = slowest.max(rec.series.t[r] - s.end),
             None => {
                 return never_settled(name, rec, &cols, s, &rows, bound, tol);
             }
         }
     }
+    let settled = Settled {
+        steps: syncs.len(),
+        slowest,
+        top,
+    };
+    passed(name, counters, after, within, (bound, tol), settled)
+}
+
+/// The bound the counters must fall to, and its tolerance text: the scenario's, or the
+/// unflushed-stats bound.
+fn bound_and_tolerance(rec: &Record, bound: Option<u64>) -> (i64, String) {
+    match bound {
+        Some(b) => (
+            b as i64,
+            format!("{} (set in the scenario)", human_bytes(b as i64)),
+        ),
+        None => (
+            rec.machine.stat_batch_bytes() as i64,
+            rec.machine.stat_batch_explained(),
+        ),
+    }
+}
+
+/// What there was to settle: the counters' peak over the run.
+fn peak(rec: &Record, cols: &Columns) -> i64 {
+    (0..rec.series.len())
+        .flat_map(|r| cols.iter().map(move |(_, c)| (r, *c)))
+        .map(|(r, c)| rec.series.get(r, c))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The samples after step `si` in which its counters must settle: from its end for `within`
+/// seconds, and before the next step starts (one that is not a `sleep`).
+fn window(rec: &Record, si: usize, within: f64) -> Vec<usize> {
+    let s = &rec.steps[si];
+    let next_start = rec
+        .steps
+        .get(si + 1)
+        .filter(|n| n.kind != StepKind::Sleep)
+        .map(|n| n.start)
+        .unwrap_or(f64::INFINITY);
+    let end = (s.end + within).min(next_start);
+    rec.series.rows_between(s.end, end).collect()
+}
+
+/// How the counters settled: after how many steps, the slowest (s), from what peak.
+struct Settled {
+    steps: usize,
+    slowest: f64,
+    top: i64,
+}
+
+/// The pass result, once the counters settled after every step.
+fn passed(
+    name: String,
+    counters: &[String],
+    after: &[StepKind],
+    within: f64,
+    (bound, tol): (i64, String),
+    settled: Settled,
+) -> CheckResult {
+    let Settled {
+        steps,
+        slowest,
+        top,
+    } = settled;
     let mut r = CheckResult::new(
         name,
         Outcome::Pass,
         format!(
             "settled after all {} {} steps, slowest in {:.3}s, from up to {}",
-            syncs.len(),
+            steps,
             step::join(after, "/"),
-            worst_settle,
+            slowest,
             human_bytes(top)
         ),
         format!(

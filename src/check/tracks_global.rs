@@ -67,7 +67,6 @@ fn judge(
     reference: &Reference,
     spans: &[Window],
 ) -> Result<Tally, Box<CheckResult>> {
-    let batch = rec.machine.stat_batch_bytes() as i64;
     let mut tally = Tally {
         judged: 0,
         samples: 0,
@@ -76,8 +75,49 @@ fn judge(
         skipped: Vec::new(),
     };
     for w in spans {
-        let (w_start, w_what) = (&w.start, &w.what);
-        let r0 = row_at_or_before(rec, *w_start);
+        let start = Start::new(rec, cols, reference, w);
+        if let Some(f) = &reference.foreign {
+            let moved = f.moved(rec, start.r0, &start.rows);
+            if moved > start.base + start.room_excess {
+                tally.skipped.push((w.what.clone(), moved));
+                continue;
+            }
+        }
+        tally.judged += 1;
+        if let Some(gap) = follow(rec, cols, reference, &start, &mut tally) {
+            return Err(Box::new(stale_gap(
+                name.to_string(),
+                rec,
+                reference,
+                &cols.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>(),
+                &w.what,
+                gap,
+            )));
+        }
+    }
+    Ok(tally)
+}
+
+/// A window as judged: its first row and the rows up to its end, its unlinks, the group's and
+/// the reference's values at its start, and the tolerance they allow.
+struct Start {
+    r0: usize,
+    rows: Vec<usize>,
+    /// (start, end, what the files held when it began) of each unlink in the window.
+    unlinks: Vec<(f64, f64, i64)>,
+    cg0: i64,
+    ref0_lo: i64,
+    ref0_hi: i64,
+    room_excess: i64,
+    room_deficit: i64,
+    /// The stat batch, the reference's drift and its read skew at the start.
+    base: i64,
+}
+
+impl Start {
+    fn new(rec: &Record, cols: &[(Column, usize)], reference: &Reference, w: &Window) -> Start {
+        let batch = rec.machine.stat_batch_bytes() as i64;
+        let r0 = row_at_or_before(rec, w.start);
         // The window's unlinks, with what the files held when each began (see `Window::unlinks`;
         // only the per-file reference is read by name).
         let unlinks: Vec<(f64, f64, i64)> = (w.unlinks.iter())
@@ -91,7 +131,7 @@ fn judge(
             .map(|&(_, b, _)| b + 2.0 * STALE_WINDOW)
             .fold(w.end, f64::max);
         let w_end = row_at_or_after(rec, end).map_or(end, |r| rec.series.t[r]);
-        let rows: Vec<usize> = rec.series.rows_between(*w_start, w_end).collect();
+        let rows: Vec<usize> = rec.series.rows_between(w.start, w_end).collect();
         let cg0 = sum(rec, r0, cols);
         let (ref0_lo, ref0_hi) = (reference.lo(rec, r0), reference.hi(rec, r0));
         // Pages one side holds at the window's start and the other does not may be written back
@@ -99,69 +139,74 @@ fn judge(
         // before). Per file it is one-sided: pages only the truth has can make the group look
         // high, pages only the group has (metadata it dirtied) can make it look short.
         let (room_excess, room_deficit) = rooms(reference.per_file, cg0, ref0_lo, ref0_hi);
-        let base = batch + reference.drift + reference.skew(rec, r0);
-        if let Some(f) = &reference.foreign {
-            let moved = f.moved(rec, r0, &rows);
-            if moved > base + room_excess {
-                tally.skipped.push((w_what.clone(), moved));
-                continue;
-            }
-        }
-        tally.judged += 1;
-        let mut bad_since: Option<f64> = None;
-        for r in rows {
-            tally.samples += 1;
-            let t = rec.series.t[r];
-            let slack = base + reference.skew(rec, r);
-            let dcg = sum(rec, r, cols) - cg0;
-            let (d_lo, d_hi) = (
-                reference.lo(rec, r) - ref0_hi,
-                reference.hi(rec, r) - ref0_lo,
-            );
-            tally.max_rise = tally.max_rise.max(d_lo);
-            let (gap, tol) = if dcg < d_lo {
-                (d_lo - dcg, slack + room_deficit)
-            } else if dcg > d_hi {
-                (
-                    dcg - d_hi,
-                    slack + room_excess + unlinking(&unlinks, t, reference.lo(rec, r)),
-                )
-            } else {
-                (0, slack)
-            };
-            if gap <= tol {
-                bad_since = None;
-                tally.worst = tally.worst.max(gap);
-                continue;
-            }
-            // A gap must last STALE_WINDOW from its first sample (see STALE_WINDOW).
-            let since = *bad_since.get_or_insert(t);
-            if t - since < STALE_WINDOW {
-                continue;
-            }
-            let gap = Gap {
-                t,
-                r,
-                r0,
-                since,
-                dcg,
-                d_lo,
-                d_hi,
-                gap,
-                tol,
-                slack,
-            };
-            return Err(Box::new(stale_gap(
-                name.to_string(),
-                rec,
-                reference,
-                &cols.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>(),
-                w_what,
-                gap,
-            )));
+        Start {
+            r0,
+            rows,
+            unlinks,
+            cg0,
+            ref0_lo,
+            ref0_hi,
+            room_excess,
+            room_deficit,
+            base: batch + reference.drift + reference.skew(rec, r0),
         }
     }
-    Ok(tally)
+}
+
+/// Follows the window's rows from its start: the first gap beyond tolerance that lasted
+/// STALE_WINDOW, if one did. Counts the samples, the largest gap and the largest rise in `tally`.
+fn follow(
+    rec: &Record,
+    cols: &[(Column, usize)],
+    reference: &Reference,
+    w: &Start,
+    tally: &mut Tally,
+) -> Option<Gap> {
+    let mut bad_since: Option<f64> = None;
+    for &r in &w.rows {
+        tally.samples += 1;
+        let t = rec.series.t[r];
+        let slack = w.base + reference.skew(rec, r);
+        let dcg = sum(rec, r, cols) - w.cg0;
+        let (d_lo, d_hi) = (
+            reference.lo(rec, r) - w.ref0_hi,
+            reference.hi(rec, r) - w.ref0_lo,
+        );
+        tally.max_rise = tally.max_rise.max(d_lo);
+        let (gap, tol) = if dcg < d_lo {
+            (d_lo - dcg, slack + w.room_deficit)
+        } else if dcg > d_hi {
+            (
+                dcg - d_hi,
+                slack + w.room_excess + unlinking(&w.unlinks, t, reference.lo(rec, r)),
+            )
+        } else {
+            (0, slack)
+        };
+        if gap <= tol {
+            bad_since = None;
+            tally.worst = tally.worst.max(gap);
+            continue;
+        }
+        // A gap must last STALE_WINDOW from its first sample (see STALE_WINDOW).
+        let since = *bad_since.get_or_insert(t);
+        if t - since < STALE_WINDOW {
+            continue;
+        }
+        return Some(Gap {
+            t,
+            r,
+            r0: w.r0,
+            since,
+            dcg,
+            d_lo,
+            d_hi,
+            gap,
+            tol,
+            slack,
+        });
+    }
+    None
 }
 
 /// What the per-file reference lost since the start of an unlink (start, end, the files' pages

@@ -141,7 +141,7 @@ pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     let usage_peak = columns(rec, cgroup, &[USAGE.into()])
         .ok()
         .map(|c| peak(rec, cgroup, c[0].1, (i64::MAX, i64::MAX)).0);
-    let (mut passed, mut untested, mut excused_all) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut held, mut untested, mut excused_all) = (Vec::new(), Vec::new(), Vec::new());
     for b in &bounds {
         let c = match columns(rec, cgroup, &[b.counter.into()]) {
             Ok(c) => c[0].1,
@@ -154,34 +154,8 @@ pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         let (max, at, excused) = peak(rec, cgroup, c, (limit, limit + tol));
         excused_all.extend(excused.iter().map(|e| format!("{}: {e}", b.counter)));
         if max > limit + tol {
-            let t = rec.series.t[at];
-            let mut res = CheckResult::new(
-                name,
-                Outcome::Fail,
-                format!("{cgroup}.{} = {} at t={t:.3}s", b.counter, human_bytes(max)),
-                format!("<= {} {}", b.file, human_bytes(limit)),
-                format!(
-                    "at t={t:.3}s (phase {}) {cgroup}'s {} was {} above its {} of {}: the page counter let charges past its max: {}",
-                    rec.phase_at(t),
-                    b.counter,
-                    human_bytes(max - limit),
-                    b.file,
-                    human_bytes(limit),
-                    rec.series.describe_row(at)
-                ),
-            );
-            res.at = Some(t);
-            res.bound = Some(limit);
-            res.columns = vec![rec.series.columns()[c].clone()];
-            res.tolerance = Some(tolerance_text(rec, cgroup));
-            return res;
+            return over(name, rec, cgroup, b, c, (max, at));
         }
-        // The swap limit 0 of `swap = false` is tested when the memory limit was.
-        let near = if b.tested_at == i64::MAX {
-            usage_peak.is_some_and(|u| rec.limit_of(cgroup).is_some_and(|l| u >= l as i64 / 10 * 9))
-        } else {
-            max >= b.tested_at
-        };
         let line = format!(
             "{} peaked at {} of its {} {}",
             b.counter,
@@ -189,22 +163,35 @@ pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             b.file,
             human_bytes(limit)
         );
-        if near {
-            passed.push(line);
+        if tested(rec, cgroup, b, max, usage_peak) {
+            held.push(line);
         } else {
             untested.push(format!("{line}: never within 90 % (not tested)"));
         }
     }
-    if passed.is_empty() {
+    if held.is_empty() {
         return missing(
             name,
             format!("{cgroup}: {}: no limit was tested", untested.join("; ")),
         );
     }
+    passed(name, rec, cgroup, &bounds, (&held, &untested), &excused_all)
+}
+
+/// The pass result: the limits tested (`held`) and those that were not, and the samples
+/// `excused` as forced for an OOM victim.
+fn passed(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    bounds: &[Bound],
+    (held, untested): (&[String], &[String]),
+    excused: &[String],
+) -> CheckResult {
     let mut res = CheckResult::new(
         name,
         Outcome::Pass,
-        passed.join("; "),
+        held.join("; "),
         bounds
             .iter()
             .map(|b| format!("{} <= {}", b.counter, b.file))
@@ -213,7 +200,7 @@ pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         format!(
             "{cgroup} stayed under its limits at every one of {} samples: {}{}",
             rec.series.len(),
-            passed.join("; "),
+            held.join("; "),
             if untested.is_empty() {
                 String::new()
             } else {
@@ -222,12 +209,55 @@ pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         ),
     );
     res.tolerance = Some(tolerance_text(rec, cgroup));
-    if !excused_all.is_empty() {
+    if !excused.is_empty() {
         res.detail += &format!(
             "; above a limit for one sample during an OOM kill (forced for the victim, gone at the next sample): {}",
-            excused_all.join(", ")
+            excused.join(", ")
         );
     }
+    res
+}
+
+/// Whether bound `b`'s limit was tested: its counter peaked (`max`) within 90 % of it. The swap
+/// limit 0 of `swap = false` is tested when the memory limit was (`usage_peak` within 90 %).
+fn tested(rec: &Record, cgroup: &str, b: &Bound, max: i64, usage_peak: Option<i64>) -> bool {
+    if b.tested_at == i64::MAX {
+        usage_peak.is_some_and(|u| rec.limit_of(cgroup).is_some_and(|l| u >= l as i64 / 10 * 9))
+    } else {
+        max >= b.tested_at
+    }
+}
+
+/// The failure for a counter (column `c`) that went past its limit: its highest value and row.
+fn over(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    b: &Bound,
+    c: usize,
+    (max, at): (i64, usize),
+) -> CheckResult {
+    let limit = b.limit as i64;
+    let t = rec.series.t[at];
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!("{cgroup}.{} = {} at t={t:.3}s", b.counter, human_bytes(max)),
+        format!("<= {} {}", b.file, human_bytes(limit)),
+        format!(
+            "at t={t:.3}s (phase {}) {cgroup}'s {} was {} above its {} of {}: the page counter let charges past its max: {}",
+            rec.phase_at(t),
+            b.counter,
+            human_bytes(max - limit),
+            b.file,
+            human_bytes(limit),
+            rec.series.describe_row(at)
+        ),
+    );
+    res.at = Some(t);
+    res.bound = Some(limit);
+    res.columns = vec![rec.series.columns()[c].clone()];
+    res.tolerance = Some(tolerance_text(rec, cgroup));
     res
 }
 

@@ -106,68 +106,30 @@ pub fn usage_covers(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         .iter()
         .filter_map(|p| Some((*p, rec.series.col(&crate::model::Column::group(cgroup, p))?)))
         .collect();
-    let names: Vec<&str> = parts.iter().map(|(n, _)| *n).collect();
-    let sum_cols = super::group_columns(cgroup, &names);
-    let sum = sum_label(&sum_cols);
-    let held_at = |r: usize| {
-        parts
-            .iter()
-            .map(|(_, c)| rec.series.get(r, *c))
-            .sum::<i64>()
-    };
-    let split_at = |r: usize| {
-        parts
-            .iter()
-            .map(|(n, c)| format!("{n} {}", human_bytes(rec.series.get(r, *c))))
-            .collect::<Vec<_>>()
-            .join(" + ")
+    let (tol, tol_text) = tolerance(&rec.machine, parts.len());
+    let c = Covers {
+        rec,
+        cgroup,
+        usage,
+        parts,
+        tol,
+        tol_text,
+        lag: stale_lag(rec, cgroup),
     };
     let s = &rec.series;
-    let (tol, tol_text) = tolerance(&rec.machine, parts.len());
-    // Statistics may lag the page counter (a parent's up to the periodic flush): pages freed a
-    // moment ago are still in them. They must fit the largest usage of that window.
-    let lag = stale_lag(rec, cgroup);
     let mut gap = super::Gap::new(rec, cgroup);
     let (mut worst, mut most) = (i64::MIN, 0);
     for r in 0..s.len() {
         let t = s.t[r];
-        let held = held_at(r);
-        let ceil = (0..=r)
-            .rev()
-            .take_while(|&q| t - s.t[q] <= lag)
-            .map(|q| s.get(q, usage))
-            .max()
-            .unwrap_or(0);
+        let held = c.held(r);
+        let ceil = c.ceiling(r);
         let over = held - ceil;
         most = most.max(held);
         if held > tol {
             worst = worst.max(over);
         }
         if gap.confirmed(t, over > tol, RUN) {
-            let mut res = CheckResult::new(
-                name,
-                Outcome::Fail,
-                format!("{sum} {}", human_bytes(held)),
-                format!(
-                    "<= {cgroup}'s usage {} + {}",
-                    human_bytes(ceil),
-                    human_bytes(tol)
-                ),
-                format!(
-                    "at t={t:.3}s (phase {}) {cgroup}'s {} ({}) were {} above the most its page counter held in the {:.0} ms before, for {RUN} samples in a row: its statistics count pages that were never charged to it, or twice: {}",
-                    rec.phase_at(t),
-                    names.join(" + "),
-                    split_at(r),
-                    human_bytes(over),
-                    lag * 1000.0,
-                    s.describe_row(r)
-                ),
-            );
-            res.at = Some(t);
-            res.bound = Some(ceil);
-            res.columns = sum_cols;
-            res.tolerance = Some(tol_text);
-            return res;
+            return c.uncovered(name, r, ceil);
         }
     }
     if most <= 2 * tol {
@@ -175,32 +137,121 @@ pub fn usage_covers(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             name,
             format!(
                 "{cgroup}'s {} reached at most {}, within twice the tolerance: the check could not fail",
-                names.join(" + "),
+                c.names().join(" + "),
                 human_bytes(most)
             ),
         );
     }
-    let mut res = CheckResult::new(
-        name,
-        Outcome::Pass,
-        format!(
-            "closest: {} {} {} the usage, over {} samples",
-            names.join(" + "),
-            human_bytes(worst.abs()),
-            if worst > 0 { "above" } else { "below" },
-            s.len()
-        ),
-        format!("{cgroup}'s {} <= its usage", names.join(" + ")),
-        format!(
-            "{cgroup}'s usage held its {} (up to {}) at every sample",
-            names.join(" + "),
-            human_bytes(most)
-        ),
-    );
-    res.tolerance = Some(format!(
-        "{tol_text}, for {RUN} samples in a row; statistics may lag the counter by {:.0} ms{}",
-        lag * 1000.0,
-        gap.text()
-    ));
-    res
+    c.passed(name, (worst, most), &gap)
+}
+
+/// What the check compares: the group's usage column, the parts of it that were sampled, the
+/// tolerance and how long the statistics may lag the page counter.
+struct Covers<'a> {
+    rec: &'a Record,
+    cgroup: &'a str,
+    usage: usize,
+    /// Each part's name and column.
+    parts: Vec<(&'a str, usize)>,
+    tol: i64,
+    tol_text: String,
+    lag: f64,
+}
+
+impl Covers<'_> {
+    fn names(&self) -> Vec<&str> {
+        self.parts.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// The parts' sum at row `r`.
+    fn held(&self, r: usize) -> i64 {
+        (self.parts.iter())
+            .map(|(_, c)| self.rec.series.get(r, *c))
+            .sum::<i64>()
+    }
+
+    /// The parts at row `r`, one by one ("anon 1.0 MiB + file 2.0 MiB").
+    fn split(&self, r: usize) -> String {
+        (self.parts.iter())
+            .map(|(n, c)| format!("{n} {}", human_bytes(self.rec.series.get(r, *c))))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+
+    /// The largest usage in the `lag` up to row `r`. Statistics may lag the page counter (a
+    /// parent's up to the periodic flush): pages freed a moment ago are still in them. They must
+    /// fit the largest usage of that window.
+    fn ceiling(&self, r: usize) -> i64 {
+        let s = &self.rec.series;
+        let t = s.t[r];
+        (0..=r)
+            .rev()
+            .take_while(|&q| t - s.t[q] <= self.lag)
+            .map(|q| s.get(q, self.usage))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The failure for parts that stayed above the usage (`ceil` at row `r`).
+    fn uncovered(self, name: String, r: usize, ceil: i64) -> CheckResult {
+        let (rec, cgroup, s) = (self.rec, self.cgroup, &self.rec.series);
+        let t = s.t[r];
+        let held = self.held(r);
+        let names = self.names();
+        let sum_cols = super::group_columns(cgroup, &names);
+        let mut res = CheckResult::new(
+            name,
+            Outcome::Fail,
+            format!("{} {}", sum_label(&sum_cols), human_bytes(held)),
+            format!(
+                "<= {cgroup}'s usage {} + {}",
+                human_bytes(ceil),
+                human_bytes(self.tol)
+            ),
+            format!(
+                "at t={t:.3}s (phase {}) {cgroup}'s {} ({}) were {} above the most its page counter held in the {:.0} ms before, for {RUN} samples in a row: its statistics count pages that were never charged to it, or twice: {}",
+                rec.phase_at(t),
+                names.join(" + "),
+                self.split(r),
+                human_bytes(held - ceil),
+                self.lag * 1000.0,
+                s.describe_row(r)
+            ),
+        );
+        res.at = Some(t);
+        res.bound = Some(ceil);
+        res.columns = sum_cols;
+        res.tolerance = Some(self.tol_text);
+        res
+    }
+
+    /// The pass result: the closest the parts came to the usage (`worst`) and their largest sum
+    /// (`most`).
+    fn passed(&self, name: String, (worst, most): (i64, i64), gap: &super::Gap) -> CheckResult {
+        let (cgroup, names) = (self.cgroup, self.names());
+        let mut res = CheckResult::new(
+            name,
+            Outcome::Pass,
+            format!(
+                "closest: {} {} {} the usage, over {} samples",
+                names.join(" + "),
+                human_bytes(worst.abs()),
+                if worst > 0 { "above" } else { "below" },
+                self.rec.series.len()
+            ),
+            format!("{cgroup}'s {} <= its usage", names.join(" + ")),
+            format!(
+                "{cgroup}'s usage held its {} (up to {}) at every sample",
+                names.join(" + "),
+                human_bytes(most)
+            ),
+        );
+        res.tolerance = Some(format!(
+            "{}, for {RUN} samples in a row; statistics may lag the counter by {:.0} ms{}",
+            self.tol_text,
+            self.lag * 1000.0,
+            gap.text()
+        ));
+        res
+    }
 }
