@@ -26,7 +26,8 @@ use crate::sys::proc;
 pub(super) struct Run<'a> {
     pub(super) ctx: &'a Context,
     pub(super) sc: &'a Scenario,
-    pub(super) sampler: &'a Sampler,
+    /// The sampler, running for the whole scenario; the runner stops it after the phases.
+    pub(super) sampler: Sampler,
     pub(super) t0: Instant,
     pub(super) deadline: Instant,
     pub(super) aux: &'a Cgroup,
@@ -158,7 +159,7 @@ impl Run<'_> {
         // The record so far, the running step cut off now, as the online checks see it.
         let so_far = SoFar {
             t0: self.t0,
-            sampler: self.sampler,
+            sampler: &self.sampler,
             phases: &self.phases,
             steps: &self.steps,
             moves: &moves,
@@ -185,7 +186,7 @@ impl Run<'_> {
             moves: &mut self.moves,
             notes: &mut self.notes,
         };
-        let probe_mark = before_step(&env, self.sampler, guard)?;
+        let probe_mark = before_step(&env, &self.sampler, guard)?;
         let probe = || {
             kind.measured()
                 .then(|| LoadProbe::read(self.root))
@@ -207,7 +208,7 @@ impl Run<'_> {
             Err(e) => return Err(e),
         };
         self.record_step((pi, rep), step, (s_start, s_end), &res, (before, after));
-        after_step(self.sampler, guard, kind, probe_mark)
+        after_step(&self.sampler, guard, kind, probe_mark)
     }
 
     /// A step's progress watchdog over the declared groups at the top (their children are below
