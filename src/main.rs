@@ -63,17 +63,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             workload::worker_main(job).map_err(|e| Error::of_worker(&e))?;
             Ok(exit::OK)
         }
-        Command::Env { json } => {
-            // The charge-moving probe creates a marked group: held live while it exists.
-            let _live = suite::own_liveness().ok();
-            let e = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
-            if *json {
-                println!("{}", serde_json::to_string_pretty(&e).map_err(internal)?);
-            } else {
-                print!("{}", report::env::render(&e));
-            }
-            Ok(exit::OK)
-        }
+        Command::Env { json } => show_env(&cli, *json),
         Command::List { json } => list(&cli, *json),
         Command::Check { files } => check_files(files),
         Command::Completions { shell } => {
@@ -99,31 +89,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
         } => show_coverage(&cli, results, *format, *require),
         Command::Vm { .. } => run_vm(&cli),
         Command::Ab { .. } => run_ab(&cli),
-        Command::Run {
-            names,
-            origin,
-            build_id,
-            quick,
-            sample_interval,
-            session,
-        } => {
-            if !report::kcidb::valid_origin(origin) {
-                return Err(Error::Usage(format!(
-                    "--origin {origin:?}: KCIDB wants [a-z0-9_]+"
-                )));
-            }
-            suite::run_scenarios(
-                &place(&cli, cli.scenario_dir.as_deref()),
-                &suite::Options {
-                    names,
-                    origin,
-                    build_id: build_id.as_deref(),
-                    quick: *quick,
-                    sample_interval: *sample_interval,
-                    ..session_options(session)
-                },
-            )
-        }
+        Command::Run { .. } => run_suite(&cli),
         Command::Compare {
             base,
             new,
@@ -132,32 +98,83 @@ fn run(cli: Cli) -> Result<u8, Error> {
             format,
             ..
         } => compare_results(base, new, *threshold, *pool_repetitions, *format),
-        Command::Explore {
-            seed,
-            budget,
-            cases,
-            out,
-            shrink_time,
-            first,
-            session,
-        } => {
-            // Explore makes its own scenarios: --scenario-dir is not read.
-            let place = place(&cli, None);
-            let run = session_options(session);
-            memcgtest::explore::explore(
-                &place,
-                &memcgtest::explore::Options {
-                    run,
-                    seed: *seed,
-                    budget: *budget,
-                    cases: *cases,
-                    out: out.as_deref(),
-                    shrink_time: *shrink_time,
-                    first: *first,
-                },
-            )
-        }
+        Command::Explore { .. } => run_explore(&cli),
     }
+}
+
+/// `memcgtest env`.
+fn show_env(cli: &Cli, json: bool) -> Result<u8, Error> {
+    // The charge-moving probe creates a marked group: held live while it exists.
+    let _live = suite::own_liveness().ok();
+    let e = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&e).map_err(internal)?);
+    } else {
+        print!("{}", report::env::render(&e));
+    }
+    Ok(exit::OK)
+}
+
+/// `memcgtest run`.
+fn run_suite(cli: &Cli) -> Result<u8, Error> {
+    let Command::Run {
+        names,
+        origin,
+        build_id,
+        quick,
+        sample_interval,
+        session,
+    } = &cli.command
+    else {
+        unreachable!()
+    };
+    if !report::kcidb::valid_origin(origin) {
+        return Err(Error::Usage(format!(
+            "--origin {origin:?}: KCIDB wants [a-z0-9_]+"
+        )));
+    }
+    suite::run_scenarios(
+        &place(cli, cli.scenario_dir.as_deref()),
+        &suite::Options {
+            names,
+            origin,
+            build_id: build_id.as_deref(),
+            quick: *quick,
+            sample_interval: *sample_interval,
+            ..session_options(session)
+        },
+    )
+}
+
+/// `memcgtest explore`.
+fn run_explore(cli: &Cli) -> Result<u8, Error> {
+    let Command::Explore {
+        seed,
+        budget,
+        cases,
+        out,
+        shrink_time,
+        first,
+        session,
+    } = &cli.command
+    else {
+        unreachable!()
+    };
+    // Explore makes its own scenarios: --scenario-dir is not read.
+    let place = place(cli, None);
+    let run = session_options(session);
+    memcgtest::explore::explore(
+        &place,
+        &memcgtest::explore::Options {
+            run,
+            seed: *seed,
+            budget: *budget,
+            cases: *cases,
+            out: out.as_deref(),
+            shrink_time: *shrink_time,
+            first: *first,
+        },
+    )
 }
 
 /// Where a run's groups and files go, from the global options.

@@ -14,7 +14,7 @@ use super::steps::{
     Holders, StepEnv, execute_step, idle_by_design, prepare_probe, tune_machine, waits_on_writeback,
 };
 use super::watchdog::Watchdog;
-use super::workload::{self, Job};
+use super::workload::{self, Job, JobResult};
 use crate::check;
 use crate::model::error::Error;
 use crate::model::{MoveRecord, PhaseRecord, Record, StepKind, StepRecord};
@@ -26,7 +26,8 @@ use crate::sys::proc;
 pub(super) struct Run<'a> {
     pub(super) ctx: &'a Context,
     pub(super) sc: &'a Scenario,
-    pub(super) sampler: &'a Sampler,
+    /// The sampler, running for the whole scenario; the runner stops it after the phases.
+    pub(super) sampler: Sampler,
     pub(super) t0: Instant,
     pub(super) deadline: Instant,
     pub(super) aux: &'a Cgroup,
@@ -138,6 +139,8 @@ impl Run<'_> {
         ran
     }
 
+    /// One step: its watchdog and the online checks while it runs, a probe's preparation and the
+    /// machine's knobs before it, what it did (or how far it got) in the record after it.
     fn step(
         &mut self,
         (pi, rep): (usize, u32),
@@ -149,55 +152,24 @@ impl Run<'_> {
         let (ctx, sc) = (self.ctx, self.sc);
         ctx.progress.step(&sc.name, &step.describe());
         let kind = step.kind();
-        // The declared groups at the top (their children are below them); not the helpers'.
-        let top = self.groups.iter().filter(|(n, _)| !n.contains('/'));
-        let watchdog = RefCell::new(Watchdog::new(
-            top.map(|(_, c)| c.clone()).collect(),
-            Path::new(proc::PROC),
-            ctx.stall.map(|s| s + idle_by_design(step)),
-            waits_on_writeback(step),
-        ));
+        let watchdog = RefCell::new(self.watchdog(step));
         let s_start = self.t0.elapsed().as_secs_f64();
-        // The record so far, the running step cut off now, as the online checks see it.
-        let (t0, sampler, phases, steps) = (self.t0, self.sampler, &self.phases, &self.steps);
         // The moves so far: a move step, the one that adds to them, is not judged while it runs.
         let moves = self.moves.clone();
-        let running = |now: f64| StepRecord {
-            phase: pi,
-            rep,
-            kind,
-            describe: format!("{} (running)", step.describe()),
-            start: s_start,
-            end: now,
-            cgroup: step.cgroup().unwrap_or_default().to_string(),
-            ..Default::default()
-        };
-        let this_phase = &sc.phases[pi];
-        let phase_start = self.phase_start;
-        let so_far = |base: &Record| {
-            let now = t0.elapsed().as_secs_f64();
-            let mut all = phases.clone();
-            all.push(PhaseRecord {
-                name: this_phase.name.clone(),
-                start: phase_start,
-                end: now,
-                antagonists: Vec::new(),
-                warmup: this_phase.warmup,
-                vmstat_start: Default::default(),
-                vmstat_end: Default::default(),
-            });
-            Record {
-                series: sampler.snapshot(),
-                phases: all,
-                steps: steps.clone(),
-                moves: moves.clone(),
-                stopped: Some(running(now)),
-                ..base.clone()
-            }
+        // The record so far, the running step cut off now, as the online checks see it.
+        let so_far = SoFar {
+            t0: self.t0,
+            sampler: &self.sampler,
+            phases: &self.phases,
+            steps: &self.steps,
+            moves: &moves,
+            phase: &sc.phases[pi],
+            phase_start: self.phase_start,
+            step: ((pi, rep), step, s_start),
         };
         let failing = (self.online.as_ref())
             .filter(|_| kind != StepKind::Move)
-            .map(|(o, base)| move || o.failure(std::time::Instant::now(), || so_far(base)));
+            .map(|(o, base)| move || o.failure(std::time::Instant::now(), || so_far.record(base)));
         let failing = failing.as_ref().map(|f| f as &dyn Fn() -> Option<String>);
         let mut env = StepEnv {
             ctx,
@@ -214,17 +186,7 @@ impl Run<'_> {
             moves: &mut self.moves,
             notes: &mut self.notes,
         };
-        // The probe holds writeback off while it writes and while the sampler looks.
-        let probe_mark = guard.sysctls.mark();
-        if let Step::Probe {
-            cgroup, file, size, ..
-        } = step
-        {
-            prepare_probe(&env, env.group(cgroup), file, *size, guard)?;
-            // The window starts from a sample taken after the ballast is clean.
-            self.sampler.wait_fresh(2);
-        }
-        tune_machine(step, &mut guard.sysctls)?;
+        let probe_mark = before_step(&env, &self.sampler, guard)?;
         let probe = || {
             kind.measured()
                 .then(|| LoadProbe::read(self.root))
@@ -232,43 +194,55 @@ impl Run<'_> {
         };
         let before = probe();
         let ran = execute_step(&mut env);
-        let s_end = t0.elapsed().as_secs_f64();
+        let s_end = self.t0.elapsed().as_secs_f64();
         let after = probe();
         // A step stopped by a timeout or a stall is recorded up to now (with nothing measured),
         // so the checks judge what the samples show during it.
         let res = match ran {
             Ok(r) => r,
             Err(e @ (Stop::Timeout(_) | Stop::Stalled(_) | Stop::Failing(_))) => {
-                self.stopped = Some(StepRecord {
-                    phase: pi,
-                    rep,
-                    kind,
-                    describe: format!("{} (stopped)", step.describe()),
-                    start: s_start,
-                    end: s_end,
-                    cgroup: step.cgroup().unwrap_or_default().to_string(),
-                    ..Default::default()
-                });
+                let describe = format!("{} (stopped)", step.describe());
+                self.stopped = Some(unmeasured((pi, rep), step, describe, (s_start, s_end)));
                 return Err(e);
             }
             Err(e) => return Err(e),
         };
+        self.record_step((pi, rep), step, (s_start, s_end), &res, (before, after));
+        after_step(&self.sampler, guard, kind, probe_mark)
+    }
+
+    /// A step's progress watchdog over the declared groups at the top (their children are below
+    /// them; not the helpers').
+    fn watchdog(&self, step: &Step) -> Watchdog {
+        let top = self.groups.iter().filter(|(n, _)| !n.contains('/'));
+        Watchdog::new(
+            top.map(|(_, c)| c.clone()).collect(),
+            Path::new(proc::PROC),
+            self.ctx.stall.map(|s| s + idle_by_design(step)),
+            waits_on_writeback(step),
+        )
+    }
+
+    /// Records a step that ran to its end, `at` (phase, repetition), with what it measured and
+    /// the load on the machine from `before` to `after` it; says a write's speed.
+    fn record_step(
+        &mut self,
+        at: (usize, u32),
+        step: &Step,
+        (start, end): (f64, f64),
+        res: &JobResult,
+        (before, after): (Option<LoadProbe>, Option<LoadProbe>),
+    ) {
+        let (ctx, kind) = (self.ctx, step.kind());
         if kind == StepKind::Write && res.seconds > 0.0 {
             ctx.progress.measured(
-                &sc.name,
+                &self.sc.name,
                 &format!("{:.1} MB/s", res.bytes as f64 / res.seconds / 1e6),
             );
         }
         self.steps.push(StepRecord {
-            phase: pi,
-            rep,
-            kind,
-            describe: step.describe(),
-            start: s_start,
-            end: s_end,
             bytes: res.bytes,
             seconds: res.seconds,
-            cgroup: step.cgroup().unwrap_or_default().to_string(),
             cpu_seconds: res.cpu_seconds,
             killed: res.killed,
             task_killed: res.task_killed,
@@ -286,8 +260,8 @@ impl Run<'_> {
                 }
                 _ => None,
             },
+            ..unmeasured(at, step, step.describe(), (start, end))
         });
-        after_step(self.sampler, guard, kind, probe_mark)
     }
 }
 
@@ -304,6 +278,89 @@ impl Run<'_> {
 
 fn read_vmstat() -> Result<crate::sys::cgroup::stat::Stat, Stop> {
     Ok(proc::vmstat_snapshot(Path::new(proc::PROC))?)
+}
+
+/// A step's record with nothing measured: step `step` of repetition `rep` of phase `pi`,
+/// described as `describe`, from `start` to `end`.
+fn unmeasured(
+    (pi, rep): (usize, u32),
+    step: &Step,
+    describe: String,
+    (start, end): (f64, f64),
+) -> StepRecord {
+    StepRecord {
+        phase: pi,
+        rep,
+        kind: step.kind(),
+        describe,
+        start,
+        end,
+        cgroup: step.cgroup().unwrap_or_default().to_string(),
+        ..Default::default()
+    }
+}
+
+/// What the online checks judge while a step runs: the record so far, with the running phase up
+/// to now and the running step cut off now.
+struct SoFar<'r> {
+    t0: Instant,
+    sampler: &'r Sampler,
+    phases: &'r [PhaseRecord],
+    steps: &'r [StepRecord],
+    moves: &'r [MoveRecord],
+    /// The running phase and when it started.
+    phase: &'r Phase,
+    phase_start: f64,
+    /// The running step: (phase, repetition), the step, when it started.
+    step: ((usize, u32), &'r Step, f64),
+}
+
+impl SoFar<'_> {
+    /// The record so far on top of `base` (the parts that do not change while the phases run).
+    fn record(&self, base: &Record) -> Record {
+        let now = self.t0.elapsed().as_secs_f64();
+        let mut all = self.phases.to_vec();
+        all.push(PhaseRecord {
+            name: self.phase.name.clone(),
+            start: self.phase_start,
+            end: now,
+            antagonists: Vec::new(),
+            warmup: self.phase.warmup,
+            vmstat_start: Default::default(),
+            vmstat_end: Default::default(),
+        });
+        let (at, step, start) = self.step;
+        Record {
+            series: self.sampler.snapshot(),
+            phases: all,
+            steps: self.steps.to_vec(),
+            moves: self.moves.to_vec(),
+            stopped: Some(unmeasured(
+                at,
+                step,
+                format!("{} (running)", step.describe()),
+                (start, now),
+            )),
+            ..base.clone()
+        }
+    }
+}
+
+/// Before a step: a probe's clean ballast and writeback held off, and the knobs a `pressure` or
+/// `khugepaged` step turns. Returns the mark `after_step` restores the sysctls to.
+fn before_step(env: &StepEnv, sampler: &Sampler, guard: &mut Guard) -> Result<usize, Stop> {
+    // The probe holds writeback off while it writes and while the sampler looks.
+    let probe_mark = guard.sysctls.mark();
+    if let Step::Probe {
+        cgroup, file, size, ..
+    } = env.step
+    {
+        prepare_probe(env, env.group(cgroup), file, *size, guard)?;
+        // The window starts from a sample taken after the ballast is clean.
+        sampler.wait_fresh(2);
+    }
+    tune_machine(env.step, &mut guard.sysctls)?;
+    Ok(probe_mark)
 }
 
 /// After a step: samples that show its effect, the probe's sysctls back, and the sampler's

@@ -3,7 +3,7 @@
 //! and undoes everything on every exit path (a guard's Drop covers errors, timeouts and panics; the
 //! signal flag covers Ctrl-C, SIGTERM and SIGHUP).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
@@ -11,10 +11,10 @@ use anyhow::{Context as _, Result};
 use super::context::{Context, Guard, Stop};
 use super::online::{self, Cut, Online};
 use super::phases::Run;
-use super::sample::Sampler;
+use super::sample::{Sampler, Source};
 use super::sources::sampler_sources;
 use crate::model::error::Error;
-use crate::model::{CheckResult, KnownIssue, Outcome};
+use crate::model::{CheckResult, Column, KnownIssue, MoveRecord, Outcome};
 use crate::model::{PhaseResult, Record, ScenarioResult, Series, Status};
 use crate::scenario::{Feature, SamplePlan, Scenario, ScratchDisk, Step};
 use crate::sys::cgroup::{Cgroup, Version};
@@ -207,8 +207,61 @@ fn execute(
     result: &mut ScenarioResult,
 ) -> Result<(), Stop> {
     let deadline = Instant::now() + ctx.timeout.unwrap_or(sc.timeout);
-    let timeout_s = ctx.timeout.unwrap_or(sc.timeout).as_secs_f64();
+    let set = set_up(ctx, sc, guard, result)?;
+    let online = (!ctx.keep_going)
+        .then(|| Online::new(&sc.checks))
+        .flatten()
+        .map(|o| (o, set.base.clone()));
+    let t0 = Instant::now();
+    let sampler = Sampler::start(set.columns, set.sources, sc.sample.interval, t0)?;
+    let mut run = Run {
+        ctx,
+        sc,
+        sampler,
+        t0,
+        deadline,
+        aux: &set.aux,
+        groups: &set.groups,
+        scratch: &set.scratch,
+        phases: Vec::new(),
+        steps: Vec::new(),
+        moves: Vec::new(),
+        stopped: None,
+        root: &set.root,
+        notes: Vec::new(),
+        online,
+        phase_start: 0.0,
+    };
+    // A timeout or a stall stops the phases, not the judgement: the checks are evaluated on the
+    // record so far, so the verdict names what broke rather than only how long it took.
+    let ran = run.phases(guard);
+    let stopped = why_stopped(ctx, sc, &run.sampler, ran)?;
+    tear_down(sc, &set.plan, set.base, run, &stopped, result)?;
+    stopped.map_or(Ok(()), Err)
+}
 
+/// What setting a scenario up made: its groups (the top one, the declared ones, the helpers'),
+/// its scratch directory, the sampler's plan, columns and sources, and what the record holds
+/// besides the samples, phases, steps and moves.
+struct Setup {
+    root: Cgroup,
+    groups: Vec<(String, Cgroup)>,
+    aux: Cgroup,
+    scratch: PathBuf,
+    plan: SamplePlan,
+    columns: Vec<Column>,
+    sources: Vec<Source>,
+    base: Record,
+}
+
+/// Sets a scenario up: its groups, its vm sysctls, its scratch directory (each in the guard as
+/// soon as it exists) and the sampler's sources.
+fn set_up(
+    ctx: &Context,
+    sc: &Scenario,
+    guard: &mut Guard,
+    result: &mut ScenarioResult,
+) -> Result<Setup, Stop> {
     // Groups: <parent>/memcgtest-<pid>-<scenario>/{<declared groups>, aux}.
     let root = ctx
         .parent
@@ -252,33 +305,30 @@ fn execute(
         stopped: None,
         dirty,
     };
-    let online = (!ctx.keep_going)
-        .then(|| Online::new(&sc.checks))
-        .flatten()
-        .map(|o| (o, base.clone()));
-    let t0 = Instant::now();
-    let sampler = Sampler::start(columns, sources, sc.sample.interval, t0)?;
-    let mut run = Run {
-        ctx,
-        sc,
-        sampler: &sampler,
-        t0,
-        deadline,
-        aux: &aux,
-        groups: &groups,
-        scratch: &scratch,
-        phases: Vec::new(),
-        steps: Vec::new(),
-        moves: Vec::new(),
-        stopped: None,
-        root: &root,
-        notes: Vec::new(),
-        online,
-        phase_start: 0.0,
-    };
-    // A timeout or a stall stops the phases, not the judgement: the checks are evaluated on the
-    // record so far, so the verdict names what broke rather than only how long it took.
-    let stopped = match run.phases(guard) {
+    Ok(Setup {
+        root,
+        groups,
+        aux,
+        scratch,
+        plan,
+        columns,
+        sources,
+        base,
+    })
+}
+
+/// How the phases ended, as the reason the scenario stops after its checks (None: they ran to
+/// their end). A timeout says which group was above its memory.high, a stall and a timeout the
+/// last sample; a worker the kernel killed stops the scenario at once (an error), naming the
+/// OOM kills the samples show.
+fn why_stopped(
+    ctx: &Context,
+    sc: &Scenario,
+    sampler: &Sampler,
+    ran: Result<(), Stop>,
+) -> Result<Option<Stop>, Stop> {
+    let timeout_s = ctx.timeout.unwrap_or(sc.timeout).as_secs_f64();
+    Ok(match ran {
         Ok(()) => None,
         Err(Stop::Timeout(what)) => {
             let highs: Vec<(&str, u64)> = (sc.cgroups.iter())
@@ -309,8 +359,21 @@ fn execute(
             )));
         }
         Err(other) => return Err(other),
-    };
+    })
+}
+
+/// After the phases (`stopped`: why they stopped, if they did): the sampler stopped, the run's
+/// notes in the result, and the checks judged on the record.
+fn tear_down(
+    sc: &Scenario,
+    plan: &SamplePlan,
+    base: Record,
+    run: Run,
+    stopped: &Option<Stop>,
+    result: &mut ScenarioResult,
+) -> Result<(), Stop> {
     let Run {
+        sampler,
         phases,
         steps,
         moves,
@@ -320,7 +383,7 @@ fn execute(
         ..
     } = run;
     result.notes.extend(notes);
-    let cut = match &stopped {
+    let cut = match stopped {
         Some(Stop::Failing(_)) => online.and_then(|(o, _)| o.into_cut()),
         _ => None,
     };
@@ -329,7 +392,7 @@ fn execute(
         .map_err(|e| Stop::Failed(Error::Kernel(format!("{e:#}"))))?;
     conclude(
         sc,
-        &plan,
+        plan,
         result,
         Record {
             series,
@@ -345,7 +408,7 @@ fn execute(
         // A run cut short measured a partial phase: no sample for `compare` to pool.
         result.measurements.clear();
     }
-    stopped.map_or(Ok(()), Err)
+    Ok(())
 }
 
 /// The scenario's declared groups below its top group, with their limits and v1 charge moving;
@@ -465,20 +528,7 @@ fn conclude(
 ) {
     result.samples = record.series.len();
     for m in &record.moves {
-        result.notes.push(format!(
-            "moved task {} ({} held) from {} to {} in {:.3} s wall, {:.3} s system{}",
-            m.task,
-            crate::model::units::human_bytes(m.bytes as i64),
-            m.from,
-            m.to,
-            m.wall_seconds,
-            m.sys_seconds,
-            if m.bytes > 0 {
-                format!(": {:.0} MiB/s", m.mib_per_s())
-            } else {
-                String::new()
-            }
-        ));
+        result.notes.push(move_note(m));
     }
     if let Some(why) = &record.charge_moving {
         result
@@ -515,8 +565,35 @@ fn conclude(
             k.describe()
         ));
     }
-    let (known, failed): (Vec<&CheckResult>, Vec<&CheckResult>) = result
-        .checks
+    (result.status, result.reason) = verdict(&result.checks);
+    result.moves = record.moves.clone();
+    result.measurements = record.measurements();
+    result.moved = record.moved();
+    result.record = Some(record);
+}
+
+/// The result's note on a move: what it held, where from and to, how long it took.
+fn move_note(m: &MoveRecord) -> String {
+    format!(
+        "moved task {} ({} held) from {} to {} in {:.3} s wall, {:.3} s system{}",
+        m.task,
+        crate::model::units::human_bytes(m.bytes as i64),
+        m.from,
+        m.to,
+        m.wall_seconds,
+        m.sys_seconds,
+        if m.bytes > 0 {
+            format!(": {:.0} MiB/s", m.mib_per_s())
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The scenario's status and reason from its judged checks: a failure not a known issue fails
+/// it, a known one makes it known, a declared check not exercised skips it, else it passes.
+fn verdict(checks: &[CheckResult]) -> (Status, String) {
+    let (known, failed): (Vec<&CheckResult>, Vec<&CheckResult>) = checks
         .iter()
         .filter(|c| c.outcome == Outcome::Fail)
         .partition(|c| c.known.is_some());
@@ -529,12 +606,11 @@ fn conclude(
     };
     // An implied invariant that was not exercised is said in its line; only the checks the
     // scenario declared decide whether it tested what it is about.
-    let unexercised: Vec<&CheckResult> = result
-        .checks
+    let unexercised: Vec<&CheckResult> = checks
         .iter()
         .filter(|c| c.outcome == Outcome::NotExercised && !c.implied)
         .collect();
-    (result.status, result.reason) = if !failed.is_empty() {
+    if !failed.is_empty() {
         (Status::Fail, reasons(&failed))
     } else if !known.is_empty() {
         (Status::Known, reasons(&known))
@@ -548,11 +624,7 @@ fn conclude(
         (Status::Skip, why.join("; "))
     } else {
         (Status::Pass, String::new())
-    };
-    result.moves = record.moves.clone();
-    result.measurements = record.measurements();
-    result.moved = record.moved();
-    result.record = Some(record);
+    }
 }
 
 /// The directory a scenario's files go under: the slow disk for `scratch = "slow"` when the run
@@ -611,132 +683,4 @@ pub fn mark_known(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use anyhow::anyhow;
-
-    #[test]
-    fn numa_stat_is_found_in_the_hierarchy_only() {
-        let d = tempfile::tempdir().unwrap();
-        let child = d.path().join("root/a/b");
-        std::fs::create_dir_all(&child).unwrap();
-        for g in ["root", "root/a", "root/a/b"] {
-            std::fs::write(d.path().join(g).join("cgroup.procs"), "").unwrap();
-        }
-        assert!(!numa_stat_exists(&child));
-        // Above the hierarchy's root: not a cgroup, not looked at.
-        std::fs::write(d.path().join("memory.numa_stat"), "").unwrap();
-        assert!(!numa_stat_exists(&child));
-        std::fs::write(d.path().join("root/memory.numa_stat"), "").unwrap();
-        assert!(numa_stat_exists(&child));
-    }
-
-    fn blank() -> ScenarioResult {
-        let sc = crate::scenario::parse("b.toml", crate::scenario::BUILTIN[0].1).unwrap();
-        ScenarioResult::new(&sc, Status::Error, String::new())
-    }
-
-    /// A stalled (or timed-out) scenario whose checks found the broken invariant fails with the
-    /// invariant first; one whose checks found nothing is the kernel's error, as before.
-    #[test]
-    fn a_stall_with_a_failed_check_is_a_failure_naming_the_check() {
-        let mut r = blank();
-        r.status = Status::Fail;
-        r.reason = "tracks-global(test): rose by 28 MiB".into();
-        settle(&mut r, Err(Stop::Stalled("stalled: writer".into())), Ok(()));
-        assert_eq!(r.status, Status::Fail);
-        assert_eq!(
-            r.reason,
-            "tracks-global(test): rose by 28 MiB; stalled: writer"
-        );
-        assert!(r.error.is_none());
-        let mut r = blank();
-        r.status = Status::Pass;
-        settle(&mut r, Err(Stop::Stalled("stalled: writer".into())), Ok(()));
-        assert_eq!(r.status, Status::Error);
-        assert!(matches!(r.error, Some(Error::Kernel(_))));
-    }
-
-    /// Reproduction 9: a cleanup failure after another error kept only "; cleanup: ..." (the
-    /// original reason was lost, b0956bf^). The reason keeps both, the error its kind.
-    #[test]
-    fn a_cleanup_failure_keeps_the_original_reason_and_kind() {
-        let mut r = blank();
-        settle(
-            &mut r,
-            Err(Stop::Failed(Error::Kernel(
-                "worker killed by SIGKILL".into(),
-            ))),
-            Err(anyhow!("cleanup: rmdir /x: EBUSY")),
-        );
-        assert_eq!(r.status, Status::Error);
-        assert_eq!(
-            r.reason,
-            "worker killed by SIGKILL; cleanup: rmdir /x: EBUSY"
-        );
-        assert_eq!(r.error.as_ref().unwrap().exit_code(), 1);
-        let mut r = blank();
-        settle(
-            &mut r,
-            Err(Stop::Timeout("timeout after 3 s".into())),
-            Err(anyhow!("cleanup: x")),
-        );
-        assert!(
-            r.reason.starts_with("timeout after 3 s; cleanup: x"),
-            "{}",
-            r.reason
-        );
-        // A scenario that passed and then could not clean up is the machine's error.
-        let mut r = blank();
-        r.status = Status::Pass;
-        settle(&mut r, Ok(()), Err(anyhow!("cleanup: x")));
-        assert_eq!(r.status, Status::Error);
-        assert_eq!(r.error.as_ref().unwrap().exit_code(), 125);
-        assert_eq!(r.reason, "cleanup: x");
-    }
-
-    #[test]
-    fn probe_and_sysctl_scenarios_need_the_sysctls() {
-        let all = crate::scenario::load_all(None).unwrap();
-        let dm = all.iter().find(|s| s.name == "dirty-migration").unwrap();
-        assert!(needs_sysctls(dm));
-        let fo = all.iter().find(|s| s.name == "fault-overhead").unwrap();
-        assert!(!needs_sysctls(fo));
-    }
-
-    /// A failure a known issue covers is marked; an issue whose checks passed here is fixed; one
-    /// that does not apply to this kernel marks nothing.
-    #[test]
-    fn known_issues_mark_their_failures_and_report_fixed_ones() {
-        use crate::model::{KnownIssue, Release, Version};
-        let issue = |check: &str, from: &str| KnownIssue {
-            check: check.into(),
-            from: Release::parse(from).unwrap(),
-            to: None,
-            cgroup: Some(Version::V1),
-            text: "t".into(),
-            link: None,
-            matches: None,
-            borrowed_from: None,
-        };
-        let mk = |name: &str, o: Outcome| {
-            CheckResult::new(name.into(), o, "".into(), "".into(), "".into())
-        };
-        let known = [issue("limit-counters", "6.18"), issue("settles(a)", "6.18")];
-        let mut checks = vec![
-            mk("limit-counters(g)", Outcome::Fail),
-            mk("settles(a)", Outcome::Pass),
-            mk("hierarchy(p)", Outcome::Fail),
-        ];
-        let fixed = mark_known(&mut checks, &known, "6.18.44", Some(Version::V1));
-        assert!(checks[0].known.is_some());
-        assert!(checks[2].known.is_none());
-        assert_eq!(fixed, vec![known[1].clone()]);
-        let mut again = vec![mk("limit-counters(g)", Outcome::Fail)];
-        assert!(mark_known(&mut again, &known, "6.12.118", Some(Version::V1)).is_empty());
-        assert!(again[0].known.is_none());
-        let mut v2 = vec![mk("limit-counters(g)", Outcome::Fail)];
-        mark_known(&mut v2, &known, "6.18.44", Some(Version::V2));
-        assert!(v2[0].known.is_none());
-    }
-}
+mod tests;

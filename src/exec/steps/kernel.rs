@@ -1,0 +1,195 @@
+//! The steps without a worker, on the kernel's files: reclaim (memory.reclaim), await (a
+//! group's memory.stat), cgroups (empty groups), pressure and khugepaged (the machine's knobs
+//! and counts).
+
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+
+use super::StepEnv;
+use crate::exec::context::Stop;
+use crate::exec::workload::{self, JobResult, Limits, WaitError};
+use crate::model::counter::FILE;
+use crate::model::error::Error;
+use crate::scenario::Step;
+use crate::sys::cgroup::{Cgroup, stat};
+use crate::sys::sysctl::SysctlGuard;
+
+/// Writes `size` to the group's memory.reclaim. The kernel answers EAGAIN when it reclaimed
+/// less than asked: with the reclaimable memory the scenario put there, that is its failure.
+pub(super) fn reclaim(env: &StepEnv, cgroup: &str, size: u64) -> Result<JobResult, Stop> {
+    let cg = env.group(cgroup);
+    // Only page cache is surely reclaimable (anon needs swap): with less than 1.5 times what is
+    // asked, a short reclaim would not be the kernel's fault.
+    let key = memory_stat_key(cg, FILE)?;
+    let stat = cg
+        .stat()
+        .map_err(|e| Stop::Failed(Error::Kernel(e.to_string())))?;
+    let cache = stat.get(&key).unwrap_or(0);
+    if cache < (size + size / 2) as i64 {
+        return Err(Stop::Failed(Error::Environment(format!(
+            "{cgroup} holds {} of page cache, less than 1.5 times the {} to reclaim: the workload \
+             before the reclaim step did not leave enough (memory pressure on the machine?)",
+            crate::model::units::human_bytes(cache),
+            crate::model::units::human_bytes(size as i64)
+        ))));
+    }
+    let t = Instant::now();
+    match cg.write("memory.reclaim", &size.to_string()) {
+        Ok(()) => Ok(JobResult {
+            bytes: size,
+            seconds: t.elapsed().as_secs_f64(),
+            ..Default::default()
+        }),
+        Err(e) if e.errno() == Some(libc::EAGAIN) => Err(Stop::Failed(Error::Kernel(format!(
+            "{e}: the kernel reclaimed less than the {size} bytes asked (EAGAIN) in {:.3} s",
+            t.elapsed().as_secs_f64()
+        )))),
+        Err(e) => Err(Stop::Failed(Error::Environment(format!(
+            "{e} (memory.reclaim needs cgroup v2 and Linux 5.19+)"
+        )))),
+    }
+}
+
+/// The memory.stat key of `counter` in `cg`'s cgroup version.
+fn memory_stat_key(cg: &Cgroup, counter: &str) -> Result<String, Stop> {
+    Ok(stat::stat_key(counter, cg.version)
+        .map_err(|e| anyhow!(e))?
+        .ok_or_else(|| anyhow!("{counter}: not a memory.stat counter"))?)
+}
+
+/// await: reads the group's memory.stat every 5 ms until `counter` is at least `size`, for at
+/// most `within`. Not reaching it ends the step all the same: the checks that need the state
+/// (`moved` with `held`) then say the scenario did not test it. The step's `bytes` is the value
+/// last read.
+pub(super) fn await_counter(
+    env: &StepEnv,
+    cgroup: &str,
+    counter: &str,
+    size: u64,
+    within: Duration,
+) -> Result<JobResult, Stop> {
+    let cg = env.group(cgroup);
+    let key = memory_stat_key(cg, counter)?;
+    let t = Instant::now();
+    let until = t + within;
+    let mut last = 0;
+    // Waiting is idle by design: no watchdog, like a sleep.
+    let limits = Limits {
+        watchdog: None,
+        ..env.limits()
+    };
+    let r = workload::poll_until(&limits, || {
+        match cg.stat() {
+            Ok(st) => last = st.get(&key).unwrap_or(0),
+            Err(e) => return Some(Err(WaitError::Failed(Error::Kernel(e.to_string())))),
+        }
+        (last >= size as i64 || Instant::now() >= until).then_some(Ok(()))
+    });
+    match r {
+        Ok(()) => Ok(JobResult {
+            bytes: last.max(0) as u64,
+            seconds: t.elapsed().as_secs_f64(),
+            ..Default::default()
+        }),
+        Err(WaitError::Timeout) => Err(Stop::Timeout(format!("phase {}, await", env.phase))),
+        Err(e) => Err(env.stop(e)),
+    }
+}
+
+/// `cgroups`: empty groups below `cgroup`, named after the run's marker so `cleanup` knows them;
+/// they go with the run's tree.
+pub(super) fn make_cgroups(env: &mut StepEnv, cgroup: &str, count: u32) -> Result<JobResult, Stop> {
+    let parent = env.group(cgroup).clone();
+    let t = Instant::now();
+    for i in 0..count {
+        parent.create_child(&format!("empty-{i}")).map_err(|e| {
+            Stop::Failed(Error::Environment(format!(
+                "make empty group {i} below {cgroup}: {e}"
+            )))
+        })?;
+    }
+    Ok(JobResult {
+        seconds: t.elapsed().as_secs_f64(),
+        ..Default::default()
+    })
+}
+
+/// khugepaged's count of its full scans (a pseudo key of `wait_machine`).
+pub(super) const KHUGEPAGED_SCANS: &str = "khugepaged.full_scans";
+
+/// Before a `pressure` or `khugepaged` step, on a machine of the run's own: the knobs it turns,
+/// restored after the step (`after_step`). `pressure` puts the low watermark above the free
+/// memory (min_free_kbytes at 85 % of it: the low watermark is 1.25 times that), so kswapd wakes
+/// at the next allocation and reclaims up to the high watermark (1.5 times) from every group;
+/// nothing may allocate below the min watermark meanwhile but the kernel's reserves.
+pub(in crate::exec) fn tune_machine(step: &Step, sysctls: &mut SysctlGuard) -> Result<(), Stop> {
+    match step {
+        Step::Pressure { .. } => {
+            let free_kb = crate::sys::proc::mem_free_kb().ok_or_else(|| {
+                Stop::Failed(Error::Environment("no MemFree in /proc/meminfo".into()))
+            })?;
+            sysctls.set("vm.min_free_kbytes", &(free_kb / 100 * 85).to_string())?;
+        }
+        Step::Khugepaged { .. } => {
+            sysctls.set("khugepaged.scan_sleep_millisecs", "10")?;
+            sysctls.set("khugepaged.alloc_sleep_millisecs", "10")?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Waits until a machine-wide count (a /proc/vmstat key, or khugepaged's full scans) rose by
+/// `by`, for at most `within`; then the step is done (the checks judge what happened).
+pub(super) fn wait_machine(
+    env: &StepEnv,
+    key: &str,
+    by: u64,
+    within: Duration,
+) -> Result<JobResult, Stop> {
+    let read = || -> Option<i64> {
+        match key.strip_prefix("khugepaged.") {
+            Some(knob) => std::fs::read_to_string(format!(
+                "/sys/kernel/mm/transparent_hugepage/khugepaged/{knob}"
+            ))
+            .ok()?
+            .trim()
+            .parse()
+            .ok(),
+            None => crate::sys::proc::vmstat_snapshot(std::path::Path::new(crate::sys::proc::PROC))
+                .ok()?
+                .get(key),
+        }
+    };
+    let start = read().ok_or_else(|| {
+        Stop::Failed(Error::Environment(format!(
+            "this kernel does not count {key}"
+        )))
+    })?;
+    let t = Instant::now();
+    let until = t + within;
+    let mut last = start;
+    // Waiting is idle by design: no watchdog, like a sleep.
+    let limits = Limits {
+        watchdog: None,
+        ..env.limits()
+    };
+    let r = workload::poll_until(&limits, || {
+        last = read().unwrap_or(last);
+        (last - start >= by as i64 || Instant::now() >= until).then_some(Ok(()))
+    });
+    match r {
+        Ok(()) => Ok(JobResult {
+            bytes: (last - start).max(0) as u64,
+            seconds: t.elapsed().as_secs_f64(),
+            ..Default::default()
+        }),
+        Err(WaitError::Timeout) => Err(Stop::Timeout(format!(
+            "phase {}, {}",
+            env.phase,
+            env.step.describe()
+        ))),
+        Err(e) => Err(env.stop(e)),
+    }
+}

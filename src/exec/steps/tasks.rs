@@ -1,0 +1,193 @@
+//! The steps of held tasks: hold starts one, move, grow, advise, wait and release work on it
+//! (see `Holders`).
+
+use std::time::Instant;
+
+use super::StepEnv;
+use crate::exec::context::Stop;
+use crate::exec::workload::{HoldExtras, Holder, Job, JobResult};
+use crate::model::MoveRecord;
+use crate::model::counter::USAGE;
+use crate::model::error::Error;
+use crate::model::step::{Advice, Region};
+use crate::scenario::Hold;
+use crate::sys::cgroup::{Cgroup, file_name, stat};
+
+pub(super) fn hold(env: &mut StepEnv, hold: &Hold) -> Result<JobResult, Stop> {
+    let job = Job::Hold {
+        anon: hold.anon,
+        shmem: hold.shmem,
+        file: hold.file.as_ref().map(|f| env.path(f)),
+        file_size: hold.size,
+        dirty: hold.dirty,
+        redirty: hold.redirty,
+        write: hold.write,
+        extras: HoldExtras {
+            huge: hold.huge,
+            mlock: hold.mlock,
+            zero: hold.zero,
+            lazyfree: hold.lazyfree,
+            shmem_huge: hold
+                .shmem_huge
+                .then(|| env.path(&format!("{}.tmpfs", hold.task))),
+            threads: hold.threads,
+            files: (hold.files > 0)
+                .then(|| (env.path(&format!("{}.files", hold.task)), hold.files)),
+            fds: hold.fds,
+            readonly: hold.readonly,
+            sock: hold.sock,
+            sparse: hold.sparse,
+        },
+    };
+    let (h, secs, note) =
+        Holder::start(&job, env.group(&hold.cgroup), &env.limits()).map_err(|e| env.stop(e))?;
+    if !note.is_empty() {
+        env.notes
+            .push(format!("phase {}, task {}: {note}", env.phase, hold.task));
+    }
+    env.holders
+        .insert(hold.task.clone(), (h, hold.cgroup.clone(), hold.bytes()));
+    Ok(JobResult {
+        bytes: hold.bytes(),
+        seconds: secs,
+        ..Default::default()
+    })
+}
+
+pub(super) fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobResult, Stop> {
+    let to_cg = env.group(to).clone();
+    let from_cg = env.group(&env.holders[task].1).clone();
+    let (src0, dst0) = (move_snapshot(&from_cg), move_snapshot(&to_cg));
+    let (h, from, bytes) = env.holder(task);
+    let sys0 = thread_sys_seconds();
+    let t = Instant::now();
+    // We are root and the group is ours: a refused move is the kernel's doing.
+    to_cg.add_process(h.pid).map_err(|e| {
+        Stop::Failed(Error::Kernel(format!(
+            "move task {task} (pid {}): {e}",
+            h.pid
+        )))
+    })?;
+    let wall = t.elapsed().as_secs_f64();
+    let sys_seconds = thread_sys_seconds() - sys0;
+    let (src1, dst1) = (move_snapshot(&from_cg), move_snapshot(&to_cg));
+    let m = MoveRecord {
+        task: task.to_string(),
+        from: from.clone(),
+        to: to.to_string(),
+        bytes: *bytes,
+        wall_seconds: wall,
+        sys_seconds,
+        carried: carried(&src0, &src1, &dst0, &dst1),
+        source: src0,
+    };
+    *from = to.to_string();
+    let bytes = *bytes;
+    env.measured(&format!(
+        "moved {} in {:.3} s ({:.0} MiB/s, {:.3} s system)",
+        crate::model::units::human_bytes(m.bytes as i64),
+        m.wall_seconds,
+        m.mib_per_s(),
+        m.sys_seconds
+    ));
+    env.moves.push(m);
+    Ok(JobResult {
+        bytes,
+        seconds: wall,
+        ..Default::default()
+    })
+}
+
+/// A group's MOVE_COUNTERS now (bytes; a counter this kernel lacks reads 0).
+fn move_snapshot(cg: &Cgroup) -> Vec<(String, i64)> {
+    let stat = cg.stat().ok();
+    MoveRecord::COUNTERS
+        .iter()
+        .map(|&c| {
+            let v = match stat::stat_key(c, cg.version) {
+                Ok(Some(key)) => stat.as_ref().and_then(|s| s.get(&key)),
+                _ => cg
+                    .read(file_name(cg.version, USAGE))
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok()),
+            };
+            (c.to_string(), v.unwrap_or(0))
+        })
+        .collect()
+}
+
+/// Per counter, the least of what left the source and what arrived in the destination (0 when
+/// either did not move that way): what the move itself carried, not what the task did meanwhile.
+pub(super) fn carried(
+    src0: &[(String, i64)],
+    src1: &[(String, i64)],
+    dst0: &[(String, i64)],
+    dst1: &[(String, i64)],
+) -> Vec<(String, i64)> {
+    let at = |v: &[(String, i64)], c: &str| v.iter().find(|(k, _)| k == c).map_or(0, |x| x.1);
+    src0.iter()
+        .map(|(c, _)| {
+            let left = at(src0, c) - at(src1, c);
+            let arrived = at(dst1, c) - at(dst0, c);
+            (c.clone(), left.min(arrived).max(0))
+        })
+        .collect()
+}
+
+pub(super) fn grow(env: &mut StepEnv, task: &str, anon: u64) -> Result<JobResult, Stop> {
+    let limits = env.limits();
+    let secs = env.holder(task).0.command(&format!("grow {anon}"), &limits);
+    let secs = secs.map_err(|e| env.stop(e))?;
+    // The bytes the task holds, for the moves after this.
+    env.holder(task).2 += anon;
+    Ok(JobResult {
+        bytes: anon,
+        seconds: secs,
+        ..Default::default()
+    })
+}
+
+pub(super) fn advise(
+    env: &mut StepEnv,
+    task: &str,
+    advice: Advice,
+    region: Region,
+) -> Result<JobResult, Stop> {
+    let limits = env.limits();
+    let r = env.holder(task).0.advise(advice, region, &limits);
+    let (secs, note) = r.map_err(|e| env.stop(e))?;
+    if !note.is_empty() {
+        env.notes.push(format!(
+            "phase {}, task {task}: {} of its {} did not happen: {note}",
+            env.phase,
+            advice.name(),
+            region.name()
+        ));
+    }
+    Ok(JobResult {
+        seconds: secs,
+        ..Default::default()
+    })
+}
+
+pub(super) fn wait(env: &mut StepEnv, task: &str) -> Result<JobResult, Stop> {
+    let limits = env.limits();
+    let (h, _, _) = env.holder(task);
+    let secs = h.command("wait", &limits);
+    let secs = secs.map_err(|e| env.stop(e))?;
+    Ok(JobResult {
+        seconds: secs,
+        ..Default::default()
+    })
+}
+
+pub(super) fn release(env: &mut StepEnv, task: &str) -> Result<JobResult, Stop> {
+    let (h, _, _) = env.holders.remove(task).expect("validated task");
+    h.release(&env.limits()).map_err(|e| env.stop(e))?;
+    Ok(Default::default())
+}
+
+/// System CPU time of the calling thread so far, seconds.
+pub(super) fn thread_sys_seconds() -> f64 {
+    crate::sys::proc::cpu_seconds(crate::sys::proc::Who::Thread).1
+}

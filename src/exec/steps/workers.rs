@@ -1,0 +1,203 @@
+//! The steps of many workers at once in one group: create, read, fault, usemem, and exhaust
+//! (bystanders and the task that exhausts the group).
+
+use std::time::{Duration, Instant};
+
+use super::StepEnv;
+use crate::exec::context::Stop;
+use crate::exec::workload::{self, HoldExtras, Holder, Job, JobResult, Limits, WaitError};
+use crate::model::error::Error;
+use crate::sys::cgroup::Cgroup;
+
+pub(super) fn create(env: &StepEnv, file: &str, size: u64, count: u32) -> Result<JobResult, Stop> {
+    let jobs = (0..count)
+        .map(|i| Job::Create {
+            path: env.path(&format!("{file}.{i}")),
+            size,
+        })
+        .collect();
+    run_parallel(jobs, env.aux, &env.limits()).map_err(|e| env.stop(e))
+}
+
+pub(super) fn read(
+    env: &StepEnv,
+    cgroup: &str,
+    file: &str,
+    count: u32,
+    warm: bool,
+) -> Result<JobResult, Stop> {
+    let jobs = (0..count)
+        .map(|i| Job::Read {
+            path: env.path(&format!("{file}.{i}")),
+            warm,
+        })
+        .collect();
+    let r = run_parallel(jobs, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;
+    env.measured(&format!(
+        "{:.1} MB/s",
+        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
+    ));
+    Ok(r)
+}
+
+pub(super) fn fault(
+    env: &StepEnv,
+    cgroup: &str,
+    size: u64,
+    clients: u32,
+    duration: Duration,
+) -> Result<JobResult, Stop> {
+    let n = clients_or_cpus(clients, env.ctx.machine.cpus);
+    let jobs = (0..n)
+        .map(|_| Job::Fault {
+            size,
+            duration_ms: duration.as_millis() as u64,
+        })
+        .collect();
+    let r = run_parallel(jobs, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;
+    env.measured(&format!(
+        "{:.0} faults/s, {:.0} faults/CPU-s",
+        r.bytes as f64 / r.seconds.max(1e-9),
+        r.bytes as f64 / r.cpu_seconds.max(1e-9)
+    ));
+    Ok(r)
+}
+
+pub(super) fn usemem(
+    env: &StepEnv,
+    cgroup: &str,
+    size: u64,
+    clients: u32,
+) -> Result<JobResult, Stop> {
+    let n = clients_or_cpus(clients, env.ctx.machine.cpus);
+    let jobs = (0..n).map(|_| Job::Usemem { size, small: false }).collect();
+    let r = run_parallel(jobs, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;
+    env.measured(&format!(
+        "{:.1} MB/s",
+        r.bytes as f64 / r.seconds.max(1e-9) / 1e6
+    ));
+    Ok(r)
+}
+
+/// exhaust: the bystanders start, then one task touches more anon than the group can hold. The
+/// step ends once that task is dead (or done: then the group held it all) and each bystander
+/// has died or lived on for a second after it. It counts the group's tasks that died of SIGKILL
+/// (the OOM killer's: nothing else here sends it) and the bystanders that lived; those the runner
+/// then stops itself. With `within`, a task still touching memory then (throttled above
+/// memory.high) is stopped with SIGTERM, which is not counted as a kill.
+pub(super) fn exhaust(
+    env: &StepEnv,
+    cgroup: &str,
+    (anon, within): (u64, Option<Duration>),
+    bystanders: u32,
+) -> Result<JobResult, Stop> {
+    use std::os::unix::process::ExitStatusExt;
+    // Workers inherit it; the OOM killer never picks a task at -1000 (OOM_SCORE_ADJ_MIN).
+    let adj = std::fs::read_to_string("/proc/self/oom_score_adj").unwrap_or_default();
+    if adj.trim() == "-1000" {
+        return Err(Stop::Failed(Error::Environment(
+            "memcgtest runs with oom_score_adj -1000, which its workers inherit: the OOM killer would never kill them; run it without".into(),
+        )));
+    }
+    let (cg, limits) = (env.group(cgroup), env.limits());
+    let small = Job::Hold {
+        anon: 1 << 20,
+        shmem: 0,
+        file: None,
+        file_size: 0,
+        dirty: false,
+        redirty: false,
+        write: 0,
+        extras: HoldExtras::default(),
+    };
+    let mut by = Vec::new();
+    for _ in 0..bystanders {
+        by.push(
+            Holder::start(&small, cg, &limits)
+                .map_err(|e| env.stop(e))?
+                .0,
+        );
+    }
+    let t = Instant::now();
+    let job = Job::Usemem {
+        size: anon,
+        small: within.is_some(),
+    };
+    let mut task = workload::spawn(&job, cg)?;
+    let done = match within {
+        Some(d) => task.wait_or_stop(&limits, d),
+        None => task.wait_or_killed(&limits),
+    }
+    .map_err(|e| env.stop(e))?;
+    let mut r = JobResult {
+        seconds: t.elapsed().as_secs_f64(),
+        bytes: done.as_ref().map_or(0, |d| d.bytes),
+        killed: u32::from(done.is_none()),
+        task_killed: done.is_none(),
+        ..Default::default()
+    };
+    // A second for the bystanders to die or show they live; waiting is idle by design.
+    let bystander_limits = Limits {
+        deadline: limits.deadline.min(Instant::now() + Duration::from_secs(1)),
+        watchdog: None,
+        ..limits
+    };
+    let waited = workload::poll_until(&bystander_limits, || {
+        let mut failed = None;
+        by.retain_mut(|h| match h.worker.child.try_wait() {
+            Ok(Some(st)) if st.signal() == Some(libc::SIGKILL) => {
+                r.killed += 1;
+                false
+            }
+            Ok(Some(st)) => {
+                failed = Some(Error::of_worker_status(
+                    st,
+                    format!("bystander in {cgroup} exited with {st}"),
+                ));
+                false
+            }
+            _ => true,
+        });
+        match failed {
+            Some(e) => Some(Err(WaitError::Failed(e))),
+            None => by.is_empty().then_some(Ok(())),
+        }
+    });
+    match waited {
+        Ok(()) | Err(WaitError::Timeout) => {}
+        Err(e) => return Err(env.stop(e)),
+    }
+    r.survived = by.len() as u32;
+    for h in by {
+        h.release(&limits).map_err(|e| env.stop(e))?;
+    }
+    Ok(r)
+}
+
+/// Runs jobs in parallel in one group and sums them up: bytes and CPU seconds add, the seconds are
+/// the slowest job's (the step lasts as long as its last worker).
+pub(super) fn run_parallel(
+    jobs: Vec<Job>,
+    cg: &Cgroup,
+    limits: &Limits,
+) -> Result<JobResult, WaitError> {
+    let mut workers = Vec::new();
+    for j in &jobs {
+        workers.push(workload::spawn(j, cg).map_err(|e| WaitError::Failed(e.into()))?);
+    }
+    let mut total = JobResult::default();
+    for w in &mut workers {
+        let r = w.wait(limits)?;
+        total.bytes += r.bytes;
+        total.cpu_seconds += r.cpu_seconds;
+        total.minflt += r.minflt;
+        total.majflt += r.majflt;
+        total.seconds = total.seconds.max(r.seconds);
+    }
+    Ok(total)
+}
+
+/// A step's client count: 0 means one per CPU.
+pub(super) fn clients_or_cpus(clients: u32, cpus: u64) -> u32 {
+    if clients == 0 { cpus as u32 } else { clients }
+}
