@@ -165,21 +165,8 @@ fn known(
     let mut out = Vec::new();
     for k in &raw.known {
         let k = k.get_ref();
-        let release = |r: &Spanned<String>| {
-            Release::parse(r.get_ref())
-                .filter(|p| p.to_string() == *r.get_ref())
-                .ok_or_else(|| {
-                    cx.err(
-                        r.span(),
-                        format!(
-                            "{:?} is not a kernel release: dotted numbers such as \"6.18\" or \"6.12.118\"",
-                            r.get_ref()
-                        ),
-                    )
-                })
-        };
-        let from = release(&k.from)?;
-        let to = k.to.as_ref().map(release).transpose()?;
+        let from = release(cx, &k.from)?;
+        let to = k.to.as_ref().map(|r| release(cx, r)).transpose()?;
         if to.as_ref().is_some_and(|t| *t <= from) {
             return Err(cx.err(
                 k.to.as_ref().expect("checked").span(),
@@ -190,28 +177,11 @@ fn known(
                 ),
             ));
         }
-        let cgroup = match k.cgroup.as_ref() {
-            None => None,
-            Some(c) => {
-                let v = match c.get_ref().as_str() {
-                    "v1" => Version::V1,
-                    "v2" => Version::V2,
-                    other => {
-                        return Err(cx.err(c.span(), format!("cgroup {other:?}: \"v1\" or \"v2\"")));
-                    }
-                };
-                if !versions.is_empty() && !versions.contains(&v) {
-                    return Err(cx.err(
-                        c.span(),
-                        format!(
-                            "cgroup {}: the scenario does not run under it (requires.cgroup)",
-                            v.as_str()
-                        ),
-                    ));
-                }
-                Some(v)
-            }
-        };
+        let cgroup = k
+            .cgroup
+            .as_ref()
+            .map(|c| known_version(cx, c, versions))
+            .transpose()?;
         let issue = KnownIssue {
             check: k.check.get_ref().clone(),
             from,
@@ -243,6 +213,46 @@ fn known(
         out.push(issue);
     }
     Ok(out)
+}
+
+/// A `[[known]]` release: dotted numbers and nothing else ("6.12.118", not "6.18-rc1").
+fn release(cx: &Text, r: &Spanned<String>) -> Result<Release, ScenarioError> {
+    Release::parse(r.get_ref())
+        .filter(|p| p.to_string() == *r.get_ref())
+        .ok_or_else(|| {
+            cx.err(
+                r.span(),
+                format!(
+                    "{:?} is not a kernel release: dotted numbers such as \"6.18\" or \"6.12.118\"",
+                    r.get_ref()
+                ),
+            )
+        })
+}
+
+/// A `[[known]]` issue's `cgroup`: "v1" or "v2", one the scenario runs under.
+fn known_version(
+    cx: &Text,
+    c: &Spanned<String>,
+    versions: &[Version],
+) -> Result<Version, ScenarioError> {
+    let v = match c.get_ref().as_str() {
+        "v1" => Version::V1,
+        "v2" => Version::V2,
+        other => {
+            return Err(cx.err(c.span(), format!("cgroup {other:?}: \"v1\" or \"v2\"")));
+        }
+    };
+    if !versions.is_empty() && !versions.contains(&v) {
+        return Err(cx.err(
+            c.span(),
+            format!(
+                "cgroup {}: the scenario does not run under it (requires.cgroup)",
+                v.as_str()
+            ),
+        ));
+    }
+    Ok(v)
 }
 
 /// `requires.cgroup`: both versions when not given.
