@@ -68,118 +68,26 @@ impl Table {
 impl Step {
     /// The step as an inline table of a phase's `steps`.
     pub fn to_toml(&self) -> String {
-        let k = self.kind().name();
-        let t = Table::new(k);
+        let t = Table::new(self.kind().name());
         match self {
-            Step::Write {
-                cgroup,
-                file,
-                size: n,
-                block_size,
-                fsync,
-            } => t
-                .with("cgroup", s(cgroup))
-                .with("file", s(file))
-                .with("size", size(*n))
-                .with("block_size", size(*block_size))
-                .flag("fsync", *fsync),
-            Step::Sync => t,
-            Step::Fsync { cgroup, file } | Step::Unlink { cgroup, file } => {
-                t.with("cgroup", s(cgroup)).with("file", s(file))
-            }
-            Step::Sleep(d) => t.with("duration", duration(*d)),
-            Step::Truncate {
-                cgroup,
-                file,
-                size: n,
-            } => t
-                .with("cgroup", s(cgroup))
-                .with("file", s(file))
-                .with("size", size(*n)),
-            Step::Reclaim { cgroup, size: n } => t.with("cgroup", s(cgroup)).with("size", size(*n)),
-            Step::MmapWrite {
-                cgroup,
-                file,
-                size: n,
-                hold,
-            } => t
-                .with("cgroup", s(cgroup))
-                .with("file", s(file))
-                .with("size", size(*n))
-                .with("hold", duration(*hold)),
-            Step::Probe {
-                cgroup,
-                file,
-                size: n,
-            } => t
-                .with("cgroup", s(cgroup))
-                .with("file", s(file))
-                .with("size", size(*n)),
+            Step::Write { .. }
+            | Step::Fsync { .. }
+            | Step::Unlink { .. }
+            | Step::Truncate { .. }
+            | Step::MmapWrite { .. }
+            | Step::Probe { .. }
+            | Step::Create { .. }
+            | Step::Read { .. } => file_step(t, self),
+            Step::Reclaim { .. }
+            | Step::Fault { .. }
+            | Step::Usemem { .. }
+            | Step::Exhaust { .. }
+            | Step::Await { .. }
+            | Step::Cgroups { .. } => group_step(t, self),
             Step::Hold(h) => hold(t, h),
             Step::Move { task, to } => t.with("task", s(task)).with("to", s(to)),
             Step::Grow { task, anon } => t.with("task", s(task)).with("anon", size(*anon)),
             Step::Wait { task } | Step::Release { task } => t.with("task", s(task)),
-            Step::Create {
-                file,
-                size: n,
-                count,
-            } => t
-                .with("file", s(file))
-                .with("size", size(*n))
-                .with("count", count.to_string()),
-            Step::Read {
-                cgroup,
-                file,
-                count,
-                warm,
-            } => t
-                .with("cgroup", s(cgroup))
-                .with("file", s(file))
-                .with("count", count.to_string())
-                .flag("warm", *warm),
-            Step::Fault {
-                cgroup,
-                size: n,
-                clients,
-                duration: d,
-            } => t
-                .with("cgroup", s(cgroup))
-                .with("size", size(*n))
-                .with("clients", clients.to_string())
-                .with("duration", duration(*d)),
-            Step::Usemem {
-                cgroup,
-                size: n,
-                clients,
-            } => t
-                .with("cgroup", s(cgroup))
-                .with("size", size(*n))
-                .with("clients", clients.to_string()),
-            Step::Exhaust {
-                cgroup,
-                anon,
-                bystanders,
-                within,
-            } => {
-                let t = t
-                    .with("cgroup", s(cgroup))
-                    .with("anon", size(*anon))
-                    .count("bystanders", *bystanders);
-                match within {
-                    Some(d) => t.with("duration", duration(*d)),
-                    None => t,
-                }
-            }
-            Step::Await {
-                cgroup,
-                counter,
-                size: n,
-                within,
-            } => t
-                .with("cgroup", s(cgroup))
-                .with("counter", s(counter))
-                .with("size", size(*n))
-                .with("duration", duration(*within)),
             Step::Advise {
                 task,
                 advice,
@@ -188,9 +96,8 @@ impl Step {
                 .with("task", s(task))
                 .with("advice", s(advice.name()))
                 .with("region", s(region.name())),
-            Step::Cgroups { cgroup, count } => {
-                t.with("cgroup", s(cgroup)).with("count", count.to_string())
-            }
+            Step::Sync => t,
+            Step::Sleep(d) => t.with("duration", duration(*d)),
             Step::Pressure { size: n, within } => {
                 t.with("size", size(*n)).with("duration", duration(*within))
             }
@@ -200,6 +107,129 @@ impl Step {
     }
 }
 
+/// The keys of a step on a file: writes, fsync, unlink, truncate, mmap writes, the dirty probe,
+/// the files read steps read and the readers.
+fn file_step(t: Table, step: &Step) -> Table {
+    match step {
+        Step::Write {
+            cgroup,
+            file,
+            size: n,
+            block_size,
+            fsync,
+        } => t
+            .with("cgroup", s(cgroup))
+            .with("file", s(file))
+            .with("size", size(*n))
+            .with("block_size", size(*block_size))
+            .flag("fsync", *fsync),
+        Step::Fsync { cgroup, file } | Step::Unlink { cgroup, file } => {
+            t.with("cgroup", s(cgroup)).with("file", s(file))
+        }
+        Step::Truncate {
+            cgroup,
+            file,
+            size: n,
+        } => t
+            .with("cgroup", s(cgroup))
+            .with("file", s(file))
+            .with("size", size(*n)),
+        Step::MmapWrite {
+            cgroup,
+            file,
+            size: n,
+            hold,
+        } => t
+            .with("cgroup", s(cgroup))
+            .with("file", s(file))
+            .with("size", size(*n))
+            .with("hold", duration(*hold)),
+        Step::Probe {
+            cgroup,
+            file,
+            size: n,
+        } => t
+            .with("cgroup", s(cgroup))
+            .with("file", s(file))
+            .with("size", size(*n)),
+        Step::Create {
+            file,
+            size: n,
+            count,
+        } => t
+            .with("file", s(file))
+            .with("size", size(*n))
+            .with("count", count.to_string()),
+        Step::Read {
+            cgroup,
+            file,
+            count,
+            warm,
+        } => t
+            .with("cgroup", s(cgroup))
+            .with("file", s(file))
+            .with("count", count.to_string())
+            .flag("warm", *warm),
+        _ => unreachable!("to_toml renders {} itself", step.kind()),
+    }
+}
+
+/// The keys of a step that works on a group: proactive reclaim, fault and usemem clients, a task
+/// the group cannot hold, a wait on its counter, empty groups below it.
+fn group_step(t: Table, step: &Step) -> Table {
+    match step {
+        Step::Reclaim { cgroup, size: n } => t.with("cgroup", s(cgroup)).with("size", size(*n)),
+        Step::Fault {
+            cgroup,
+            size: n,
+            clients,
+            duration: d,
+        } => t
+            .with("cgroup", s(cgroup))
+            .with("size", size(*n))
+            .with("clients", clients.to_string())
+            .with("duration", duration(*d)),
+        Step::Usemem {
+            cgroup,
+            size: n,
+            clients,
+        } => t
+            .with("cgroup", s(cgroup))
+            .with("size", size(*n))
+            .with("clients", clients.to_string()),
+        Step::Exhaust {
+            cgroup,
+            anon,
+            bystanders,
+            within,
+        } => {
+            let t = t
+                .with("cgroup", s(cgroup))
+                .with("anon", size(*anon))
+                .count("bystanders", *bystanders);
+            match within {
+                Some(d) => t.with("duration", duration(*d)),
+                None => t,
+            }
+        }
+        Step::Await {
+            cgroup,
+            counter,
+            size: n,
+            within,
+        } => t
+            .with("cgroup", s(cgroup))
+            .with("counter", s(counter))
+            .with("size", size(*n))
+            .with("duration", duration(*within)),
+        Step::Cgroups { cgroup, count } => {
+            t.with("cgroup", s(cgroup)).with("count", count.to_string())
+        }
+        _ => unreachable!("to_toml renders {} itself", step.kind()),
+    }
+}
+
+/// The keys of a hold step: those of what it holds that are set.
 fn hold(t: Table, h: &Hold) -> Table {
     let t = t
         .with("task", s(&h.task))

@@ -6,7 +6,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::checks::{outline, resolve_check};
-use super::raw::RawScenario;
+use super::raw::{RawCgroup, RawScenario};
 use super::steps::read_step;
 use super::{
     Antagonist, CgroupSpec, Check, Feature, HELPER_GROUP, Hold, Phase, Requires, SampleSpec,
@@ -28,6 +28,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
     resolve(cx, raw)
 }
 
+/// Validates the raw file into the `Scenario`; the first error found is returned.
 pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioError> {
     let cx = &cx;
     let Some(origin) = raw.origin.clone() else {
@@ -36,14 +37,7 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
             "missing [origin] table: every scenario names the kernel patch or report it comes from ([origin] subject = \"memcg: ...\", optional commit and date)",
         ));
     };
-    let name = raw.name.get_ref().clone();
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        return Err(cx.err(raw.name.span(), "name must be non-empty [A-Za-z0-9_-]"));
-    }
+    let name = scenario_name(cx, &raw)?;
 
     let cgroup_versions = versions(cx, &raw)?;
     let features = features(cx, &raw)?;
@@ -52,20 +46,7 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
     let names: Vec<String> = cgroups.iter().map(|c| c.name.clone()).collect();
     let phases = phases(cx, &raw, &names)?;
     check_tasks(cx, &raw, &phases)?;
-    if let Some(k) = phases
-        .iter()
-        .flat_map(|p| &p.steps)
-        .map(|s| s.kind())
-        .find(|k| matches!(k, StepKind::Pressure | StepKind::Khugepaged))
-        && !features.contains(&Feature::Dedicated)
-    {
-        return Err(cx.err(
-            0..0,
-            format!(
-                "a {k} step changes the whole machine: the scenario must say requires.features = [\"dedicated\"] (it then runs only with run --dedicated and in memcgtest vm)"
-            ),
-        ));
-    }
+    check_dedicated(cx, &phases, &features)?;
 
     let outline = outline(&cgroups, &phases, &cgroup_versions);
     let (counters, vmstat, mut checks) = sampled(cx, &raw, &outline)?;
@@ -79,30 +60,11 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
         Some(t) => cx.duration_within(t, MIN_INTERVAL)?,
         None => Duration::from_secs(300),
     };
-    if phases
-        .iter()
-        .flat_map(|p| &p.steps)
-        .any(|s| matches!(s, Step::Write { .. }))
-        && !raw.requires.writeback
-    {
-        return Err(cx.err(
-            0..0,
-            "a scenario with write steps must say requires.writeback = true",
-        ));
-    }
+    check_writeback(cx, &raw, &phases)?;
 
     let sysctls = sysctls(cx, &raw)?;
     let known = known(cx, &raw, &checks, &cgroup_versions)?;
-    let scratch = match &raw.scratch {
-        None => ScratchDisk::Default,
-        Some(s) if s.get_ref() == "slow" => ScratchDisk::Slow,
-        Some(s) => {
-            return Err(cx.err(
-                s.span(),
-                format!("scratch {:?}: the only choice is \"slow\"", s.get_ref()),
-            ));
-        }
-    };
+    let scratch = scratch(cx, &raw)?;
 
     Ok(Scenario {
         name,
@@ -131,6 +93,67 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
     })
 }
 
+/// The scenario's `name`: non-empty [A-Za-z0-9_-].
+fn scenario_name(cx: &Text, raw: &RawScenario) -> Result<String, ScenarioError> {
+    let name = raw.name.get_ref().clone();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(cx.err(raw.name.span(), "name must be non-empty [A-Za-z0-9_-]"));
+    }
+    Ok(name)
+}
+
+/// A pressure or khugepaged step changes the whole machine: the scenario must require a
+/// machine of the run's own.
+fn check_dedicated(cx: &Text, phases: &[Phase], features: &[Feature]) -> Result<(), ScenarioError> {
+    if let Some(k) = phases
+        .iter()
+        .flat_map(|p| &p.steps)
+        .map(|s| s.kind())
+        .find(|k| matches!(k, StepKind::Pressure | StepKind::Khugepaged))
+        && !features.contains(&Feature::Dedicated)
+    {
+        return Err(cx.err(
+            0..0,
+            format!(
+                "a {k} step changes the whole machine: the scenario must say requires.features = [\"dedicated\"] (it then runs only with run --dedicated and in memcgtest vm)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Write steps need `requires.writeback`.
+fn check_writeback(cx: &Text, raw: &RawScenario, phases: &[Phase]) -> Result<(), ScenarioError> {
+    if phases
+        .iter()
+        .flat_map(|p| &p.steps)
+        .any(|s| matches!(s, Step::Write { .. }))
+        && !raw.requires.writeback
+    {
+        return Err(cx.err(
+            0..0,
+            "a scenario with write steps must say requires.writeback = true",
+        ));
+    }
+    Ok(())
+}
+
+/// `scratch`: "slow" or not set.
+fn scratch(cx: &Text, raw: &RawScenario) -> Result<ScratchDisk, ScenarioError> {
+    match &raw.scratch {
+        None => Ok(ScratchDisk::Default),
+        Some(s) if s.get_ref() == "slow" => Ok(ScratchDisk::Slow),
+        Some(s) => Err(cx.err(
+            s.span(),
+            format!("scratch {:?}: the only choice is \"slow\"", s.get_ref()),
+        )),
+    }
+}
+
 /// `[[known]]`: each names a check of the scenario (a result name or a kind), releases as dotted
 /// numbers, optionally a cgroup version the scenario runs under, and a text.
 fn known(
@@ -142,21 +165,8 @@ fn known(
     let mut out = Vec::new();
     for k in &raw.known {
         let k = k.get_ref();
-        let release = |r: &Spanned<String>| {
-            Release::parse(r.get_ref())
-                .filter(|p| p.to_string() == *r.get_ref())
-                .ok_or_else(|| {
-                    cx.err(
-                        r.span(),
-                        format!(
-                            "{:?} is not a kernel release: dotted numbers such as \"6.18\" or \"6.12.118\"",
-                            r.get_ref()
-                        ),
-                    )
-                })
-        };
-        let from = release(&k.from)?;
-        let to = k.to.as_ref().map(release).transpose()?;
+        let from = release(cx, &k.from)?;
+        let to = k.to.as_ref().map(|r| release(cx, r)).transpose()?;
         if to.as_ref().is_some_and(|t| *t <= from) {
             return Err(cx.err(
                 k.to.as_ref().expect("checked").span(),
@@ -167,28 +177,11 @@ fn known(
                 ),
             ));
         }
-        let cgroup = match k.cgroup.as_ref() {
-            None => None,
-            Some(c) => {
-                let v = match c.get_ref().as_str() {
-                    "v1" => Version::V1,
-                    "v2" => Version::V2,
-                    other => {
-                        return Err(cx.err(c.span(), format!("cgroup {other:?}: \"v1\" or \"v2\"")));
-                    }
-                };
-                if !versions.is_empty() && !versions.contains(&v) {
-                    return Err(cx.err(
-                        c.span(),
-                        format!(
-                            "cgroup {}: the scenario does not run under it (requires.cgroup)",
-                            v.as_str()
-                        ),
-                    ));
-                }
-                Some(v)
-            }
-        };
+        let cgroup = k
+            .cgroup
+            .as_ref()
+            .map(|c| known_version(cx, c, versions))
+            .transpose()?;
         let issue = KnownIssue {
             check: k.check.get_ref().clone(),
             from,
@@ -220,6 +213,46 @@ fn known(
         out.push(issue);
     }
     Ok(out)
+}
+
+/// A `[[known]]` release: dotted numbers and nothing else ("6.12.118", not "6.18-rc1").
+fn release(cx: &Text, r: &Spanned<String>) -> Result<Release, ScenarioError> {
+    Release::parse(r.get_ref())
+        .filter(|p| p.to_string() == *r.get_ref())
+        .ok_or_else(|| {
+            cx.err(
+                r.span(),
+                format!(
+                    "{:?} is not a kernel release: dotted numbers such as \"6.18\" or \"6.12.118\"",
+                    r.get_ref()
+                ),
+            )
+        })
+}
+
+/// A `[[known]]` issue's `cgroup`: "v1" or "v2", one the scenario runs under.
+fn known_version(
+    cx: &Text,
+    c: &Spanned<String>,
+    versions: &[Version],
+) -> Result<Version, ScenarioError> {
+    let v = match c.get_ref().as_str() {
+        "v1" => Version::V1,
+        "v2" => Version::V2,
+        other => {
+            return Err(cx.err(c.span(), format!("cgroup {other:?}: \"v1\" or \"v2\"")));
+        }
+    };
+    if !versions.is_empty() && !versions.contains(&v) {
+        return Err(cx.err(
+            c.span(),
+            format!(
+                "cgroup {}: the scenario does not run under it (requires.cgroup)",
+                v.as_str()
+            ),
+        ));
+    }
+    Ok(v)
 }
 
 /// `requires.cgroup`: both versions when not given.
@@ -317,89 +350,115 @@ fn cgroups(
 ) -> Result<Vec<CgroupSpec>, ScenarioError> {
     let mut cgroups: Vec<CgroupSpec> = Vec::new();
     for c in &raw.cgroup {
-        let n = &c.get_ref().name;
-        let nm = n.get_ref();
-        check_group_name(cx, n, &cgroups)?;
-        let limit = c
-            .get_ref()
-            .limit
-            .as_ref()
-            .map(|l| cx.positive_size(l, "limit"))
-            .transpose()?;
-        let v2_size = |v: &Option<Spanned<String>>, key: &str| match v {
-            Some(h) if cgroup_versions.contains(&Version::V1) => Err(cx.err(
-                h.span(),
-                format!(
-                    "{key} is a cgroup v2 setting (memory.{key}): add requires.cgroup = [\"v2\"]"
-                ),
-            )),
-            Some(h) => cx.positive_size(h, key).map(Some),
-            None => Ok(None),
-        };
-        let high = v2_size(&c.get_ref().high, "high")?;
-        let low = v2_size(&c.get_ref().low, "low")?;
-        let min = v2_size(&c.get_ref().min, "min")?;
-        let swap = match &c.get_ref().swap {
-            Some(s) if !*s.get_ref() && limit.is_none() => {
-                return Err(cx.err(
-                    s.span(),
-                    "swap = false needs a limit (v1 limits memory+swap to it)",
-                ));
-            }
-            Some(s) => *s.get_ref(),
-            None => true,
-        };
-        let swap_high = v2_size(&c.get_ref().swap_high, "swap_high")?;
-        let swap_max = match &c.get_ref().swap_max {
-            Some(m) if !swap => {
-                return Err(cx.err(m.span(), "swap_max with swap = false: choose one"));
-            }
-            Some(m) if cgroup_versions.contains(&Version::V1) && limit.is_none() => {
-                return Err(cx.err(
-                    m.span(),
-                    "swap_max on cgroup v1 is memory.memsw.limit_in_bytes = limit + swap_max: it needs a limit",
-                ));
-            }
-            Some(m) => Some(cx.size(m)?),
-            None => None,
-        };
-        let oom_group = match &c.get_ref().oom_group {
-            Some(o) if cgroup_versions.contains(&Version::V1) => {
-                return Err(cx.err(
-                    o.span(),
-                    "oom_group is a cgroup v2 setting (memory.oom.group): add requires.cgroup = [\"v2\"]",
-                ));
-            }
-            Some(o) => *o.get_ref(),
-            None => false,
-        };
-        let move_charge = match &c.get_ref().move_charge {
-            Some(m) if *m.get_ref() > 3 => {
-                return Err(cx.err(m.span(), "move_charge must be 0..3 (1 anon, 2 mapped file)"));
-            }
-            Some(m) if cgroup_versions.contains(&Version::V2) => {
-                return Err(cx.err(
-                    m.span(),
-                    "move_charge is a cgroup v1 setting: add requires.cgroup = [\"v1\"]",
-                ));
-            }
-            Some(m) => Some(*m.get_ref()),
-            None => None,
-        };
-        cgroups.push(CgroupSpec {
-            name: nm.clone(),
-            limit,
-            high,
-            low,
-            min,
-            swap,
-            swap_max,
-            swap_high,
-            oom_group,
-            move_charge,
-        });
+        check_group_name(cx, &c.get_ref().name, &cgroups)?;
+        cgroups.push(cgroup(cx, c.get_ref(), cgroup_versions)?);
     }
     Ok(cgroups)
+}
+
+/// One `[[cgroup]]` table (its name checked): its limits and settings, each of the cgroup
+/// versions the scenario runs under.
+fn cgroup(
+    cx: &Text,
+    c: &RawCgroup,
+    cgroup_versions: &[Version],
+) -> Result<CgroupSpec, ScenarioError> {
+    let limit = c
+        .limit
+        .as_ref()
+        .map(|l| cx.positive_size(l, "limit"))
+        .transpose()?;
+    let high = v2_size(cx, cgroup_versions, &c.high, "high")?;
+    let low = v2_size(cx, cgroup_versions, &c.low, "low")?;
+    let min = v2_size(cx, cgroup_versions, &c.min, "min")?;
+    let (swap, swap_high, swap_max) = swap(cx, c, cgroup_versions, limit)?;
+    let oom_group = match &c.oom_group {
+        Some(o) if cgroup_versions.contains(&Version::V1) => {
+            return Err(cx.err(
+                o.span(),
+                "oom_group is a cgroup v2 setting (memory.oom.group): add requires.cgroup = [\"v2\"]",
+            ));
+        }
+        Some(o) => *o.get_ref(),
+        None => false,
+    };
+    let move_charge = match &c.move_charge {
+        Some(m) if *m.get_ref() > 3 => {
+            return Err(cx.err(m.span(), "move_charge must be 0..3 (1 anon, 2 mapped file)"));
+        }
+        Some(m) if cgroup_versions.contains(&Version::V2) => {
+            return Err(cx.err(
+                m.span(),
+                "move_charge is a cgroup v1 setting: add requires.cgroup = [\"v1\"]",
+            ));
+        }
+        Some(m) => Some(*m.get_ref()),
+        None => None,
+    };
+    Ok(CgroupSpec {
+        name: c.name.get_ref().clone(),
+        limit,
+        high,
+        low,
+        min,
+        swap,
+        swap_max,
+        swap_high,
+        oom_group,
+        move_charge,
+    })
+}
+
+/// A size only cgroup v2 has (memory.high, .low, .min, .swap.high): refused when the scenario
+/// runs under v1.
+fn v2_size(
+    cx: &Text,
+    cgroup_versions: &[Version],
+    v: &Option<Spanned<String>>,
+    key: &str,
+) -> Result<Option<u64>, ScenarioError> {
+    match v {
+        Some(h) if cgroup_versions.contains(&Version::V1) => Err(cx.err(
+            h.span(),
+            format!("{key} is a cgroup v2 setting (memory.{key}): add requires.cgroup = [\"v2\"]"),
+        )),
+        Some(h) => cx.positive_size(h, key).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A group's `swap`, `swap_high` and `swap_max`, in that order.
+fn swap(
+    cx: &Text,
+    c: &RawCgroup,
+    cgroup_versions: &[Version],
+    limit: Option<u64>,
+) -> Result<(bool, Option<u64>, Option<u64>), ScenarioError> {
+    let swap = match &c.swap {
+        Some(s) if !*s.get_ref() && limit.is_none() => {
+            return Err(cx.err(
+                s.span(),
+                "swap = false needs a limit (v1 limits memory+swap to it)",
+            ));
+        }
+        Some(s) => *s.get_ref(),
+        None => true,
+    };
+    let swap_high = v2_size(cx, cgroup_versions, &c.swap_high, "swap_high")?;
+    let swap_max = match &c.swap_max {
+        Some(m) if !swap => {
+            return Err(cx.err(m.span(), "swap_max with swap = false: choose one"));
+        }
+        Some(m) if cgroup_versions.contains(&Version::V1) && limit.is_none() => {
+            return Err(cx.err(
+                m.span(),
+                "swap_max on cgroup v1 is memory.memsw.limit_in_bytes = limit + swap_max: it needs a limit",
+            ));
+        }
+        Some(m) => Some(cx.size(m)?),
+        None => None,
+    };
+    Ok((swap, swap_high, swap_max))
 }
 
 /// The `[[phase]]` tables with their steps and antagonists.

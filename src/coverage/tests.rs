@@ -1,0 +1,85 @@
+use super::*;
+
+#[test]
+fn every_patch_is_built_in_with_fields() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernel-patches");
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.ok()?.file_name().to_string_lossy().into_owned();
+            n.strip_suffix(".patch").map(String::from)
+        })
+        .collect();
+    on_disk.sort();
+    let built: Vec<String> = MUTANTS.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(built, on_disk, "MUTANTS must list kernel-patches/*.patch");
+    for (n, p) in MUTANTS {
+        assert!(
+            p.lines().any(|l| l.starts_with("Fields:")),
+            "{n} has no Fields: header"
+        );
+    }
+    assert_eq!(
+        header(MUTANTS[7].1, "Fields"),
+        ["memory.high", "high_events"]
+    );
+}
+
+#[test]
+fn fields_are_classified_per_version() {
+    use What::*;
+    let c = |e: &str, v| classify(e, v);
+    assert_eq!(
+        c("memory.stat:file_dirty", Version::V2),
+        Counter("dirty".into())
+    );
+    assert_eq!(
+        c("memory.stat:total_dirty", Version::V1),
+        Counter("dirty".into())
+    );
+    assert_eq!(
+        c("memory.stat:dirty", Version::V1),
+        Counter("dirty.local".into())
+    );
+    assert_eq!(
+        c("memory.stat:hierarchical_memory_limit", Version::V1),
+        Counter("hierarchical_memory_limit".into())
+    );
+    assert_eq!(
+        c("memory.events:max", Version::V2),
+        Counter("limit_hits".into())
+    );
+    assert_eq!(
+        c("memory.events.local:oom_kill", Version::V2),
+        Counter("oom_kills.local".into())
+    );
+    assert_eq!(c("memory.current", Version::V2), Counter("usage".into()));
+    assert_eq!(
+        c("memory.failcnt", Version::V1),
+        Counter("limit_hits".into())
+    );
+    assert_eq!(
+        c("memory.numa_stat:file_dirty", Version::V2),
+        Numa("dirty".into())
+    );
+    assert_eq!(c("memory.max", Version::V2), Setting("memory.max"));
+    assert_eq!(
+        c("memory.limit_in_bytes", Version::V1),
+        Setting("memory.max")
+    );
+    assert!(matches!(c("memory.pressure:some", Version::V2), Other(_)));
+    assert_eq!(c("memory.stat:brand_new", Version::V2), Unknown);
+    let inv = invariants(&Counter("pgfault".into()), Version::V2, &[]);
+    assert!(inv.contains(&"monotonic".to_string()) && inv.contains(&"faults".to_string()));
+    assert!(!inv.contains(&"tasks".to_string()));
+    // Every kind named here is a check kind.
+    for k in [
+        "identities",
+        "monotonic",
+        "faults",
+        "hierarchy",
+        "numa-stat",
+    ] {
+        assert!(kinds().contains(&k), "{k}");
+    }
+}

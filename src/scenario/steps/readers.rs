@@ -1,0 +1,202 @@
+//! The readers of the step kinds whose keys depend on each other or name something to look up
+//! (the others read theirs in the step table): write's block size, what a hold holds, an
+//! advice and its region, await's counter.
+
+use super::{StepArgs, file_name};
+use crate::model::counter::{Counter, Source, counter};
+use crate::model::step::{Advice, Region};
+use crate::scenario::{Hold, ScenarioError, Step};
+
+/// `write`: the block size is 1..64M, 1M when not set.
+pub(super) fn write(i: &StepArgs) -> Result<Step, ScenarioError> {
+    let size = i.positive_size("size")?;
+    let block_size = match i.get::<String>("block_size")? {
+        Some(b) => {
+            let n = i.text().size(&b)?;
+            if n == 0 || n > 64 << 20 {
+                return Err(i.err(b.span(), "block_size must be 1..64M"));
+            }
+            n
+        }
+        None => 1 << 20,
+    };
+    Ok(Step::Write {
+        cgroup: i.cgroup()?,
+        file: i.file()?,
+        size,
+        block_size,
+        fsync: i.flag("fsync")?,
+    })
+}
+
+/// `hold`: what the task holds, sizes and counts 0 when not set. A hold holds something; a flag
+/// that needs what is not there (redirty a dirtied mapping, readonly a clean one, huge, mlock,
+/// zero and shmem_huge their memory) is refused at the flag.
+pub(super) fn hold(i: &StepArgs) -> Result<Step, ScenarioError> {
+    let size = i.size_or_zero("size")?;
+    let write = i.size_or_zero("write")?;
+    let file = i.get::<String>("file")?;
+    if (size > 0 || write > 0) && file.is_none() {
+        return Err(i.err(
+            i.keys.span.clone(),
+            "a hold with size or write needs a file",
+        ));
+    }
+    let dirty = i.flag("dirty")?;
+    refuse_flag(
+        i,
+        "redirty",
+        size == 0 || !dirty,
+        "redirty keeps dirtying the mapping: it needs a file, a size and dirty = true",
+    )?;
+    let redirty = i.flag("redirty")?;
+    let anon = i.size_or_zero("anon")?;
+    let shmem = i.size_or_zero("shmem")?;
+    let (threads, files, fds) = kernel_memory(i)?;
+    let (sock, sparse) = (i.size_or_zero("sock")?, i.size_or_zero("sparse")?);
+    if [anon, shmem, size, write, sock, sparse] == [0; 6] && threads + files + fds == 0 {
+        return Err(i.err(
+            i.keys.span.clone(),
+            "a hold must hold something: anon, shmem, size, write, threads, files, fds, sock or sparse more than 0",
+        ));
+    }
+    let readonly = i.flag("readonly")?;
+    refuse_flag(
+        i,
+        "readonly",
+        size == 0 || dirty || write > 0,
+        "readonly maps the file read-only: it needs a file and a size, and neither dirty nor write",
+    )?;
+    let lazyfree = i.size_or_zero("lazyfree")?;
+    if lazyfree > anon {
+        return Err(i.err(
+            i.keys.span.clone(),
+            "lazyfree gives back part of the anonymous memory: at most anon",
+        ));
+    }
+    refuse_unheld(i, anon, shmem)?;
+    Ok(Step::Hold(Hold {
+        task: i.task()?,
+        cgroup: i.cgroup()?,
+        anon,
+        shmem,
+        file: file.map(|f| file_name(i.text(), &f)).transpose()?,
+        size,
+        dirty,
+        redirty,
+        write,
+        huge: i.flag("huge")?,
+        mlock: i.flag("mlock")?,
+        zero: i.flag("zero")?,
+        lazyfree,
+        shmem_huge: i.flag("shmem_huge")?,
+        threads,
+        files,
+        fds,
+        readonly,
+        sock,
+        sparse,
+    }))
+}
+
+/// A hold's kernel memory: `threads` (0..4096), `files` (0..1000000), `fds` (0..1048576).
+fn kernel_memory(i: &StepArgs) -> Result<(u32, u32, u32), ScenarioError> {
+    let count = |key: &str, max: u32| -> Result<u32, ScenarioError> {
+        match i.get::<u32>(key)? {
+            Some(n) if *n.get_ref() > max => {
+                Err(i.err(n.span(), format!("{key} must be 0..{max}")))
+            }
+            Some(n) => Ok(n.into_inner()),
+            None => Ok(0),
+        }
+    };
+    Ok((
+        count("threads", 4096)?,
+        count("files", 1_000_000)?,
+        count("fds", 1 << 20)?,
+    ))
+}
+
+/// The flags about a hold's anonymous memory (huge, mlock, zero) need some, shmem_huge shmem.
+fn refuse_unheld(i: &StepArgs, anon: u64, shmem: u64) -> Result<(), ScenarioError> {
+    for (key, of, what) in [
+        ("huge", anon, "anonymous"),
+        ("mlock", anon, "anonymous"),
+        ("zero", anon, "anonymous"),
+        ("shmem_huge", shmem, "shmem"),
+    ] {
+        let msg = format!("{key} is about {what} memory the task does not hold");
+        refuse_flag(i, key, of == 0, msg)?;
+    }
+    Ok(())
+}
+
+/// Refuses flag `key` set to true when `bad` (what the flag needs is missing), at the flag.
+fn refuse_flag(
+    i: &StepArgs,
+    key: &str,
+    bad: bool,
+    msg: impl Into<String>,
+) -> Result<(), ScenarioError> {
+    if let Some(f) = i.get::<bool>(key)?
+        && *f.get_ref()
+        && bad
+    {
+        return Err(i.err(f.span(), msg));
+    }
+    Ok(())
+}
+
+/// `advise`: the advice and the region must be known words.
+pub(super) fn advise(i: &StepArgs) -> Result<Step, ScenarioError> {
+    let a = i.need::<String>("advice")?;
+    let advice = Advice::parse(a.get_ref()).ok_or_else(|| {
+        i.err(
+            a.span(),
+            format!(
+                "unknown advice {:?} (known: pageout, cold, collapse, touch, hugepage)",
+                a.get_ref()
+            ),
+        )
+    })?;
+    let region = match i.get::<String>("region")? {
+        None => Region::Anon,
+        Some(r) => Region::parse(r.get_ref()).ok_or_else(|| {
+            i.err(
+                r.span(),
+                format!(
+                    "unknown region {:?} (known: anon, shmem, file)",
+                    r.get_ref()
+                ),
+            )
+        })?,
+    };
+    Ok(Step::Advise {
+        task: i.task()?,
+        advice,
+        region,
+    })
+}
+
+/// `await`: a memory.stat counter of the group (`counter`), at least `size`, within `duration`.
+pub(super) fn await_counter(i: &StepArgs) -> Result<Step, ScenarioError> {
+    let c = i.need::<String>("counter")?;
+    if !matches!(
+        counter(c.get_ref()),
+        Some(Counter {
+            source: Source::Stat { .. },
+            ..
+        })
+    ) {
+        return Err(i.err(
+            c.span(),
+            "counter must be a memory.stat counter (dirty, writeback, file, anon, ...)",
+        ));
+    }
+    Ok(Step::Await {
+        cgroup: i.cgroup()?,
+        counter: c.into_inner(),
+        size: i.positive_size("size")?,
+        within: i.duration()?,
+    })
+}

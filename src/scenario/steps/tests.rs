@@ -1,0 +1,95 @@
+use super::*;
+
+/// A value every key of a kind accepts, so a table with all of them parses.
+fn value(kind: StepKind, key: &str) -> String {
+    match key {
+        "cgroup" | "to" => "\"g\"".into(),
+        "file" => "\"f\"".into(),
+        "task" => "\"t\"".into(),
+        "counter" => "\"dirty\"".into(),
+        "fsync" | "dirty" | "redirty" | "huge" | "mlock" | "zero" | "shmem_huge" => "true".into(),
+        "count" | "clients" | "bystanders" | "threads" | "files" | "fds" => "2".into(),
+        "advice" => "\"pageout\"".into(),
+        "region" => "\"anon\"".into(),
+        "warm" => "true".into(),
+        // Read-only excludes dirty, which the table sets.
+        "readonly" => "false".into(),
+        "duration" | "hold" => "\"1s\"".into(),
+        "block_size" => "\"4K\"".into(),
+        _ if kind == StepKind::Fault || kind == StepKind::Usemem => "\"8K\"".into(),
+        _ => "\"1M\"".into(),
+    }
+}
+
+/// Each kind's reader reads every key of its list, and only those: the list is the kind's
+/// whole syntax. A key of another kind is refused at that key.
+#[test]
+fn every_kind_reads_exactly_its_keys() {
+    assert_eq!(
+        STEPS.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        StepKind::ALL
+    );
+    for s in STEPS {
+        let mut toml = format!("x = {{ action = \"{}\"", s.kind);
+        for k in s.keys {
+            toml += &format!(", {} = {}", k.name, value(s.kind, k.name));
+        }
+        toml += " }\n";
+        let doc: std::collections::BTreeMap<String, Spanned<Table>> =
+            toml::from_str(&toml).unwrap();
+        let text = Text {
+            file: "f.toml",
+            text: &toml,
+        };
+        let groups = vec!["g".to_string()];
+        let table = &doc["x"];
+        let args = StepArgs {
+            keys: Keys {
+                text,
+                table: table.get_ref(),
+                span: table.span(),
+                what: format!("action {:?}", s.kind.name()),
+                tag: "action",
+            },
+            syntax: s,
+            groups: &groups,
+            read: RefCell::new(Vec::new()),
+        };
+        let step = (s.read)(&args).unwrap_or_else(|e| panic!("{}: {e}", s.kind));
+        assert_eq!(step.kind(), s.kind);
+        let mut read = args.read.borrow().clone();
+        read.sort();
+        read.dedup();
+        let mut keys: Vec<&str> = s.keys.iter().map(|k| k.name).collect();
+        keys.sort();
+        assert_eq!(read, keys, "{}", s.kind);
+        // Without a required key the reader refuses the step.
+        for k in s.keys.iter().filter(|k| k.required) {
+            let without = toml.replace(&format!(", {} = {}", k.name, value(s.kind, k.name)), "");
+            let doc: std::collections::BTreeMap<String, Spanned<Table>> =
+                toml::from_str(&without).unwrap();
+            let text = Text {
+                file: "f.toml",
+                text: &without,
+            };
+            let e = read_step(text, &doc["x"], &groups).unwrap_err();
+            assert!(e.msg.contains(k.name), "{}: {e}", s.kind);
+        }
+    }
+}
+
+#[test]
+fn a_key_the_kind_does_not_take_is_refused_at_its_line() {
+    let toml = "x = { action = \"sync\",\n counter = \"dirty\" }\n";
+    let doc: std::collections::BTreeMap<String, Spanned<Table>> = toml::from_str(toml).unwrap();
+    let text = Text {
+        file: "f.toml",
+        text: toml,
+    };
+    let e = read_step(text, &doc["x"], &[]).unwrap_err();
+    assert_eq!((e.file.as_str(), e.line), ("f.toml", 2), "{e}");
+    assert!(
+        e.msg.contains("action \"sync\" takes no \"counter\""),
+        "{e}"
+    );
+}
