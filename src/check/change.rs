@@ -256,6 +256,7 @@ Result name: `change(<cgroup>.<counter> at <step>)`, or `change(<cgroup>.<counte
         opt("phase", "only steps of this declared phase"),
     ],
     parse,
+    promises: &[],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

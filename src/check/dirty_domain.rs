@@ -13,6 +13,7 @@
 
 use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt};
+use crate::model::contract::v2;
 use crate::model::counter::{DIRTY, WRITEBACK};
 use crate::model::error::ScenarioError;
 use crate::model::record::within;
@@ -54,6 +55,7 @@ gets it on v2. Result name: `dirty-domain(<cgroup>)`.",
         "the limited group (default: the only declared group)",
     )],
     parse,
+    promises: &[&v2::WB_DOMAIN, &v2::WB_RATIO],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

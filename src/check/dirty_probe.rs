@@ -7,6 +7,7 @@ use super::{
     row_at_or_before, sum,
 };
 use crate::model::StepKind;
+use crate::model::contract::{v1, v2};
 use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::error::ScenarioError;
 use crate::model::sum_label;
@@ -227,6 +228,7 @@ Result name: `dirty-probe(<cgroup>)`.",
         "the group whose dirty + writeback must show the probe (default: the only declared group)",
     )],
     parse,
+    promises: &[&v2::STAT_DIRTY, &v1::STAT_DIRTY],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -89,6 +89,7 @@ CONFIG_VM_EVENT_COUNTERS). Result name:
         ),
     ],
     parse,
+    promises: &[],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -14,6 +14,7 @@ use super::{
     Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, row_at_or_after,
     row_at_or_before, stale_lag,
 };
+use crate::model::contract::v2;
 use crate::model::error::ScenarioError;
 use crate::model::{Column, Record, StepKind, StepRecord};
 
@@ -177,6 +178,7 @@ scenario gets one for every group. Result name: `faults(<cgroup>)`.",
         "the declared group judged; may be left out when the scenario declares one group only",
     )],
     parse,
+    promises: &[&v2::STAT_FAULTS],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -139,6 +139,7 @@ the unflushed-stats bound + 1/32 of the amount. Not exercised when `from` held n
         opt("needs", "`\"charge-moving\"`"),
     ],
     parse,
+    promises: &[],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

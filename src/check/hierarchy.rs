@@ -4,6 +4,7 @@ use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, groups, missing, req};
 use crate::model::Column;
 use crate::model::Record;
+use crate::model::contract::{v1, v2};
 use crate::model::counter::{self, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
@@ -502,6 +503,13 @@ memory.stat counters unless the file has one for it. Result name: \
         req("counters", "the counters compared"),
     ],
     parse,
+    promises: &[
+        &v2::CURRENT,
+        &v2::EVENTS_HIERARCHICAL,
+        &v2::SWAP_CURRENT,
+        &v1::STAT_TOTAL,
+        &v1::HIERARCHY_CHARGE,
+    ],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -10,6 +10,7 @@ use super::{
     Check, CheckResult, CheckSpec, Kind, Needs, Outcome, STALE_WINDOW, columns, missing, opt,
     stale_lag,
 };
+use crate::model::contract::{v1, v2};
 use crate::model::counter::{FILE, HELD};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
@@ -47,6 +48,7 @@ Result name: `holds-files(<cgroup>)`.",
         opt("phase", "only samples of this declared phase"),
     ],
     parse,
+    promises: &[&v2::TRACK_USER, &v2::STAT_FILE, &v1::STAT_LOCAL],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -6,6 +6,7 @@
 //! for a group with no children). Every scenario gets it for every group.
 
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt};
+use crate::model::contract::{v1, v2};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
 use crate::model::{Column, Machine, Record, StepKind};
@@ -555,6 +556,14 @@ scenario gets one for every group. Result name: `identities(<cgroup>)`.",
         "the declared group judged; may be left out when the scenario declares one group only",
     )],
     parse,
+    promises: &[
+        &v2::STAT_KERNEL,
+        &v2::STAT_LRU,
+        &v2::STAT_SLAB,
+        &v2::EVENTS_LOCAL,
+        &v1::MEMSW_USAGE,
+        &v1::STAT_LRU,
+    ],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

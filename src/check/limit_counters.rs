@@ -7,6 +7,7 @@
 
 use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt};
+use crate::model::contract::{v1, v2};
 use crate::model::counter::{LIMIT_HITS, PEAK, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
@@ -48,6 +49,14 @@ is added before the limit is compared). Result name: `limit-counters(<cgroup>)`.
         ),
     ],
     parse,
+    promises: &[
+        &v2::PEAK_MAX,
+        &v2::EVENTS_MAX,
+        &v2::SWAP_EVENTS,
+        &v1::MAX_USAGE,
+        &v1::FAILCNT,
+        &v1::MEMSW_FAILCNT,
+    ],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -8,6 +8,7 @@ use std::any::Any;
 use crate::model::Column;
 use crate::model::Record;
 use crate::model::StepKind;
+use crate::model::contract::{Contract, Doc};
 use crate::model::error::ScenarioError;
 use crate::model::source::{Key, key_table, opt, req};
 use crate::model::stats;
@@ -81,6 +82,26 @@ pub trait CheckSpec: std::fmt::Debug + Send + Sync + SpecBase {
     }
     /// `--quick`: sizes in the scenario shrink by `divisor`; a spec that holds a size follows.
     fn scale_down(&mut self, _divisor: u64) {}
+    /// The documented promises this check judges on `rec`: by default those of its kind
+    /// (`Kind::promises`) made for the record's cgroup version.
+    fn promises(&self, rec: &Record) -> Vec<&'static Contract> {
+        kind_of(&self.name()).map_or_else(Vec::new, |k| for_version(k.promises, rec))
+    }
+}
+
+/// The kind whose results are named `name` (`under-limit(g)` is under-limit's).
+fn kind_of(name: &str) -> Option<&'static Kind> {
+    let kind = name.split('(').next()?;
+    KINDS.iter().find(|k| k.kind == kind)
+}
+
+/// The promises of `list` made for the record's cgroup version.
+fn for_version(list: &[&'static Contract], rec: &Record) -> Vec<&'static Contract> {
+    let doc = match rec.version {
+        crate::model::Version::V1 => Doc::V1,
+        crate::model::Version::V2 => Doc::V2,
+    };
+    list.iter().copied().filter(|c| c.doc == doc).collect()
 }
 
 /// What `Check` needs of every spec (clone, compare, downcast); implemented for every
@@ -109,6 +130,8 @@ impl<T: CheckSpec + Clone + PartialEq + 'static> SpecBase for T {
 pub struct Check {
     spec: Box<dyn CheckSpec>,
     pub implied: bool,
+    /// The promise its `[[check]]` table says it judges (`promise = "v2.max.lowered"`).
+    pub promise: Option<&'static Contract>,
 }
 
 impl Check {
@@ -116,6 +139,7 @@ impl Check {
         Check {
             spec: Box::new(spec),
             implied: false,
+            promise: None,
         }
     }
 
@@ -124,13 +148,28 @@ impl Check {
         Check {
             spec: Box::new(spec),
             implied: true,
+            promise: None,
         }
     }
 
-    /// Its verdict on a record, marked implied where it is.
+    /// Its verdict on a record, marked implied where it is, with the promises it judged. A
+    /// failure the check did not tie to a promise breaks the declared one, else the one promise
+    /// of its kind for this cgroup version.
     pub fn judge(&self, rec: &Record) -> CheckResult {
         let mut r = self.spec.evaluate(rec);
         r.implied = self.implied;
+        if r.outcome == Outcome::NotExercised {
+            return r;
+        }
+        let mut judged = self.spec.promises(rec);
+        judged.extend(self.promise.filter(|p| !judged.contains(p)));
+        r.promises = judged.iter().map(|p| p.id.to_string()).collect();
+        if r.outcome == Outcome::Fail && r.broke.is_none() {
+            let one = (judged.len() == 1).then(|| judged[0]);
+            if let Some(p) = self.promise.or(one) {
+                r = r.breaking(p);
+            }
+        }
         r
     }
 }
@@ -153,13 +192,16 @@ impl Clone for Check {
         Check {
             spec: self.spec.clone_box(),
             implied: self.implied,
+            promise: self.promise,
         }
     }
 }
 
 impl PartialEq for Check {
     fn eq(&self, other: &Self) -> bool {
-        self.implied == other.implied && self.spec.same(&*other.spec)
+        self.implied == other.implied
+            && self.promise == other.promise
+            && self.spec.same(&*other.spec)
     }
 }
 
@@ -178,6 +220,9 @@ pub struct Kind {
     pub doc: &'static str,
     pub keys: &'static [Key],
     pub parse: fn(&CheckArgs) -> Result<Check, ScenarioError>,
+    /// The documented promises it judges wherever it is exercised (see `crate::model::contract`);
+    /// a `[[check]]` table may name one more with `promise`.
+    pub promises: &'static [&'static Contract],
 }
 
 /// Every check kind, in the order the unknown-check error and the reference list them. A new

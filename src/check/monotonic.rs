@@ -123,6 +123,7 @@ one for every group. Result name: `monotonic(<cgroup>)`.",
         "the declared group judged; may be left out when the scenario declares one group only",
     )],
     parse,
+    promises: &[],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -62,6 +62,7 @@ else no demand)",
         ),
     ],
     parse,
+    promises: &[],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

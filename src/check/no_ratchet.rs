@@ -133,6 +133,7 @@ sync cycles. Result name: `no-ratchet(<cgroup>)`.",
         ),
     ],
     parse,
+    promises: &[],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

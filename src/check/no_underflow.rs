@@ -73,6 +73,7 @@ tolerance. Result name:
         req("counters", "the counters that must never be negative"),
     ],
     parse,
+    promises: &[],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -6,6 +6,7 @@
 
 use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt, req};
+use crate::model::contract::{v1, v2};
 use crate::model::counter::{V1_NUMA, V1Numa, numa_key};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
@@ -47,6 +48,7 @@ a /proc/vmstat key; no `.local`)",
         ),
     ],
     parse,
+    promises: &[&v2::NUMA_STAT, &v1::NUMA_STAT],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

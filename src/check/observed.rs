@@ -4,6 +4,7 @@ use super::args::CheckArgs;
 use super::reference::group_and_reference;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, req, sum};
 use crate::model::Record;
+use crate::model::contract::{v1, v2};
 use crate::model::error::ScenarioError;
 use crate::model::sum_label;
 use crate::model::units::human_bytes;
@@ -119,6 +120,7 @@ joined by +>)`.",
         ),
     ],
     parse,
+    promises: &[&v2::STAT_WRITEBACK, &v1::STAT_DIRTY],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

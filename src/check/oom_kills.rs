@@ -15,6 +15,7 @@ use super::{
 };
 use crate::model::StepKind;
 use crate::model::Version;
+use crate::model::contract::{v1, v2};
 use crate::model::counter::{OOM_EVENTS, OOM_GROUP_KILLS, OOM_KILLS};
 use crate::model::error::ScenarioError;
 use crate::model::record::within;
@@ -66,6 +67,14 @@ count twice (default `false`)",
         ),
     ],
     parse,
+    promises: &[
+        &v2::MAX_OOM,
+        &v2::MAX_ORDER0,
+        &v2::EVENTS_OOM_KILL,
+        &v2::OOMGROUP_KILL,
+        &v1::RECLAIM_OOM,
+        &v1::OOM_KILL_COUNT,
+    ],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -11,6 +11,7 @@ use super::{
     Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt, row_at_or_after,
     row_at_or_before, signed,
 };
+use crate::model::contract::v2;
 use crate::model::counter::{ANON, FILE, HIGH_EVENTS, LIMIT_HITS, OOM_KILLS, USAGE, local};
 use crate::model::error::ScenarioError;
 use crate::model::record::within;
@@ -64,6 +65,7 @@ name: `protected(<cgroup>)`, with `phase` `protected(<cgroup> in <phase>)`.",
         ),
     ],
     parse,
+    promises: &[&v2::MIN_PROTECT],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -278,6 +278,7 @@ such step with a rate ran in one of the groups. Result name: `ratio(<step>: \
         opt("phase", "only steps of this declared phase"),
     ],
     parse,
+    promises: &[],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -1,5 +1,6 @@
 //! settles: after each sync step the counters fall to a bound.
 
+use crate::model::contract::{v1, v2};
 use std::time::Duration;
 
 use super::args::CheckArgs;
@@ -247,6 +248,7 @@ after <kinds>)` when `after` is not `[\"sync\"]`.",
         NEEDS,
     ],
     parse,
+    promises: &[&v2::STAT_DIRTY, &v1::STAT_DIRTY],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

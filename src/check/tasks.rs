@@ -17,6 +17,7 @@ use super::{
 };
 use crate::model::StepKind;
 use crate::model::column::EXTRA_THREADS;
+use crate::model::contract::{v1, v2};
 use crate::model::counter::{ANON, MEMSW, SWAP};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
@@ -64,6 +65,13 @@ design). Result name: `tasks(<cgroup>)`.",
         opt("needs", "`\"charge-moving\"`"),
     ],
     parse,
+    promises: &[
+        &v2::TRACK_USER,
+        &v2::STAT_ANON,
+        &v2::SWAP_CURRENT,
+        &v1::STAT_LOCAL,
+        &v1::STAT_SWAP,
+    ],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -9,6 +9,7 @@ use super::{
     row_at_or_before, sum,
 };
 use crate::model::StepKind;
+use crate::model::contract::{v1, v2};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
 use crate::model::{Column, Record, join_names};
@@ -478,6 +479,7 @@ parser does not check their spelling) (default `[\"nr_dirty\", \"nr_writeback\"]
         opt("phase", "only steps of this declared phase"),
     ],
     parse,
+    promises: &[&v2::STAT_DIRTY, &v2::STAT_WRITEBACK, &v1::STAT_DIRTY],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -13,6 +13,7 @@
 
 use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt};
+use crate::model::contract::v2;
 use crate::model::counter::{HIGH_EVENTS, PEAK, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
@@ -70,6 +71,7 @@ v2-only scenarios; the parser does not require v2 of the check itself). Result n
         ),
     ],
     parse,
+    promises: &[&v2::HIGH_THROTTLE, &v2::EVENTS_HIGH],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

@@ -5,6 +5,7 @@
 use super::args::CheckArgs;
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt};
 use crate::model::Record;
+use crate::model::contract::{v1, v2};
 use crate::model::counter::{MEMSW, OOM_KILLS, SWAP, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
@@ -42,6 +43,7 @@ came within 90 % of the memory limit); not exercised when none was. Result name:
         "the limited group (default: the only declared group)",
     )],
     parse,
+    promises: &[&v2::MAX_LIMIT, &v2::SWAP_MAX, &v1::LIMIT, &v1::MEMSW_LIMIT],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

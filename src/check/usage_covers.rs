@@ -10,6 +10,7 @@ use super::args::CheckArgs;
 use super::{
     Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt, stale_lag,
 };
+use crate::model::contract::v1;
 use crate::model::counter::{ANON, FILE, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::sum_label;
@@ -45,6 +46,7 @@ tolerance. Result name: \
         "the group (default: the only declared group)",
     )],
     parse,
+    promises: &[&v1::USAGE, &v1::KMEM_USAGE],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

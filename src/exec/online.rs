@@ -163,6 +163,7 @@ counters = ["dirty"]
             cgroups: Vec::new(),
             stopped: None,
             dirty: None,
+            version: crate::model::Version::V2,
         }
     }
 

@@ -304,6 +304,7 @@ fn set_up(
         cgroups: sc.cgroups.clone(),
         stopped: None,
         dirty,
+        version: ctx.parent.version,
     };
     Ok(Setup {
         root,

@@ -38,6 +38,13 @@ pub struct CheckResult {
     /// The sampled columns the check judged; on failure, those whose sum broke (for timelines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub columns: Vec<Column>,
+    /// The ids of the documented promises (`crate::model::contract`) this result judged: set when
+    /// the check was exercised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub promises: Vec<String>,
+    /// On failure, the id of the promise it broke; its detail quotes the promise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broke: Option<String>,
 }
 
 impl CheckResult {
@@ -61,6 +68,15 @@ impl CheckResult {
             known: None,
             implied: false,
             columns: Vec::new(),
+            promises: Vec::new(),
+            broke: None,
         }
+    }
+
+    /// A failure that broke `promise`: named in `broke`, quoted at the end of the detail.
+    pub fn breaking(mut self, promise: &crate::model::contract::Contract) -> Self {
+        self.broke = Some(promise.id.to_string());
+        self.detail = format!("{}; it breaks {}", self.detail, promise.cite());
+        self
     }
 }

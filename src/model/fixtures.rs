@@ -64,6 +64,8 @@ pub fn check(name: &str, outcome: Outcome) -> CheckResult {
         implied: false,
         columns: Vec::new(),
         known: None,
+        promises: Vec::new(),
+        broke: None,
     }
 }
 

@@ -248,6 +248,8 @@ pub struct Record {
     /// vm.dirty_ratio and vm.dirty_bytes while the scenario ran, on cgroup v2 (whose memcgs are
     /// writeback domains of their own); None on v1.
     pub dirty: Option<DirtyLimits>,
+    /// The cgroup version the groups ran under: which document's promises apply.
+    pub version: crate::model::Version,
 }
 
 /// The machine's dirty limits (/proc/sys/vm/dirty_ratio, dirty_bytes).

@@ -641,6 +641,7 @@ mod tests {
             cgroups: vec![],
             stopped: None,
             dirty: None,
+            version: crate::model::Version::V2,
         };
         let mut c = crate::model::fixtures::check("tracks-global(test)", Outcome::Fail);
         c.columns = vec![

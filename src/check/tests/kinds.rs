@@ -62,6 +62,7 @@ fn cycles(settled: &[i64]) -> Record {
         cgroups: Vec::new(),
         stopped: None,
         dirty: None,
+        version: crate::model::Version::V2,
     }
 }
 

@@ -69,6 +69,7 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
         cgroups: Vec::new(),
         stopped: None,
         dirty: None,
+        version: crate::model::Version::V2,
     }
 }
 
@@ -503,6 +504,7 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
         cgroups: Vec::new(),
         stopped: None,
         dirty: None,
+        version: crate::model::Version::V2,
     }
 }
 

@@ -47,6 +47,7 @@ pub(super) fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
         cgroups: Vec::new(),
         stopped: None,
         dirty: None,
+        version: crate::model::Version::V2,
     }
 }
 
