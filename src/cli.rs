@@ -85,7 +85,7 @@ pub enum Format {
     Json,
 }
 
-/// `coverage --format`.
+/// `coverage --format` and `contracts --format`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CoverageFormat {
     Human,
@@ -186,6 +186,21 @@ pub enum Command {
         format: CoverageFormat,
         /// Exit 2 when less than this share (percent) of the counted fields is covered (the suite
         /// falls short, not the kernel).
+        #[arg(long, value_name = "PERCENT")]
+        require: Option<f64>,
+    },
+    /// Every behavioural promise of the cgroup memory documentation (v2 and v1) with the checks
+    /// that judge it, the scenarios that reach its condition and the mutants written from it; for
+    /// the few no test can judge, why. With --results: where each was judged and how it came out.
+    Contracts {
+        /// `run --format json` result files or directories of them.
+        #[arg(long, value_name = "PATH")]
+        results: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value = "human")]
+        format: CoverageFormat,
+        /// Exit 2 when the suite judges less than this share (percent) of the promises; with
+        /// --results, of the promises of the cgroup versions the results ran under, those the
+        /// results judged (the suite falls short, not the kernel).
         #[arg(long, value_name = "PERCENT")]
         require: Option<f64>,
     },

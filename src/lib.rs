@@ -5,6 +5,7 @@
 pub mod ab;
 pub mod check;
 pub mod compare;
+pub mod contracts;
 pub mod coverage;
 pub mod exec;
 pub mod explore;

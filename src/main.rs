@@ -11,7 +11,7 @@ use memcgtest::suite;
 use memcgtest::sys::cgroup::detect::{self, Choice};
 use memcgtest::sys::env;
 use memcgtest::sys::{cgroup, cleanup, lock, sysctl};
-use memcgtest::{ab, compare, coverage, report, scenario, vm};
+use memcgtest::{ab, compare, contracts, coverage, report, scenario, vm};
 
 mod cli;
 
@@ -82,6 +82,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             Ok(exit::OK)
         }
         Command::Cleanup => cleanup_leftovers(&cli),
+        Command::Contracts {
+            results,
+            format,
+            require,
+        } => show_contracts(&cli, results, *format, *require),
         Command::Coverage {
             results,
             format,
@@ -208,14 +213,8 @@ fn session_options(s: &cli::SessionArgs) -> suite::Options<'_> {
     }
 }
 
-/// `memcgtest coverage`.
-fn show_coverage(
-    cli: &Cli,
-    results: &[PathBuf],
-    format: CoverageFormat,
-    require: Option<f64>,
-) -> Result<u8, Error> {
-    let scenarios = scenario::load_all(cli.scenario_dir.as_deref())?;
+/// The runs of `run --format json` result files (or directories of them).
+fn load_reports(results: &[PathBuf]) -> Result<Vec<memcgtest::model::RunReport>, Error> {
     let mut reports = Vec::new();
     for path in results {
         for v in compare::load(path).map_err(|e| Error::Usage(format!("{e:#}")))? {
@@ -225,6 +224,55 @@ fn show_coverage(
             reports.push(rep);
         }
     }
+    Ok(reports)
+}
+
+/// `memcgtest contracts`.
+fn show_contracts(
+    cli: &Cli,
+    results: &[PathBuf],
+    format: CoverageFormat,
+    require: Option<f64>,
+) -> Result<u8, Error> {
+    let scenarios = scenario::load_all(cli.scenario_dir.as_deref())?;
+    let reports = load_reports(results)?;
+    let table = contracts::table(&scenarios, &reports);
+    match format {
+        CoverageFormat::Human => print!("{}", contracts::render(&table)),
+        CoverageFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&table).map_err(internal)?
+        ),
+        CoverageFormat::Markdown => print!("{}", contracts::markdown(&table)),
+    }
+    let mut versions: Vec<memcgtest::model::Version> = (reports.iter())
+        .filter_map(|r| r.environment.cgroup.selected.clone().ok())
+        .collect();
+    versions.sort_by_key(|v| v.as_str());
+    versions.dedup();
+    let share = if reports.is_empty() {
+        table.judged_pct()
+    } else {
+        table.reached_pct(&versions)
+    };
+    match require {
+        // The suite falls short, not the kernel: never 1.
+        Some(r) if share < r => Err(Error::Usage(format!(
+            "promises judged: {share:.1} %, below --require {r} %"
+        ))),
+        _ => Ok(exit::OK),
+    }
+}
+
+/// `memcgtest coverage`.
+fn show_coverage(
+    cli: &Cli,
+    results: &[PathBuf],
+    format: CoverageFormat,
+    require: Option<f64>,
+) -> Result<u8, Error> {
+    let scenarios = scenario::load_all(cli.scenario_dir.as_deref())?;
+    let reports = load_reports(results)?;
     let probed = if results.is_empty() {
         let _live = suite::own_liveness().ok();
         let e = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);

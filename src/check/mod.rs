@@ -255,6 +255,8 @@ pub const KINDS: &[Kind] = &[
     identities::KIND,
     monotonic::KIND,
     faults::KIND,
+    knob::KIND,
+    limit_takes::KIND,
 ];
 
 /// The `cgroup` key most checks take.
@@ -274,6 +276,10 @@ pub fn reference() -> String {
     let mut s = String::from(REFERENCE_HEAD);
     for k in KINDS {
         s += &format!("\n## {}\n\n{}\n\n", k.kind, k.doc.trim());
+        if !k.promises.is_empty() {
+            let ids: Vec<String> = k.promises.iter().map(|p| format!("`{}`", p.id)).collect();
+            s += &format!("Promises it judges: {}.\n\n", ids.join(", "));
+        }
         s += &key_table(k.keys, "kind");
     }
     s
@@ -294,6 +300,11 @@ under. A phase is a declared `[[phase]]`; a step kind an `action` of the step ta
 unflushed-stats bound\" is 2 x 64 pages x CPUs x page size: the per-CPU residue below
 MEMCG_CHARGE_BATCH plus the flush threshold MEMCG_CHARGE_BATCH x CPUs. A check that is not
 exercised makes its scenario `skip`, never `pass`.
+
+Every kind also takes `promise`: the id of a documented promise the check judges in this
+scenario (`memcgtest contracts` lists them; the promise must be made for a cgroup version the
+scenario runs under). A failure then quotes it. Each kind below names the promises it judges
+wherever it is exercised.
 ";
 
 /// A group's columns of `counters`, as a check names the sum it judges.
@@ -493,7 +504,9 @@ mod follows;
 mod hierarchy;
 mod holds_files;
 mod identities;
+mod knob;
 mod limit_counters;
+mod limit_takes;
 mod monotonic;
 mod moved;
 mod no_ratchet;

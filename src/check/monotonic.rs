@@ -24,6 +24,23 @@ fn events(rec: &Record, cgroup: &str) -> Vec<(Column, usize)> {
         .collect()
 }
 
+/// The spans of the steps that reset `col`'s count on purpose: a `set` that wrote the file the
+/// counter is read from (v1: 0 into memory.failcnt resets it, as memory.rst documents).
+fn resets(rec: &Record, cgroup: &str, col: &Column) -> Vec<(f64, f64)> {
+    let Some(file) = col.counter().and_then(|n| counter::file_of(n, rec.version)) else {
+        return Vec::new();
+    };
+    (rec.steps.iter())
+        .filter(|st| st.cgroup == cgroup)
+        .filter(|st| {
+            st.knob
+                .as_ref()
+                .is_some_and(|k| k.file == file && k.written.is_some() && k.error.is_none())
+        })
+        .map(|st| (st.start, st.end))
+        .collect()
+}
+
 /// monotonic: no sampled event counter of `cgroup` is ever below its value at an earlier sample.
 /// Not exercised when none of them rose.
 pub fn monotonic(name: String, rec: &Record, cgroup: &str) -> CheckResult {
@@ -35,10 +52,12 @@ pub fn monotonic(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     let mut rose = Vec::new();
     let mut still = 0;
     for (col, c) in &cols {
+        let resets = resets(rec, cgroup, col);
         let mut top = (0, if s.is_empty() { 0 } else { s.get(0, *c) });
         for r in 1..s.len() {
             let v = s.get(r, *c);
-            if v < top.1 {
+            let reset = (resets.iter()).any(|&(a, b)| a <= s.t[r] && b >= s.t[top.0]);
+            if v < top.1 && !reset {
                 let (t, was) = (s.t[r], top.1);
                 let mut res = CheckResult::new(
                     name,

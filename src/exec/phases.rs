@@ -249,6 +249,7 @@ impl Run<'_> {
             survived: res.survived,
             minflt: res.minflt,
             majflt: res.majflt,
+            knob: res.knob.clone(),
             load: match (&before, &after) {
                 (Some(b), Some(a)) => {
                     let own = if kind == StepKind::Write {

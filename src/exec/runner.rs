@@ -268,7 +268,15 @@ fn set_up(
         .create_child(&cleanup::marked(&sc.name))
         .map_err(anyhow::Error::from)?;
     guard.root = Some(root.clone());
-    let (groups, charge_moving) = create_groups(sc, &root)?;
+    let (groups, mut charge_moving) = create_groups(sc, &root)?;
+    // A scenario that turns charge moving on with a set step needs to know whether it can.
+    let sets_moving = (sc.phases.iter().flat_map(|p| &p.steps)).any(|s| {
+        matches!(s, crate::scenario::Step::Set { file, .. } if file == "memory.move_charge_at_immigrate")
+    });
+    if charge_moving.is_none() && sets_moving {
+        let probe = crate::sys::env::probe_charge_moving(&root);
+        charge_moving = (probe != "available").then_some(probe);
+    }
     // Helpers (sync, antagonists) run in a group of their own, outside the measured ones.
     let aux = root
         .create_child(crate::scenario::HELPER_GROUP)

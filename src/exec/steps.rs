@@ -23,7 +23,7 @@ mod tasks;
 mod workers;
 
 pub(super) use kernel::tune_machine;
-use kernel::{KHUGEPAGED_SCANS, await_counter, make_cgroups, reclaim, wait_machine};
+use kernel::{KHUGEPAGED_SCANS, await_counter, make_cgroups, reclaim, set, wait_machine};
 use tasks::{advise, grow, hold, move_task, release, wait};
 use workers::{create, exhaust, fault, read, usemem};
 
@@ -198,6 +198,11 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             region,
         } => advise(env, task, *advice, *region),
         Step::Cgroups { cgroup, count } => make_cgroups(env, cgroup, *count),
+        Step::Set {
+            cgroup,
+            file,
+            value,
+        } => set(env, cgroup, file, value.as_deref()),
         Step::Pressure { size, within } => {
             let pages = size / env.ctx.machine.page_size;
             wait_machine(env, "pgsteal_kswapd", pages, *within)

@@ -177,7 +177,8 @@ fn keep_valid_steps(c: &mut Case, groups: &[String]) {
             | Step::Reclaim { cgroup, .. }
             | Step::Probe { cgroup, .. }
             | Step::Await { cgroup, .. }
-            | Step::Cgroups { cgroup, .. } => has(cgroup),
+            | Step::Cgroups { cgroup, .. }
+            | Step::Set { cgroup, .. } => has(cgroup),
             Step::Sync | Step::Sleep(_) | Step::Pressure { .. } | Step::Khugepaged { .. } => true,
         });
     }

@@ -655,6 +655,19 @@ pub fn stat_key(name: &str, version: Version) -> Result<Option<String>, String> 
     }
 }
 
+/// The file a counter of its own file is read from under `version` (v1 memory.failcnt for
+/// `limit_hits`); None for a memory.stat counter or one the version does not have.
+pub fn file_of(name: &str, version: crate::model::Version) -> Option<&'static str> {
+    match counter(name)?.source {
+        Source::File { v1, v2, .. } => match version {
+            crate::model::Version::V1 => v1,
+            crate::model::Version::V2 => v2,
+        }
+        .map(|l| l.file),
+        Source::Stat { .. } => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -704,3 +717,4 @@ mod tests {
         );
     }
 }
+

@@ -30,8 +30,8 @@ pub use event::Event;
 pub use format::Format;
 pub use known::{KnownIssue, Release};
 pub use record::{
-    CgroupSpec, DirtyLimits, HostLoad, Load, Machine, Measurement, MoveRecord, PhaseMeasure,
-    PhaseRecord, Record, StepRecord, step_rate,
+    CgroupSpec, DirtyLimits, HostLoad, KnobWrite, Load, Machine, Measurement, MoveRecord,
+    PhaseMeasure, PhaseRecord, Record, StepRecord, step_rate,
 };
 pub use result::{PhaseResult, RunReport, ScenarioResult, Status, Totals};
 pub use series::Series;

@@ -77,6 +77,24 @@ pub struct StepRecord {
     /// What the rest of the machine did while a measured step ran (write, read, fault, usemem).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<Load>,
+    /// set: what it wrote to its group's file and what the file read around the write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub knob: Option<KnobWrite>,
+}
+
+/// What a `set` step did to a file of its group: the value it wrote (none: it only read), how the
+/// write ended, and what the file read (trimmed) through a new descriptor before and after, and
+/// through the descriptor written to, right after the write (memory.peak resets per descriptor).
+/// A file that cannot be read (memory.reclaim) reads None.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KnobWrite {
+    pub file: String,
+    pub written: Option<String>,
+    /// The errno name the write failed with (`EINVAL`), or None.
+    pub error: Option<String>,
+    pub before: Option<String>,
+    pub after: Option<String>,
+    pub same_fd: Option<String>,
 }
 
 /// What the rest of the machine did while a step was measured: other processes' CPU (their user

@@ -37,11 +37,12 @@ pub enum StepKind {
     Cgroups,
     Pressure,
     Khugepaged,
+    Set,
 }
 
 impl StepKind {
     /// Every kind, in the order errors and references list them.
-    pub const ALL: [StepKind; 24] = [
+    pub const ALL: [StepKind; 25] = [
         StepKind::Write,
         StepKind::Sync,
         StepKind::Fsync,
@@ -66,6 +67,7 @@ impl StepKind {
         StepKind::Usemem,
         StepKind::Await,
         StepKind::Exhaust,
+        StepKind::Set,
     ];
 
     /// The name scenario files use.
@@ -95,6 +97,7 @@ impl StepKind {
             StepKind::Cgroups => "cgroups",
             StepKind::Pressure => "pressure",
             StepKind::Khugepaged => "khugepaged",
+            StepKind::Set => "set",
         }
     }
 

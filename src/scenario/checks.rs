@@ -62,7 +62,45 @@ pub(super) fn resolve_check(
         outline,
         allowed: entry.keys,
     };
-    let names: Vec<&str> = entry.keys.iter().map(|k| k.name).collect();
+    let mut names: Vec<&str> = entry.keys.iter().map(|k| k.name).collect();
+    names.push("promise");
     args.keys.only(&names)?;
-    (entry.parse)(&args)
+    let mut check = (entry.parse)(&args)?;
+    check.promise = promise(&args, outline)?;
+    Ok(check)
+}
+
+/// The documented promise a `[[check]]` says it judges (`promise = "v2.max.lowered"`): a
+/// contract of `crate::model::contract` made for a cgroup version the scenario runs under.
+fn promise(
+    args: &CheckArgs,
+    outline: &Outline,
+) -> Result<Option<&'static crate::model::contract::Contract>, ScenarioError> {
+    let Some(id) = args.keys.get::<String>("promise")? else {
+        return Ok(None);
+    };
+    let Some(c) = crate::model::contract::get(id.get_ref()) else {
+        return Err(args.err(
+            id.span(),
+            format!(
+                "unknown promise {:?} (memcgtest contracts lists them)",
+                id.get_ref()
+            ),
+        ));
+    };
+    let version = match c.doc {
+        crate::model::contract::Doc::V1 => Version::V1,
+        crate::model::contract::Doc::V2 => Version::V2,
+    };
+    if !outline.versions.contains(&version) {
+        return Err(args.err(
+            id.span(),
+            format!(
+                "promise {:?} is made for cgroup {}, which the scenario does not run under",
+                c.id,
+                version.as_str()
+            ),
+        ));
+    }
+    Ok(Some(c))
 }

@@ -121,6 +121,16 @@ impl Step {
                 format!("khugepaged scans every 10 ms, two full scans in at most {within:?}")
             }
             Step::Release { task } => format!("task {task} exits"),
+            Step::Set {
+                cgroup,
+                file,
+                value: Some(v),
+            } => format!("write {v:?} to {cgroup}'s {file}"),
+            Step::Set {
+                cgroup,
+                file,
+                value: None,
+            } => format!("read {cgroup}'s {file}"),
             Step::Create { file, size, count } => {
                 format!("create {count} files {file}.N of {}", hb(*size))
             }

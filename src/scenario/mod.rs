@@ -148,6 +148,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "oom-group-count.toml",
         include_str!("../../scenarios/oom-group-count.toml"),
     ),
+    (
+        "knobs-v2.toml",
+        include_str!("../../scenarios/knobs-v2.toml"),
+    ),
+    (
+        "knobs-v1.toml",
+        include_str!("../../scenarios/knobs-v1.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
@@ -332,6 +340,15 @@ pub enum Step {
     /// advised MADV_HUGEPAGE, charging each huge page to their groups (and reclaiming there, as
     /// khugepaged, when a group is at its limit).
     Khugepaged { within: Duration },
+    /// Write `value` to the group's `file` (a memory.* file of the group, such as memory.max,
+    /// memory.reclaim, memory.peak, v1 memory.soft_limit_in_bytes), recording how the write ended
+    /// and what the file reads before and after (`KnobWrite`); without `value`, only read it.
+    /// A failed write does not stop the scenario: checks judge it (`knob`).
+    Set {
+        cgroup: String,
+        file: String,
+        value: Option<String>,
+    },
 }
 
 /// A hold step: task `task` starts in `cgroup` holding `anon` bytes of touched anonymous memory
@@ -399,7 +416,8 @@ impl Step {
             | Step::Fault { cgroup, .. }
             | Step::Usemem { cgroup, .. }
             | Step::Exhaust { cgroup, .. }
-            | Step::Await { cgroup, .. } => Some(cgroup),
+            | Step::Await { cgroup, .. }
+            | Step::Set { cgroup, .. } => Some(cgroup),
             Step::Hold(h) => Some(&h.cgroup),
             Step::Move { to, .. } => Some(to),
             Step::Cgroups { cgroup, .. } => Some(cgroup),
@@ -434,6 +452,7 @@ impl Step {
             Step::Cgroups { .. } => StepKind::Cgroups,
             Step::Pressure { .. } => StepKind::Pressure,
             Step::Khugepaged { .. } => StepKind::Khugepaged,
+            Step::Set { .. } => StepKind::Set,
         }
     }
 }

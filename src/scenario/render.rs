@@ -102,6 +102,17 @@ impl Step {
                 t.with("size", size(*n)).with("duration", duration(*within))
             }
             Step::Khugepaged { within } => t.with("duration", duration(*within)),
+            Step::Set {
+                cgroup,
+                file,
+                value,
+            } => {
+                let t = t.with("cgroup", s(cgroup)).with("file", s(file));
+                match value {
+                    Some(v) => t.with("value", s(v)),
+                    None => t,
+                }
+            }
         }
         .render()
     }

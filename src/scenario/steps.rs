@@ -429,6 +429,40 @@ pub const STEPS: &[StepSyntax] = &[
             })
         },
     },
+    StepSyntax {
+        kind: StepKind::Set,
+        doc: "write `value` to a file of the group (memory.max, memory.reclaim, memory.peak, v1 memory.soft_limit_in_bytes, ...), recording how the write ended and what the file reads before and after it, through a new descriptor and through the one written to; without `value`, only read the file. A write the kernel refuses does not stop the scenario: the `knob` check judges it",
+        keys: &[
+            CGROUP,
+            req("file", "a `memory.*` file of the group"),
+            opt(
+                "value",
+                "the text written (a size such as `\"32M\"`, `\"max\"`, `\"-1\"`, `\"8M swappiness=0\"`); none: only read",
+            ),
+        ],
+        read: |i| {
+            let f = i.need::<String>("file")?;
+            let file = f.get_ref();
+            let plain = file
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._".contains(&b));
+            if !file.starts_with("memory.") || !plain {
+                return Err(i.err(
+                    f.span(),
+                    "file must be a memory.* file of the group ([a-z0-9._])",
+                ));
+            }
+            let value = match i.get::<String>("value")? {
+                Some(v) => Some(i.text().one_line(&v, "value")?),
+                None => None,
+            };
+            Ok(Step::Set {
+                cgroup: i.cgroup()?,
+                file: file.clone(),
+                value,
+            })
+        },
+    },
 ];
 
 /// The step reference (docs/steps.md), generated from `STEPS`.

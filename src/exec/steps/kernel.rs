@@ -193,3 +193,80 @@ pub(super) fn wait_machine(
         Err(e) => Err(env.stop(e)),
     }
 }
+
+/// Writes `value` to the group's `file` in one write(2), recording how it ended and what the file
+/// reads before and after it: through a new descriptor each time, and right after the write
+/// through the descriptor written to (memory.peak and memory.swap.peak reset per descriptor).
+/// The kernel's answer is the record's, not the step's: a refused write does not stop the
+/// scenario (the `knob` check judges it). A file that is not there is the scenario's error.
+pub(super) fn set(
+    env: &StepEnv,
+    cgroup: &str,
+    file: &str,
+    value: Option<&str>,
+) -> Result<JobResult, Stop> {
+    let path = env.group(cgroup).path.join(file);
+    if !path.exists() {
+        return Err(Stop::Failed(Error::Environment(format!(
+            "{}: no such file: this kernel's memory controller does not have it",
+            path.display()
+        ))));
+    }
+    let read = |p: &std::path::Path| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let before = read(&path);
+    let t = Instant::now();
+    let (error, same_fd) = match value {
+        Some(v) => write_once(&path, v),
+        None => (None, None),
+    };
+    let seconds = t.elapsed().as_secs_f64();
+    let knob = crate::model::KnobWrite {
+        file: file.to_string(),
+        written: value.map(str::to_string),
+        error,
+        before,
+        after: read(&path),
+        same_fd,
+    };
+    Ok(JobResult {
+        seconds,
+        knob: Some(knob),
+        ..Default::default()
+    })
+}
+
+/// One write(2) of `value` to `path`; the errno name it failed with, and what the descriptor
+/// written to reads right after (None for a file that cannot be read, or a failed write).
+fn write_once(path: &std::path::Path, value: &str) -> (Option<String>, Option<String>) {
+    use std::io::{Read, Seek, Write};
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path);
+    let (mut f, readable) = match opened {
+        Ok(f) => (f, true),
+        Err(_) => match std::fs::OpenOptions::new().write(true).open(path) {
+            Ok(f) => (f, false),
+            Err(e) => return (Some(errno_name(&e)), None),
+        },
+    };
+    if let Err(e) = f.write_all(value.as_bytes()) {
+        return (Some(errno_name(&e)), None);
+    }
+    let mut s = String::new();
+    let same = (readable && f.rewind().is_ok() && f.read_to_string(&mut s).is_ok())
+        .then(|| s.trim().to_string());
+    (None, same)
+}
+
+/// `EINVAL` for an error with errno EINVAL; the error's text for one without an errno.
+fn errno_name(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => format!("{:?}", nix::errno::Errno::from_raw(n)),
+        None => e.to_string(),
+    }
+}

@@ -110,6 +110,9 @@ pub struct JobResult {
     pub minflt: u64,
     #[serde(default)]
     pub majflt: u64,
+    /// set: what it wrote and what the file read around it.
+    #[serde(default)]
+    pub knob: Option<crate::model::KnobWrite>,
 }
 
 /// What a held task does besides holding its memory: how its anonymous memory is held, and the

@@ -4,6 +4,7 @@ use super::*;
 fn value(kind: StepKind, key: &str) -> String {
     match key {
         "cgroup" | "to" => "\"g\"".into(),
+        "file" if kind == StepKind::Set => "\"memory.max\"".into(),
         "file" => "\"f\"".into(),
         "task" => "\"t\"".into(),
         "counter" => "\"dirty\"".into(),
