@@ -31,13 +31,23 @@ impl Expect {
         }
     }
 
-    /// The tolerance in bytes and where it comes from.
-    fn tolerance(&self, m: &Machine) -> (i64, String) {
+    /// The tolerance (bytes, or events for an event counter) and where it comes from.
+    fn tolerance(&self, m: &Machine, events: bool) -> (i64, String) {
         match self.tolerance {
             Some(t) => (
                 t as i64,
-                format!("{} (set in the scenario)", human_bytes(t as i64)),
+                format!("{} (set in the scenario)", amount(t as i64, events)),
             ),
+            None if events => {
+                let t = (2 * 64 * m.cpus) as i64 + self.by.abs() / 32;
+                (
+                    t,
+                    format!(
+                        "{t} events = 2 x 64 x {} CPUs (memcg events unflushed) + 1/32 of the expected change",
+                        m.cpus
+                    ),
+                )
+            }
             None => {
                 let t = m.stat_batch_bytes() as i64 + self.by.abs() / 32;
                 (
@@ -60,6 +70,24 @@ impl Expect {
         } else {
             (d - self.by).abs() > tol
         }
+    }
+}
+
+/// A change or a value of a column: bytes, or a count of events.
+fn amount(v: i64, events: bool) -> String {
+    if events {
+        v.to_string()
+    } else {
+        human_bytes(v)
+    }
+}
+
+/// A signed change, as `amount`.
+fn signed_amount(v: i64, events: bool) -> String {
+    match (events, v > 0) {
+        (true, true) => format!("+{v}"),
+        (true, false) => v.to_string(),
+        (false, _) => signed(v),
     }
 }
 
@@ -95,7 +123,11 @@ pub fn change_in(
     let Some(c) = rec.series.col(col) else {
         return missing(name, format!("column {col} was not sampled"));
     };
-    let (tol, tol_text) = expect.tolerance(&rec.machine);
+    let events = (col.counter().and_then(crate::model::counter::counter))
+        .is_some_and(|k| k.unit == crate::model::counter::Unit::Events);
+    let (tol, tol_text) = expect.tolerance(&rec.machine, events);
+    let human_bytes = |v: i64| amount(v, events);
+    let signed = |v: i64| signed_amount(v, events);
     // A tolerance of half the change or more would pass a kernel that did half of it.
     if (by != 0 || expect.at_least) && 2 * tol >= by.abs() {
         return missing(
@@ -128,7 +160,11 @@ pub fn change_in(
             let mut res = CheckResult::new(
                 name,
                 Outcome::Fail,
-                format!("{col} changed by {} ({d} B)", signed(d)),
+                format!(
+                    "{col} changed by {} ({d}{})",
+                    signed(d),
+                    if events { "" } else { " B" }
+                ),
                 wanted,
                 format!(
                     "across step '{}' (t={:.3}s..{:.3}s, phase {}), {col} went from {} to {}: {}",
@@ -138,7 +174,7 @@ pub fn change_in(
                     rec.phases[st.phase].name,
                     human_bytes(rec.series.get(r0, c)),
                     human_bytes(rec.series.get(r1, c)),
-                    missed(by, d, step)
+                    missed(by, d, step, events)
                 ),
             );
             res.tolerance = Some(tol_text);
@@ -179,7 +215,8 @@ pub fn change_in(
 }
 
 /// How a change of `d` missed the expected `by`, in words.
-fn missed(by: i64, d: i64, step: StepKind) -> String {
+fn missed(by: i64, d: i64, step: StepKind, events: bool) -> String {
+    let human_bytes = |v: i64| amount(v, events);
     if by == 0 {
         format!(
             "it {} by {} where it should have stayed",

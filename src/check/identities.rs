@@ -6,7 +6,7 @@
 //! for a group with no children). Every scenario gets it for every group.
 
 use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt};
-use crate::model::contract::{v1, v2};
+use crate::model::contract::{Contract, Doc, v1, v2};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
 use crate::model::{Column, Machine, Record, StepKind};
@@ -43,6 +43,8 @@ struct Rule {
     slack: Slack,
     /// The kernel fact it rests on.
     why: &'static str,
+    /// The documented promises (of either version) whose meaning it holds the counters to.
+    promises: &'static [&'static Contract],
 }
 
 const fn rule(
@@ -51,6 +53,7 @@ const fn rule(
     rhs: &'static [&'static str],
     slack: Slack,
     why: &'static str,
+    promises: &'static [&'static Contract],
 ) -> Rule {
     Rule {
         lhs,
@@ -58,6 +61,7 @@ const fn rule(
         rhs,
         slack,
         why,
+        promises,
     }
 }
 
@@ -70,6 +74,7 @@ const RULES: &[Rule] = &[
         &["slab_reclaimable", "slab_unreclaimable"],
         Slack::None,
         "memory.stat prints slab as slab_reclaimable + slab_unreclaimable",
+        &[&v2::STAT_SLAB],
     ),
     rule(
         &["anon_thp"],
@@ -77,6 +82,7 @@ const RULES: &[Rule] = &[
         &["anon"],
         Slack::None,
         "a mapped anonymous huge page is counted in anon too",
+        &[&v2::STAT_THP, &v1::STAT_LOCAL],
     ),
     rule(
         &["file_thp"],
@@ -84,6 +90,7 @@ const RULES: &[Rule] = &[
         &["file"],
         Slack::None,
         "a page cache huge page is counted in file too",
+        &[&v2::STAT_THP],
     ),
     rule(
         &["shmem_thp"],
@@ -91,6 +98,7 @@ const RULES: &[Rule] = &[
         &["shmem"],
         Slack::None,
         "a shmem huge page is counted in shmem too",
+        &[&v2::STAT_THP],
     ),
     rule(
         &["shmem"],
@@ -98,6 +106,7 @@ const RULES: &[Rule] = &[
         &["file"],
         Slack::None,
         "shmem pages are page cache pages (NR_FILE_PAGES)",
+        &[&v2::STAT_FILE, &v1::STAT_LOCAL],
     ),
     rule(
         &["mapped"],
@@ -105,6 +114,7 @@ const RULES: &[Rule] = &[
         &["file"],
         Slack::None,
         "a mapped file page is a page cache page",
+        &[&v2::STAT_MAPPED, &v1::STAT_LOCAL],
     ),
     rule(
         &["dirty"],
@@ -112,6 +122,7 @@ const RULES: &[Rule] = &[
         &["file"],
         Slack::None,
         "a dirty file page is a page cache page",
+        &[&v2::STAT_DIRTY, &v1::STAT_DIRTY],
     ),
     rule(
         &["writeback"],
@@ -119,6 +130,7 @@ const RULES: &[Rule] = &[
         &["file", "swapcached"],
         Slack::None,
         "a page under writeback is a page cache page or a swap cache page being swapped out",
+        &[&v2::STAT_WRITEBACK, &v1::STAT_DIRTY],
     ),
     rule(
         &["anon", "file"],
@@ -132,6 +144,7 @@ const RULES: &[Rule] = &[
         ],
         Slack::Lru,
         "every mapped anonymous page and page cache page is on an LRU list, but for those isolated or batched for a moment",
+        &[&v2::STAT_LRU, &v1::STAT_LRU],
     ),
     rule(
         &["slab", "kernel_stack", "pagetables", "percpu", "vmalloc"],
@@ -139,6 +152,7 @@ const RULES: &[Rule] = &[
         &["kernel"],
         Slack::Charge,
         "slab objects, kernel stacks, page tables, percpu and accounted vmalloc memory are charged as kernel memory (MEMCG_KMEM), in whole pages",
+        &[&v2::STAT_KERNEL],
     ),
     rule(
         &["swap_max_events"],
@@ -146,6 +160,7 @@ const RULES: &[Rule] = &[
         &["swap_fail_events"],
         Slack::None,
         "a swap charge refused at memory.swap.max counts as a failed swap-out too",
+        &[&v2::SWAP_EVENTS],
     ),
     rule(
         &["oom_group_kills"],
@@ -153,6 +168,7 @@ const RULES: &[Rule] = &[
         &["oom_kills"],
         Slack::None,
         "an OOM that kills a whole group kills at least one task in it",
+        &[&v2::EVENTS_OOM_GROUP_KILL],
     ),
     rule(
         &["usage"],
@@ -160,6 +176,7 @@ const RULES: &[Rule] = &[
         &["peak"],
         Slack::Charge,
         "the page counter's watermark is the most it ever held (read after the usage)",
+        &[&v2::PEAK_MAX, &v1::MAX_USAGE],
     ),
     rule(
         &["swap"],
@@ -167,6 +184,7 @@ const RULES: &[Rule] = &[
         &["swap_peak"],
         Slack::Charge,
         "the swap counter's watermark is the most it ever held",
+        &[&v2::SWAP_PEAK_MAX],
     ),
     rule(
         &["memsw"],
@@ -174,6 +192,7 @@ const RULES: &[Rule] = &[
         &["memsw_peak"],
         Slack::Charge,
         "the memory+swap counter's watermark is the most it ever held",
+        &[&v1::MAX_USAGE],
     ),
     rule(
         &["kmem"],
@@ -181,6 +200,7 @@ const RULES: &[Rule] = &[
         &["kmem_peak"],
         Slack::Charge,
         "the kernel memory counter's watermark is the most it ever held",
+        &[&v1::KMEM_USAGE],
     ),
     rule(
         &["kmem"],
@@ -188,6 +208,7 @@ const RULES: &[Rule] = &[
         &["usage"],
         Slack::Charge,
         "cgroup v1 charges kernel memory to the memory counter too",
+        &[&v1::KMEM_USAGE],
     ),
     rule(
         &["memsw"],
@@ -195,6 +216,7 @@ const RULES: &[Rule] = &[
         &["usage", "swap"],
         Slack::Charge,
         "cgroup v1's memory+swap counter is charged with every page and keeps the charge of a page swapped out",
+        &[&v1::MEMSW_USAGE],
     ),
     rule(
         &["hierarchical_memory_limit"],
@@ -202,6 +224,7 @@ const RULES: &[Rule] = &[
         &["hierarchical_memsw_limit"],
         Slack::None,
         "v1 refuses a memory+swap limit below the memory limit",
+        &[&v1::HIERARCHICAL_LIMIT],
     ),
     rule(
         &["pgscan"],
@@ -209,6 +232,7 @@ const RULES: &[Rule] = &[
         &["pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged"],
         Slack::None,
         "memory.stat prints pgscan as the sum of its kinds",
+        &[&v2::STAT_RECLAIM],
     ),
     rule(
         &["pgsteal"],
@@ -216,6 +240,7 @@ const RULES: &[Rule] = &[
         &["pgsteal_kswapd", "pgsteal_direct", "pgsteal_khugepaged"],
         Slack::None,
         "memory.stat prints pgsteal as the sum of its kinds",
+        &[&v2::STAT_RECLAIM],
     ),
     rule(
         &["pgsteal"],
@@ -223,6 +248,7 @@ const RULES: &[Rule] = &[
         &["pgscan"],
         Slack::None,
         "reclaim frees only pages it scanned",
+        &[&v2::STAT_RECLAIM],
     ),
     rule(
         &["pgmajfault"],
@@ -230,6 +256,7 @@ const RULES: &[Rule] = &[
         &["pgfault"],
         Slack::None,
         "a major fault is a fault",
+        &[&v2::STAT_FAULTS],
     ),
     rule(
         &["workingset_activate_anon"],
@@ -237,6 +264,7 @@ const RULES: &[Rule] = &[
         &["workingset_refault_anon"],
         Slack::None,
         "a refaulting page is activated only after it refaulted",
+        &[&v2::STAT_WORKINGSET],
     ),
     rule(
         &["workingset_activate_file"],
@@ -244,6 +272,7 @@ const RULES: &[Rule] = &[
         &["workingset_refault_file"],
         Slack::None,
         "a refaulting page is activated only after it refaulted",
+        &[&v2::STAT_WORKINGSET],
     ),
     rule(
         &["workingset_restore_anon"],
@@ -251,6 +280,7 @@ const RULES: &[Rule] = &[
         &["workingset_refault_anon"],
         Slack::None,
         "a restored working set page is a refault",
+        &[&v2::STAT_WORKINGSET],
     ),
     rule(
         &["workingset_restore_file"],
@@ -258,6 +288,7 @@ const RULES: &[Rule] = &[
         &["workingset_refault_file"],
         Slack::None,
         "a restored working set page is a refault",
+        &[&v2::STAT_WORKINGSET],
     ),
     rule(
         &["pglazyfreed"],
@@ -265,6 +296,7 @@ const RULES: &[Rule] = &[
         &["pglazyfree"],
         Slack::None,
         "reclaim frees lazily freed pages only after MADV_FREE marked them",
+        &[&v2::STAT_LAZYFREE],
     ),
 ];
 
@@ -286,6 +318,8 @@ struct Applied {
     /// the hierarchical one is the last flush, which the periodic flush renews every 2 s: 3.5
     /// MiB apart in a leaf on Debian's 6.1 under v1 while a writer ran).
     stale: f64,
+    /// The documented promise it holds for this cgroup version, if any.
+    promise: Option<&'static Contract>,
 }
 
 /// The tolerance of a rule over `terms` counters: the statistics' unflushed bound for each, plus
@@ -334,6 +368,7 @@ fn applied(rec: &Record, cgroup: &str) -> Vec<Applied> {
             tol: tolerance(&rec.machine, r.lhs.len() + r.rhs.len(), r.slack, bytes),
             bytes,
             stale: 0.0,
+            promise: of_version(r.promises, rec),
         });
     }
     let leaf = !s
@@ -373,9 +408,19 @@ fn applied(rec: &Record, cgroup: &str) -> Vec<Applied> {
                 Some(crate::model::counter::Source::Stat { .. }) => super::hierarchy::ANCESTOR_LAG,
                 _ => 0.0,
             },
+            promise: of_version(&[&v2::EVENTS_LOCAL, &v1::STAT_TOTAL], rec),
         });
     }
     out
+}
+
+/// The promise of `list` made for the record's cgroup version.
+fn of_version(list: &[&'static Contract], rec: &Record) -> Option<&'static Contract> {
+    let doc = match rec.version {
+        crate::model::Version::V1 => Doc::V1,
+        crate::model::Version::V2 => Doc::V2,
+    };
+    list.iter().copied().find(|c| c.doc == doc)
 }
 
 fn amount(v: i64, bytes: bool) -> String {
@@ -409,6 +454,7 @@ pub fn identities(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     let rows: Vec<usize> = (0..s.len()).filter(|&r| !moving(s.t[r])).collect();
     let mut held = Vec::new();
     let mut idle = Vec::new();
+    let mut judged: Vec<String> = Vec::new();
     for a in &rules {
         let (mut run, mut top) = (0, 0i64);
         for &r in &rows {
@@ -431,6 +477,11 @@ pub fn identities(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         }
         if top > 2 * a.tol {
             held.push(format!("{} (up to {})", a.text, amount(top, a.bytes)));
+            judged.extend(
+                a.promise
+                    .map(|p| p.id.to_string())
+                    .filter(|p| !judged.contains(p)),
+            );
         } else {
             idle.push(a.text.clone());
         }
@@ -477,6 +528,7 @@ pub fn identities(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         .flat_map(|a| a.lhs.iter().chain(&a.rhs))
         .map(|&c| s.columns()[c].clone())
         .collect();
+    res.promises = judged;
     res
 }
 
@@ -520,7 +572,10 @@ fn broken(name: String, rec: &Record, cgroup: &str, a: &Applied, r: usize) -> Ch
         "{} (the statistics' unflushed bound per counter, and this rule's slack)",
         amount(a.tol, a.bytes)
     ));
-    res
+    match a.promise {
+        Some(p) => res.breaking(p),
+        None => res,
+    }
 }
 
 /// `identities`: the identities and bounds between `cgroup`'s counters hold at every sample.
@@ -557,12 +612,31 @@ scenario gets one for every group. Result name: `identities(<cgroup>)`.",
     )],
     parse,
     promises: &[
-        &v2::STAT_KERNEL,
-        &v2::STAT_LRU,
         &v2::STAT_SLAB,
+        &v2::STAT_THP,
+        &v2::STAT_FILE,
+        &v2::STAT_MAPPED,
+        &v2::STAT_DIRTY,
+        &v2::STAT_WRITEBACK,
+        &v2::STAT_LRU,
+        &v2::STAT_KERNEL,
+        &v2::SWAP_EVENTS,
+        &v2::EVENTS_OOM_GROUP_KILL,
+        &v2::PEAK_MAX,
+        &v2::SWAP_PEAK_MAX,
+        &v2::STAT_RECLAIM,
+        &v2::STAT_FAULTS,
+        &v2::STAT_WORKINGSET,
+        &v2::STAT_LAZYFREE,
         &v2::EVENTS_LOCAL,
-        &v1::MEMSW_USAGE,
+        &v1::STAT_LOCAL,
+        &v1::STAT_DIRTY,
         &v1::STAT_LRU,
+        &v1::MAX_USAGE,
+        &v1::KMEM_USAGE,
+        &v1::MEMSW_USAGE,
+        &v1::HIERARCHICAL_LIMIT,
+        &v1::STAT_TOTAL,
     ],
 };
 

@@ -8,7 +8,7 @@ use std::any::Any;
 use crate::model::Column;
 use crate::model::Record;
 use crate::model::StepKind;
-use crate::model::contract::{Contract, Doc};
+use crate::model::contract::{self, Contract, Doc};
 use crate::model::error::ScenarioError;
 use crate::model::source::{Key, key_table, opt, req};
 use crate::model::stats;
@@ -161,12 +161,22 @@ impl Check {
         if r.outcome == Outcome::NotExercised {
             return r;
         }
-        let mut judged = self.spec.promises(rec);
-        judged.extend(self.promise.filter(|p| !judged.contains(p)));
+        // A check that says which promises its result judged (identities: the rules whose
+        // counters moved) keeps its list; the others judged their kind's.
+        let mut judged: Vec<&'static Contract> = if r.promises.is_empty() {
+            self.spec.promises(rec)
+        } else {
+            r.promises
+                .iter()
+                .filter_map(|id| contract::get(id))
+                .collect()
+        };
+        let declared = self.promise.filter(|p| for_version(&[*p], rec).len() == 1);
+        judged.extend(declared.filter(|p| !judged.contains(p)));
         r.promises = judged.iter().map(|p| p.id.to_string()).collect();
         if r.outcome == Outcome::Fail && r.broke.is_none() {
             let one = (judged.len() == 1).then(|| judged[0]);
-            if let Some(p) = self.promise.or(one) {
+            if let Some(p) = declared.or(one) {
                 r = r.breaking(p);
             }
         }
@@ -257,6 +267,7 @@ pub const KINDS: &[Kind] = &[
     faults::KIND,
     knob::KIND,
     limit_takes::KIND,
+    no_oom::KIND,
 ];
 
 /// The `cgroup` key most checks take.
@@ -509,6 +520,7 @@ mod limit_counters;
 mod limit_takes;
 mod monotonic;
 mod moved;
+mod no_oom;
 mod no_ratchet;
 mod no_underflow;
 mod numa_stat;

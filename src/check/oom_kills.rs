@@ -15,7 +15,7 @@ use super::{
 };
 use crate::model::StepKind;
 use crate::model::Version;
-use crate::model::contract::{v1, v2};
+use crate::model::contract::{Contract, v1, v2};
 use crate::model::counter::{OOM_EVENTS, OOM_GROUP_KILLS, OOM_KILLS};
 use crate::model::error::ScenarioError;
 use crate::model::record::within;
@@ -72,6 +72,8 @@ count twice (default `false`)",
         &v2::MAX_ORDER0,
         &v2::EVENTS_OOM_KILL,
         &v2::OOMGROUP_KILL,
+        &v2::EVENTS_OOM,
+        &v2::EVENTS_OOM_GROUP_KILL,
         &v1::RECLAIM_OOM,
         &v1::OOM_KILL_COUNT,
     ],
@@ -111,6 +113,15 @@ impl CheckSpec for OomKills {
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         oom_kills(self.name(), rec, &self.cgroup, self.events, self.exact)
+    }
+    /// With `events`, also what memory.events `oom` and `oom_group_kill` promise.
+    fn promises(&self, rec: &Record) -> Vec<&'static Contract> {
+        let events = [&v2::EVENTS_OOM, &v2::EVENTS_OOM_GROUP_KILL];
+        let group = rec.group(&self.cgroup).is_some_and(|g| g.oom_group);
+        (super::for_version(KIND.promises, rec).into_iter())
+            .filter(|p| self.events || !events.iter().any(|e| e == p))
+            .filter(|p| group || !(*p == &v2::OOMGROUP_KILL || *p == &v2::EVENTS_OOM_GROUP_KILL))
+            .collect()
     }
 }
 

@@ -69,8 +69,10 @@ design). Result name: `tasks(<cgroup>)`.",
         &v2::TRACK_USER,
         &v2::STAT_ANON,
         &v2::SWAP_CURRENT,
+        &v2::STAT_SWAPCACHED,
         &v1::STAT_LOCAL,
         &v1::STAT_SWAP,
+        &v1::SWAPCACHE,
     ],
 };
 

@@ -10,7 +10,7 @@ use super::args::CheckArgs;
 use super::{
     Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt, stale_lag,
 };
-use crate::model::contract::v1;
+use crate::model::contract::{v1, v2};
 use crate::model::counter::{ANON, FILE, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::sum_label;
@@ -46,7 +46,12 @@ tolerance. Result name: \
         "the group (default: the only declared group)",
     )],
     parse,
-    promises: &[&v1::USAGE, &v1::KMEM_USAGE],
+    promises: &[
+        &v2::TRACK_KERNEL,
+        &v2::TRACK_SOCK,
+        &v1::USAGE,
+        &v1::KMEM_USAGE,
+    ],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

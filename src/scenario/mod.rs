@@ -156,6 +156,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "knobs-v1.toml",
         include_str!("../../scenarios/knobs-v1.toml"),
     ),
+    (
+        "memory-high-ancestor.toml",
+        include_str!("../../scenarios/memory-high-ancestor.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create

@@ -39,595 +39,602 @@ const fn not(
     }
 }
 
-pub static TRACK_USER: Contract = c(
+pub const TRACK_USER: Contract = c(
     "v2.track.user",
     "Memory",
     "Userland memory - page cache and anonymous memory.",
     "a group's tasks fault anonymous memory and write or read files",
     Stat,
 );
-pub static TRACK_KERNEL: Contract = c(
+pub const TRACK_KERNEL: Contract = c(
     "v2.track.kernel",
     "Memory",
     "Kernel data structures such as dentries and inodes.",
     "a task of the group makes files (dentries, inodes: slab) and threads (kernel stacks)",
     Stat,
 );
-pub static TRACK_SOCK: Contract = c(
+pub const TRACK_SOCK: Contract = c(
     "v2.track.sock",
     "Memory",
     "TCP socket buffers.",
     "a task of the group queues data on a TCP connection it never reads",
     Stat,
 );
-pub static ROUNDING: Contract = c(
+pub const ROUNDING: Contract = c(
     "v2.bytes.rounding",
     "Memory Interface Files",
     "If a value which is not aligned to PAGE_SIZE is written, the value may be rounded … to the closest PAGE_SIZE multiple when read back.",
     "a limit written with a size that is not a multiple of the page size, read back",
     Knobs,
 );
-pub static DEFAULTS: Contract = c(
+pub const DEFAULTS: Contract = c(
     "v2.knobs.defaults",
     "memory.min, memory.low, memory.high, memory.max, memory.oom.group, memory.swap.high, memory.swap.max",
     "The default is \u{201c}0\u{201d} (memory.min, memory.low, memory.oom.group) … The default is \u{201c}max\u{201d} (memory.high, memory.max, memory.swap.high, memory.swap.max).",
     "a new group, read before anything is written",
     Knobs,
 );
-pub static CURRENT: Contract = c(
+pub const CURRENT: Contract = c(
     "v2.current.subtree",
     "memory.current",
     "The total amount of memory currently being used by the cgroup and its descendants.",
     "a parent whose children charge memory (every group with groups below it)",
     Hierarchy,
 );
-pub static MIN_PROTECT: Contract = c(
+pub const MIN_PROTECT: Contract = c(
     "v2.min.protect",
     "memory.min",
     "If the memory usage of a cgroup is within its effective min boundary, the cgroup's memory won't be reclaimed under any conditions.",
     "memory.min on a leaf whose parent's limit or memory.reclaim reclaims while a sibling allocates",
     Protection,
 );
-pub static MIN_OOM: Contract = c(
+pub const MIN_OOM: Contract = c(
     "v2.min.oom",
     "memory.min",
     "If there is no unprotected reclaimable memory available, OOM killer is invoked.",
     "a sibling of a group within its memory.min needs more than the parent's limit leaves: the sibling is killed, the protected group keeps its memory",
     Protection,
 );
-pub static MIN_ANCESTORS: Contract = c(
+pub const MIN_ANCESTORS: Contract = c(
     "v2.min.ancestors",
     "memory.min",
     "Effective min boundary is limited by memory.min values of all ancestor cgroups.",
     "memory.min on a leaf whose parent has none, under a grandparent whose limit reclaims: the leaf is not protected",
     Protection,
 );
-pub static MIN_OVERCOMMIT: Contract = c(
+pub const MIN_OVERCOMMIT: Contract = c(
     "v2.min.overcommit",
     "memory.min",
     "If there is memory.min overcommitment … each child cgroup will get the part of parent's protection proportional to its actual memory usage below memory.min.",
     "children whose memory.min add up to more than their parent's, under pressure rooted above the parent: together they keep no more than the parent's protection, each at least its share",
     Protection,
 );
-pub static MIN_PROPORTIONAL: Contract = c(
+pub const MIN_PROPORTIONAL: Contract = c(
     "v2.min.proportional",
     "memory.min, memory.low",
     "Above the effective min boundary (or effective low boundary if it is higher), pages are reclaimed proportionally to the overage",
     "two protected siblings, one far above its protection and one just above, under the same pressure: the one further above loses more",
     Protection,
 );
-pub static LOW_PROTECT: Contract = c(
+pub const LOW_PROTECT: Contract = c(
     "v2.low.protect",
     "memory.low",
     "If the memory usage of a cgroup is within its effective low boundary, the cgroup's memory won't be reclaimed unless there is no reclaimable memory available in unprotected cgroups.",
     "memory.low on a leaf whose parent's limit reclaims while an unprotected sibling holds reclaimable page cache",
     Protection,
 );
-pub static LOW_ANCESTORS: Contract = c(
+pub const LOW_ANCESTORS: Contract = c(
     "v2.low.ancestors",
     "memory.low",
     "Effective low boundary is limited by memory.low values of all ancestor cgroups.",
     "memory.low on a leaf whose parent has none, under a grandparent whose limit reclaims: the leaf is not protected",
     Protection,
 );
-pub static HIGH_THROTTLE: Contract = c(
+pub const HIGH_THROTTLE: Contract = c(
     "v2.high.throttle",
     "memory.high",
     "If a cgroup's usage goes over the high boundary, the processes of the cgroup are throttled and put under heavy reclaim pressure.",
     "a group with memory.high whose readers or tasks need more than it",
     High,
 );
-pub static HIGH_NO_OOM: Contract = c(
+pub const HIGH_NO_OOM: Contract = c(
     "v2.high.no-oom",
     "memory.high",
     "Going over the high limit never invokes the OOM killer",
     "a task needing more than its group's memory.high, with no swap and no memory.max: it is slowed, never killed",
     High,
 );
-pub static HIGH_ANCESTOR: Contract = c(
+pub const HIGH_ANCESTOR: Contract = c(
     "v2.high.ancestor",
     "memory.high, Limits",
     "A child can only consume up to the configured amount of the resource.",
     "memory.high on a parent, the reads in its child: the parent's high holds the child",
     High,
 );
-pub static MAX_LIMIT: Contract = c(
+pub const MAX_LIMIT: Contract = c(
     "v2.max.limit",
     "memory.max",
     "Memory usage hard limit. This is the main mechanism to limit memory usage of a cgroup.",
     "a group (or an ancestor) with memory.max whose tasks need more than it",
     Limit,
 );
-pub static MAX_OOM: Contract = c(
+pub const MAX_OOM: Contract = c(
     "v2.max.oom",
     "memory.max",
     "If a cgroup's memory usage reaches this limit and can't be reduced, the OOM killer is invoked in the cgroup.",
     "a task needing more anonymous memory than its group's memory.max, with no swap",
     Oom,
 );
-pub static MAX_ORDER0: Contract = c(
+pub const MAX_ORDER0: Contract = c(
     "v2.max.order0",
     "memory.max",
     "In default configuration regular 0-order allocations always succeed unless OOM killer chooses current task as a victim.",
     "small tasks beside the one the OOM killer takes: they go on",
     Oom,
 );
-pub static MAX_NO_OOM_CACHE: Contract = c(
+pub const MAX_NO_OOM_CACHE: Contract = c(
     "v2.max.no-oom-kinds",
     "memory.max",
     "Some kinds of allocations don't invoke the OOM killer. Caller could retry them differently, return into userspace as -ENOMEM or silently ignore in cases like disk readahead.",
     "readers of files several times a group's memory.max: page cache is reclaimed, no task is killed",
     Oom,
 );
-pub static MAX_LOWERED: Contract = c(
+pub const MAX_LOWERED: Contract = c(
     "v2.max.lowered",
     "memory.max",
     "If a cgroup's memory usage reaches this limit and can't be reduced, the OOM killer is invoked in the cgroup.",
     "memory.max written below the group's usage of page cache, and later raised back: once the write returns the usage is within the new limit",
     Limit,
 );
-pub static RECLAIM_AMOUNT: Contract = c(
+pub const RECLAIM_AMOUNT: Contract = c(
     "v2.reclaim.amount",
     "memory.reclaim",
     "If less bytes are reclaimed than the specified amount, -EAGAIN is returned.",
     "memory.reclaim of a group holding more clean page cache than asked: a request that succeeds freed at least what it asked",
     Reclaim,
 );
-pub static RECLAIM_EAGAIN: Contract = c(
+pub const RECLAIM_EAGAIN: Contract = c(
     "v2.reclaim.eagain",
     "memory.reclaim",
     "If less bytes are reclaimed than the specified amount, -EAGAIN is returned.",
     "memory.reclaim asking more than the group holds (anonymous memory, no swap): the write fails with EAGAIN",
     Reclaim,
 );
-pub static RECLAIM_TARGET: Contract = c(
+pub const RECLAIM_TARGET: Contract = c(
     "v2.reclaim.target",
     "memory.reclaim",
     "This is a simple interface to trigger memory reclaim in the target cgroup.",
     "memory.reclaim of one group while its sibling holds page cache: the sibling loses none",
     Reclaim,
 );
-pub static RECLAIM_SWAPPINESS: Contract = c(
+pub const RECLAIM_SWAPPINESS: Contract = c(
     "v2.reclaim.swappiness",
     "memory.reclaim",
     "Specifying a swappiness value instructs the kernel to perform the reclaim with that swappiness value.",
     "memory.reclaim with swappiness=0 of a group holding anonymous memory and page cache, swap on: no anonymous page is swapped out (Linux 6.11+)",
     Reclaim,
 );
-pub static RECLAIM_NOT_PRESSURE: Contract = not(
+pub const RECLAIM_NOT_PRESSURE: Contract = not(
     "v2.reclaim.not-pressure",
     "memory.reclaim",
     "the proactive reclaim (triggered by this interface) is not meant to indicate memory pressure on the memory cgroup. Therefore socket memory balancing triggered by the memory reclaim normally is not exercised",
     Reclaim,
     "what the networking layer makes of memory pressure shows in no memcg file: sock counts buffers, not the pressure state",
 );
-pub static PEAK_MAX: Contract = c(
+pub const PEAK_MAX: Contract = c(
     "v2.peak.max",
     "memory.peak",
     "The max memory usage recorded for the cgroup and its descendants since either the creation of the cgroup or the most recent reset for that FD.",
     "a group whose usage rises and falls",
     Peak,
 );
-pub static PEAK_RESET: Contract = c(
+pub const PEAK_RESET: Contract = c(
     "v2.peak.reset",
     "memory.peak",
     "A write of any non-empty string to this file resets it to the current memory usage for subsequent reads through the same file descriptor.",
     "memory.peak reset through one descriptor after the usage fell from a high: that descriptor reads the usage since, another still reads the old high (Linux 6.12+)",
     Peak,
 );
-pub static SWAP_PEAK_RESET: Contract = c(
-    "v2.swap.peak.reset",
+pub const SWAP_PEAK_MAX: Contract = c(
+    "v2.swap.peak.max",
     "memory.swap.peak",
     "The max swap usage recorded for the cgroup and its descendants since the creation of the cgroup or the most recent reset for that FD.",
+    "a group whose swap usage rises and falls",
+    Peak,
+);
+pub const SWAP_PEAK_RESET: Contract = c(
+    "v2.swap.peak.reset",
+    "memory.swap.peak",
+    "A write of any non-empty string to this file resets it to the current memory usage for subsequent reads through the same file descriptor.",
     "memory.swap.peak reset through one descriptor after swap usage fell from a high (Linux 6.12+)",
     Peak,
 );
-pub static OOMGROUP_KILL: Contract = c(
+pub const OOMGROUP_KILL: Contract = c(
     "v2.oomgroup.kill",
     "memory.oom.group",
     "If set, all tasks belonging to the cgroup or to its descendants (if the memory cgroup is not a leaf cgroup) are killed together or not at all.",
     "an OOM in a group with memory.oom.group and several tasks",
     Oom,
 );
-pub static OOMGROUP_PROTECTED: Contract = c(
+pub const OOMGROUP_PROTECTED: Contract = c(
     "v2.oomgroup.protected",
     "memory.oom.group",
     "Tasks with the OOM protection (oom_score_adj set to -1000) are treated as an exception and are never killed.",
     "an OOM in a group with memory.oom.group, one of its tasks with oom_score_adj -1000: it lives",
     Oom,
 );
-pub static OOMGROUP_SCOPE: Contract = c(
+pub const OOMGROUP_SCOPE: Contract = c(
     "v2.oomgroup.scope",
     "memory.oom.group",
     "If the OOM killer is invoked in a cgroup, it's not going to kill any tasks outside of this cgroup, regardless memory.oom.group values of ancestor cgroups.",
     "an OOM in a limited child of a parent with memory.oom.group, a task in the child's sibling: it lives",
     Oom,
 );
-pub static EVENTS_HIERARCHICAL: Contract = c(
+pub const EVENTS_HIERARCHICAL: Contract = c(
     "v2.events.hierarchical",
     "memory.events",
     "Note that all fields in this file are hierarchical",
     "events in a child: the parent counts them",
     Events,
 );
-pub static EVENTS_NOTIFY: Contract = c(
+pub const EVENTS_NOTIFY: Contract = c(
     "v2.events.notify",
     "memory.events",
     "Unless specified otherwise, a value change in this file generates a file modified event.",
     "a watcher (inotify) on the memory.events of a group whose events rise",
     Events,
 );
-pub static EVENTS_LOW: Contract = c(
+pub const EVENTS_LOW: Contract = c(
     "v2.events.low",
     "memory.events",
     "low: The number of times the cgroup is reclaimed due to high memory pressure even though its usage is under the low boundary.",
     "a group within memory.low whose parent has nothing else to reclaim (the event rises), and one whose sibling has (it stays)",
     Events,
 );
-pub static EVENTS_HIGH: Contract = c(
+pub const EVENTS_HIGH: Contract = c(
     "v2.events.high",
     "memory.events",
     "high: The number of times processes of the cgroup are throttled and routed to perform direct memory reclaim because the high memory boundary was exceeded.",
     "a group with memory.high whose usage goes above it, and one whose usage stays below",
     Events,
 );
-pub static EVENTS_MAX: Contract = c(
+pub const EVENTS_MAX: Contract = c(
     "v2.events.max",
     "memory.events",
     "max: The number of times the cgroup's memory usage was about to go over the max boundary.",
     "a group with memory.max whose usage reaches it, and one whose usage stays below",
     Events,
 );
-pub static EVENTS_OOM: Contract = c(
+pub const EVENTS_OOM: Contract = c(
     "v2.events.oom",
     "memory.events",
     "oom: The number of time the cgroup's memory usage was reached the limit and allocation was about to fail.",
     "a task needing more anonymous memory than its group's memory.max, with no swap",
     Events,
 );
-pub static EVENTS_OOM_KILL: Contract = c(
+pub const EVENTS_OOM_KILL: Contract = c(
     "v2.events.oom_kill",
     "memory.events",
     "oom_kill: The number of processes belonging to this cgroup killed by any kind of OOM killer.",
     "an OOM kill in the group",
     Events,
 );
-pub static EVENTS_OOM_GROUP_KILL: Contract = c(
+pub const EVENTS_OOM_GROUP_KILL: Contract = c(
     "v2.events.oom_group_kill",
     "memory.events",
     "oom_group_kill: The number of times a group OOM has occurred.",
     "an OOM in a group with memory.oom.group",
     Events,
 );
-pub static EVENTS_LOCAL: Contract = c(
+pub const EVENTS_LOCAL: Contract = c(
     "v2.events.local",
     "memory.events.local",
     "Similar to memory.events but the fields in the file are local to the cgroup i.e. not hierarchical.",
     "events in a child of a parent that has none of its own",
     Events,
 );
-pub static STAT_ANON: Contract = c(
+pub const STAT_ANON: Contract = c(
     "v2.stat.anon",
     "memory.stat",
     "anon: Amount of memory used in anonymous mappings such as brk(), sbrk(), and mmap(MAP_ANONYMOUS)",
     "tasks holding anonymous memory, their own RssAnon as the truth",
     Stat,
 );
-pub static STAT_FILE: Contract = c(
+pub const STAT_FILE: Contract = c(
     "v2.stat.file",
     "memory.stat",
     "file: Amount of memory used to cache filesystem data, including tmpfs and shared memory.",
     "files the group wrote or read, their page cache (cachestat) as the truth; a memfd",
     Stat,
 );
-pub static STAT_KERNEL: Contract = c(
+pub const STAT_KERNEL: Contract = c(
     "v2.stat.kernel",
     "memory.stat",
     "kernel: Amount of total kernel memory, including (kernel_stack, pagetables, percpu, vmalloc, slab) in addition to other kernel memory use cases.",
     "threads, files, descriptors, sparse mappings, sockets and groups a task makes",
     Stat,
 );
-pub static STAT_KERNEL_PARTS: Contract = c(
+pub const STAT_KERNEL_PARTS: Contract = c(
     "v2.stat.kernel-parts",
     "memory.stat",
     "kernel_stack: … kernel stacks. pagetables: … page tables. percpu: … per-cpu kernel data structures. vmalloc: … vmap backed memory.",
     "threads (stacks), sparse mappings (page tables), new groups (percpu), a large descriptor table (vmalloc)",
     Stat,
 );
-pub static STAT_SEC_PAGETABLES: Contract = not(
+pub const STAT_SEC_PAGETABLES: Contract = not(
     "v2.stat.sec_pagetables",
     "memory.stat",
     "sec_pagetables: Amount of memory allocated for secondary page tables, this currently includes KVM mmu allocations on x86 and arm64 and IOMMU page tables.",
     Stat,
     "needs a KVM guest or an IOMMU user inside the test machine: the test VMs run under TCG without either",
 );
-pub static STAT_SOCK: Contract = c(
+pub const STAT_SOCK: Contract = c(
     "v2.stat.sock",
     "memory.stat",
     "sock: Amount of memory used in network transmission buffers",
     "a task queueing data on a TCP connection it never reads",
     Stat,
 );
-pub static STAT_SHMEM: Contract = c(
+pub const STAT_SHMEM: Contract = c(
     "v2.stat.shmem",
     "memory.stat",
     "shmem: Amount of cached filesystem data that is swap-backed, such as tmpfs, shm segments, shared anonymous mmap()s",
     "a task writing a memfd it maps",
     Stat,
 );
-pub static STAT_ZSWAP: Contract = not(
+pub const STAT_ZSWAP: Contract = not(
     "v2.stat.zswap",
     "memory.stat, memory.zswap.*",
     "zswap: Amount of memory consumed by the zswap compression backend. zswapped: Amount of application memory swapped out to zswap.",
     Stat,
     "the test kernels have no zswap (CONFIG_ZSWAP is off in ci/kernel.config, and Debian's 6.1 leaves it disabled at boot)",
 );
-pub static STAT_MAPPED: Contract = c(
+pub const STAT_MAPPED: Contract = c(
     "v2.stat.file_mapped",
     "memory.stat",
     "file_mapped: Amount of cached filesystem data mapped with mmap()",
     "a task mapping a memfd and a file",
     Stat,
 );
-pub static STAT_DIRTY: Contract = c(
+pub const STAT_DIRTY: Contract = c(
     "v2.stat.file_dirty",
     "memory.stat",
     "file_dirty: Amount of cached filesystem data that was modified but not yet written back to disk",
     "buffered writes and dirty shared mappings, the files' dirty pages (cachestat) as the truth",
     Stat,
 );
-pub static STAT_WRITEBACK: Contract = c(
+pub const STAT_WRITEBACK: Contract = c(
     "v2.stat.file_writeback",
     "memory.stat",
     "file_writeback: Amount of cached filesystem data that was modified and is currently being written back to disk",
     "writeback started early, the files' pages under writeback as the truth",
     Stat,
 );
-pub static STAT_SWAPCACHED: Contract = c(
+pub const STAT_SWAPCACHED: Contract = c(
     "v2.stat.swapcached",
     "memory.stat",
     "swapcached: Amount of swap cache in memory. The swapcache is accounted against both memory and swap usage.",
     "anonymous memory swapped out and read back in",
     Stat,
 );
-pub static STAT_THP: Contract = c(
+pub const STAT_THP: Contract = c(
     "v2.stat.thp",
     "memory.stat",
     "anon_thp: … anonymous mappings backed by transparent hugepages. file_thp: … shmem_thp: …",
     "huge pages faulted, collapsed (anon, shmem, a read-only file)",
     Stat,
 );
-pub static STAT_LRU: Contract = c(
+pub const STAT_LRU: Contract = c(
     "v2.stat.lru",
     "memory.stat",
     "inactive_anon, active_anon, inactive_file, active_file, unevictable: Amount of memory, swap-backed and filesystem-backed, on the internal memory management lists used by the page reclaim algorithm.",
     "every page a group maps or caches, mlocked memory",
     Stat,
 );
-pub static STAT_SLAB: Contract = c(
+pub const STAT_SLAB: Contract = c(
     "v2.stat.slab",
     "memory.stat",
     "slab_reclaimable: Part of \u{201c}slab\u{201d} that might be reclaimed, such as dentries and inodes. … slab: Amount of memory used for storing in-kernel data structures.",
     "a task making many files",
     Stat,
 );
-pub static STAT_WORKINGSET: Contract = c(
+pub const STAT_WORKINGSET: Contract = c(
     "v2.stat.workingset",
     "memory.stat",
     "workingset_refault_file: Number of refaults of previously evicted file pages. … workingset_activate_*, workingset_restore_*, workingset_nodereclaim",
     "a limited group's file read twice, streamed over, read again",
     Stat,
 );
-pub static STAT_RECLAIM: Contract = c(
+pub const STAT_RECLAIM: Contract = c(
     "v2.stat.reclaim",
     "memory.stat",
     "pgscan: Amount of scanned pages (in an inactive LRU list) pgsteal: Amount of reclaimed pages … _kswapd, _direct, _khugepaged",
     "reclaim by the group's limit, by kswapd and by khugepaged",
     Stat,
 );
-pub static STAT_FAULTS: Contract = c(
+pub const STAT_FAULTS: Contract = c(
     "v2.stat.pgfault",
     "memory.stat",
     "pgfault: Total number of page faults incurred pgmajfault: Number of major page faults incurred",
     "fault loops and tasks touching memory, their own minflt as the truth",
     Stat,
 );
-pub static STAT_LISTS: Contract = c(
+pub const STAT_LISTS: Contract = c(
     "v2.stat.lists",
     "memory.stat",
     "pgrefill: Amount of scanned pages (in an active LRU list) pgactivate: Amount of pages moved to the active LRU list pgdeactivate: …",
     "a file read twice (activation), a stream and MADV_COLD (deactivation)",
     Stat,
 );
-pub static STAT_LAZYFREE: Contract = c(
+pub const STAT_LAZYFREE: Contract = c(
     "v2.stat.lazyfree",
     "memory.stat",
     "pglazyfree: Amount of pages postponed to be freed under memory pressure pglazyfreed: Amount of reclaimed lazyfree pages",
     "anonymous memory given back with MADV_FREE, then reclaimed",
     Stat,
 );
-pub static STAT_ZERO: Contract = c(
+pub const STAT_ZERO: Contract = c(
     "v2.stat.zero",
     "memory.stat",
     "swpout_zero: Number of zero-filled pages swapped out with I/O skipped due to the content being detected as zero.",
     "zero-filled anonymous memory paged out and touched again",
     Stat,
 );
-pub static STAT_THP_EVENTS: Contract = c(
+pub const STAT_THP_EVENTS: Contract = c(
     "v2.stat.thp-events",
     "memory.stat",
     "thp_fault_alloc: … thp_collapse_alloc: … thp_swpout: … thp_swpout_fallback: Number of transparent hugepages which were split before swapout.",
     "huge pages faulted, collapsed, swapped out whole and split at a swap limit",
     Stat,
 );
-pub static STAT_NUMA_BALANCING: Contract = not(
+pub const STAT_NUMA_BALANCING: Contract = not(
     "v2.stat.numa-balancing",
     "memory.stat",
     "numa_pages_migrated: Number of pages migrated by NUMA balancing. numa_pte_updates: … numa_hint_faults: …",
     Stat,
     "needs automatic NUMA balancing on a machine with more than one node; the test VMs have one node and no balancing",
 );
-pub static STAT_DEMOTE: Contract = not(
+pub const STAT_DEMOTE: Contract = not(
     "v2.stat.demote",
     "memory.stat",
     "pgdemote_kswapd: Number of pages demoted by kswapd. pgdemote_direct: … pgdemote_khugepaged: …",
     Stat,
     "needs memory tiers (a slower memory node to demote to); the test VMs have one tier",
 );
-pub static NUMA_STAT: Contract = c(
+pub const NUMA_STAT: Contract = c(
     "v2.numa_stat",
     "memory.numa_stat",
     "This breaks down the cgroup's memory footprint into different types of memory, type-specific details, and other information per node … The entries can refer to the memory.stat.",
     "every group, every node counter that moved",
     Stat,
 );
-pub static SWAP_CURRENT: Contract = c(
+pub const SWAP_CURRENT: Contract = c(
     "v2.swap.current",
     "memory.swap.current",
     "The total amount of swap currently being used by the cgroup and its descendants.",
     "tasks swapped out, their own VmSwap as the truth; a parent of swapping groups",
     Swap,
 );
-pub static SWAP_HIGH: Contract = c(
+pub const SWAP_HIGH: Contract = c(
     "v2.swap.high",
     "memory.swap.high",
     "If a cgroup's swap usage exceeds this limit, all its further allocations will be throttled",
     "a task whose swap passed memory.swap.high charges more memory",
     Swap,
 );
-pub static SWAP_MAX: Contract = c(
+pub const SWAP_MAX: Contract = c(
     "v2.swap.max",
     "memory.swap.max",
     "If a cgroup's swap usage reaches this limit, anonymous memory of the cgroup will not be swapped out.",
     "a task paging out more than memory.swap.max",
     Swap,
 );
-pub static SWAP_EVENTS: Contract = c(
+pub const SWAP_EVENTS: Contract = c(
     "v2.swap.events",
     "memory.swap.events",
     "high: … swap usage was over the high threshold. max: … about to go over the max boundary and swap allocation failed. fail: … swap allocation failed either because of running out of swap system-wide or max limit.",
     "swap usage at and below memory.swap.high and memory.swap.max",
     Swap,
 );
-pub static ZSWAP_LIMITS: Contract = not(
+pub const ZSWAP_LIMITS: Contract = not(
     "v2.zswap.limits",
     "memory.zswap.max, memory.zswap.writeback",
     "Zswap usage hard limit. … Note that this setting is hierarchical, i.e. the writeback would be implicitly disabled for child cgroups if the upper hierarchy does so.",
     Swap,
     "the test kernels have no zswap (see v2.stat.zswap)",
 );
-pub static PRESSURE: Contract = not(
+pub const PRESSURE: Contract = not(
     "v2.pressure",
     "memory.pressure",
     "Shows pressure stall information for memory.",
     Stat,
     "PSI is off in the test kernel (tinyconfig) and in Debian's by default (psi=1 needed); the file is absent where the promise would be judged",
 );
-pub static OWNER_CREATOR: Contract = c(
+pub const OWNER_CREATOR: Contract = c(
     "v2.owner.creator",
     "Memory Ownership",
     "A memory area is charged to the cgroup which instantiated it and stays charged to the cgroup until the area is released.",
     "a group reading a file another group already holds in its page cache: the reader is charged nothing",
     Ownership,
 );
-pub static OWNER_MIGRATE: Contract = c(
+pub const OWNER_MIGRATE: Contract = c(
     "v2.owner.migrate",
     "Memory Ownership",
     "Migrating a process to a different cgroup doesn't move the memory usages that it instantiated while in the previous cgroup to the new cgroup.",
     "a task holding memory moves to another group, then allocates more and frees",
     Ownership,
 );
-pub static OWNER_SHARED: Contract = not(
+pub const OWNER_SHARED: Contract = not(
     "v2.owner.shared",
     "Memory Ownership",
     "A memory area may be used by processes belonging to different cgroups. To which cgroup the area will be charged is in-deterministic",
     Ownership,
     "the document leaves it open (in-deterministic), so there is nothing to hold the kernel to",
 );
-pub static OWNER_DONTNEED: Contract = c(
+pub const OWNER_DONTNEED: Contract = c(
     "v2.owner.dontneed",
     "Memory Ownership",
     "it may make sense to use POSIX_FADV_DONTNEED to relinquish the ownership of memory areas belonging to the affected files",
     "a group that read a file gives its clean pages back with POSIX_FADV_DONTNEED: its file count falls by them",
     Ownership,
 );
-pub static LIMITS_OVERCOMMIT: Contract = c(
+pub const LIMITS_OVERCOMMIT: Contract = c(
     "v2.limits.overcommit",
     "Resource Distribution Models: Limits, Protections",
     "As limits can be over-committed, all configuration combinations are valid and there is no reason to reject configuration changes or process migrations.",
     "children whose limits and protections add up to more than their parent's, written and read back; tasks moved into them",
     Knobs,
 );
-pub static PROTECTIONS_ANCESTORS: Contract = c(
+pub const PROTECTIONS_ANCESTORS: Contract = c(
     "v2.protection.ancestors",
     "Resource Distribution Models: Protections",
     "A cgroup is protected up to the configured amount of the resource as long as the usages of all its ancestors are under their protected levels.",
     "a protected leaf under a protected parent, pressure rooted above the parent",
     Protection,
 );
-pub static WB_DOMAIN: Contract = c(
+pub const WB_DOMAIN: Contract = c(
     "v2.wb.domain",
     "Writeback",
     "Both system-wide and per-cgroup dirty memory states are examined and the more restrictive of the two is enforced.",
     "a writer in a group whose limit makes its dirty domain smaller than the machine's",
     Writeback,
 );
-pub static WB_RATIO: Contract = c(
+pub const WB_RATIO: Contract = c(
     "v2.wb.ratio",
     "Writeback",
     "These ratios apply the same to cgroup writeback with the amount of available memory capped by limits imposed by the memory controller and system-wide clean memory.",
     "a writer in a group with memory.max, vm.dirty_ratio in force",
     Writeback,
 );
-pub static WB_FS: Contract = not(
+pub const WB_FS: Contract = not(
     "v2.wb.fs",
     "Writeback",
     "On other filesystems, all writeback IOs are attributed to the root cgroup.",
     Writeback,
     "where writeback I/O is attributed is the io controller's business (io.stat), which memcgtest does not read",
 );
-pub static WB_FOREIGN: Contract = not(
+pub const WB_FOREIGN: Contract = not(
     "v2.wb.foreign",
     "Writeback",
     "if a particular foreign cgroup becomes the majority over a certain period of time, switches the ownership of the inode to that cgroup.",
     Writeback,
     "inode ownership for writeback shows only in the io controller's attribution, which memcgtest does not read",
 );
-pub static MOUNT_LOCALEVENTS: Contract = not(
+pub const MOUNT_LOCALEVENTS: Contract = not(
     "v2.mount.localevents",
     "memory_localevents",
     "Only populate memory.events with data for the current cgroup, and not any subtrees.",
     Events,
     "a system-wide mount option of cgroup2: remounting changes the events of every group on the machine, which memcgtest never touches",
 );
-pub static MOUNT_RECURSIVEPROT: Contract = not(
+pub const MOUNT_RECURSIVEPROT: Contract = not(
     "v2.mount.recursiveprot",
     "memory_recursiveprot",
     "Recursively apply memory.min and memory.low protection to entire subtrees, without requiring explicit downward propagation into leaf cgroups.",
     Protection,
     "a system-wide mount option of cgroup2: remounting changes the protection of every group on the machine, which memcgtest never touches",
 );
-pub static MOUNT_HUGETLB: Contract = not(
+pub const MOUNT_HUGETLB: Contract = not(
     "v2.mount.hugetlb",
     "memory_hugetlb_accounting",
     "Count HugeTLB memory usage towards the cgroup's overall memory usage for the memory controller",
@@ -665,6 +672,7 @@ pub static ALL: &[&Contract] = &[
     &RECLAIM_NOT_PRESSURE,
     &PEAK_MAX,
     &PEAK_RESET,
+    &SWAP_PEAK_MAX,
     &SWAP_PEAK_RESET,
     &OOMGROUP_KILL,
     &OOMGROUP_PROTECTED,
