@@ -147,7 +147,12 @@ pub fn change_in(
     };
     let mut beyond = Vec::new();
     let in_phase = |s: &&StepRecord| phase.is_none_or(|p| rec.phases[s.phase].name == p);
-    for st in rec.steps.iter().filter(|s| s.kind == step).filter(in_phase) {
+    // A write the kernel refused (a key it does not have) changed nothing on purpose.
+    let done = |s: &&StepRecord| s.knob.as_ref().is_none_or(|k| k.error.is_none());
+    for st in (rec.steps.iter().filter(|s| s.kind == step))
+        .filter(in_phase)
+        .filter(done)
+    {
         let r0 = row_done_before(rec, st.start);
         let Some(r1) = row_at_or_after(rec, st.end) else {
             return missing(

@@ -131,6 +131,12 @@ impl CheckSpec for Knob {
             .filter(|k| self.files.contains(&k.file))
             .filter(|k| self.value.is_none() || k.written == self.value)
             .collect();
+        if let Some(k) = writes.iter().find(|k| k.error.as_deref() == Some("ENOENT")) {
+            return missing(
+                self.name(),
+                format!("this kernel has no {} (a knob of a later release)", k.file),
+            );
+        }
         if let Some(e) = &self.unsupported
             && let Some(k) = writes.iter().find(|k| k.error.as_ref() == Some(e))
         {

@@ -268,6 +268,7 @@ pub const KINDS: &[Kind] = &[
     knob::KIND,
     limit_takes::KIND,
     no_oom::KIND,
+    peak_reset::KIND,
 ];
 
 /// The `cgroup` key most checks take.
@@ -526,6 +527,7 @@ mod no_underflow;
 mod numa_stat;
 mod observed;
 mod oom_kills;
+mod peak_reset;
 mod protected;
 mod ratio;
 mod reference;

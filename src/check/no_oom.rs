@@ -144,7 +144,10 @@ fn no_oom(name: String, rec: &Record, cgroup: &str) -> CheckResult {
 
 /// A failure, quoting the promise it broke.
 fn breaking(res: CheckResult, rec: &Record, met_limit: bool) -> CheckResult {
-    match judged(rec, met_limit).first().and_then(|id| crate::model::contract::get(id)) {
+    match judged(rec, met_limit)
+        .first()
+        .and_then(|id| crate::model::contract::get(id))
+    {
         Some(p) => res.breaking(p),
         None => res,
     }

@@ -160,6 +160,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "memory-high-ancestor.toml",
         include_str!("../../scenarios/memory-high-ancestor.toml"),
     ),
+    (
+        "peak-reset.toml",
+        include_str!("../../scenarios/peak-reset.toml"),
+    ),
+    (
+        "reclaim-knobs.toml",
+        include_str!("../../scenarios/reclaim-knobs.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create

@@ -197,8 +197,8 @@ pub(super) fn wait_machine(
 /// Writes `value` to the group's `file` in one write(2), recording how it ended and what the file
 /// reads before and after it: through a new descriptor each time, and right after the write
 /// through the descriptor written to (memory.peak and memory.swap.peak reset per descriptor).
-/// The kernel's answer is the record's, not the step's: a refused write does not stop the
-/// scenario (the `knob` check judges it). A file that is not there is the scenario's error.
+/// The kernel's answer is the record's, not the step's: a refused write, or a file this kernel
+/// does not have (ENOENT), does not stop the scenario (the `knob` check judges it).
 pub(super) fn set(
     env: &StepEnv,
     cgroup: &str,
@@ -207,10 +207,17 @@ pub(super) fn set(
 ) -> Result<JobResult, Stop> {
     let path = env.group(cgroup).path.join(file);
     if !path.exists() {
-        return Err(Stop::Failed(Error::Environment(format!(
-            "{}: no such file: this kernel's memory controller does not have it",
-            path.display()
-        ))));
+        // A knob of a later kernel (memory.swap.peak: 6.5): the checks say it is not there.
+        let knob = crate::model::KnobWrite {
+            file: file.to_string(),
+            written: value.map(str::to_string),
+            error: Some("ENOENT".into()),
+            ..Default::default()
+        };
+        return Ok(JobResult {
+            knob: Some(knob),
+            ..Default::default()
+        });
     }
     let read = |p: &std::path::Path| {
         std::fs::read_to_string(p)
