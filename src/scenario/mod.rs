@@ -168,6 +168,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "reclaim-knobs.toml",
         include_str!("../../scenarios/reclaim-knobs.toml"),
     ),
+    (
+        "protection-tree.toml",
+        include_str!("../../scenarios/protection-tree.toml"),
+    ),
+    (
+        "protection-oom.toml",
+        include_str!("../../scenarios/protection-oom.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create

@@ -109,12 +109,12 @@ pub const MIN_OVERCOMMIT: Contract = c(
     "children whose memory.min add up to more than their parent's, under pressure rooted above the parent: together they keep no more than the parent's protection, each at least its share",
     Protection,
 );
-pub const MIN_PROPORTIONAL: Contract = c(
+pub const MIN_PROPORTIONAL: Contract = not(
     "v2.min.proportional",
     "memory.min, memory.low",
     "Above the effective min boundary (or effective low boundary if it is higher), pages are reclaimed proportionally to the overage",
-    "two protected siblings, one far above its protection and one just above, under the same pressure: the one further above loses more",
     Protection,
+    "a rate, not an amount: how far reclaim gets into each group's overage depends on how many passes the pressure takes, and pressure that lasts takes every overage (protection-tree judges where it stops: at the effective protection)",
 );
 pub const LOW_PROTECT: Contract = c(
     "v2.low.protect",
