@@ -74,6 +74,8 @@ count twice (default `false`)",
         &v2::OOMGROUP_KILL,
         &v2::EVENTS_OOM,
         &v2::EVENTS_OOM_GROUP_KILL,
+        &v2::OOMGROUP_PROTECTED,
+        &v2::OOMGROUP_SCOPE,
         &v1::RECLAIM_OOM,
         &v1::OOM_KILL_COUNT,
     ],
@@ -118,9 +120,17 @@ impl CheckSpec for OomKills {
     fn promises(&self, rec: &Record) -> Vec<&'static Contract> {
         let events = [&v2::EVENTS_OOM, &v2::EVENTS_OOM_GROUP_KILL];
         let group = rec.group(&self.cgroup).is_some_and(|g| g.oom_group);
+        let steps = || {
+            (rec.steps.iter())
+                .filter(|s| s.kind == StepKind::Exhaust && s.cgroup == self.cgroup)
+        };
+        let immune = steps().any(|s| s.immune > 0);
+        let outside = steps().any(|s| s.outside_killed.is_some());
         (super::for_version(KIND.promises, rec).into_iter())
             .filter(|p| self.events || !events.iter().any(|e| e == p))
             .filter(|p| group || !(*p == &v2::OOMGROUP_KILL || *p == &v2::EVENTS_OOM_GROUP_KILL))
+            .filter(|p| immune || *p != &v2::OOMGROUP_PROTECTED)
+            .filter(|p| outside || *p != &v2::OOMGROUP_SCOPE)
             .collect()
     }
 }
@@ -185,6 +195,9 @@ pub fn oom_kills(
         res
     };
     for v in &seen {
+        if let Some((f, promise)) = spared(cgroup, v) {
+            return fail(v.rows.1, f).breaking(promise);
+        }
         if let Some(f) = judge_step(rec, cgroup, &cols, (own, above, twice), v) {
             return fail(v.rows.1, f);
         }
@@ -237,6 +250,35 @@ fn seen_steps<'a>(rec: &'a Record, cgroup: &str, cols: &[usize]) -> Result<Vec<S
         });
     }
     Ok(seen)
+}
+
+/// The tasks no OOM kill may take: the step's bystanders at oom_score_adj -1000 and the task it
+/// kept waiting outside the group. A killed one, with the promise its death broke.
+fn spared(cgroup: &str, v: &Seen) -> Option<(Verdict, &'static Contract)> {
+    let st = v.step;
+    let when = format!("in '{}' (t={:.3}s..{:.3}s)", st.describe, st.start, st.end);
+    if st.immune_survived < st.immune {
+        let dead = st.immune - st.immune_survived;
+        return Some((
+            (
+                format!("{dead} of {} tasks at oom_score_adj -1000 killed", st.immune),
+                "none of them killed".into(),
+                format!("{when} the OOM killer took {dead} of {cgroup}'s tasks whose oom_score_adj is -1000"),
+            ),
+            &v2::OOMGROUP_PROTECTED,
+        ));
+    }
+    match st.outside_killed {
+        Some(n) if n > 0 => Some((
+            (
+                format!("{n} task(s) outside {cgroup} killed"),
+                "no task outside the group killed".into(),
+                format!("{when} an OOM in {cgroup} killed a task waiting in another group"),
+            ),
+            &v2::OOMGROUP_SCOPE,
+        )),
+        _ => None,
+    }
 }
 
 /// One exhaust step: the kill count against the tasks that died, who died, the events. `cols`

@@ -250,6 +250,9 @@ impl Run<'_> {
             minflt: res.minflt,
             majflt: res.majflt,
             knob: res.knob.clone(),
+            immune: res.immune,
+            immune_survived: res.immune_survived,
+            outside_killed: res.outside_killed,
             load: match (&before, &after) {
                 (Some(b), Some(a)) => {
                     let own = if kind == StepKind::Write {

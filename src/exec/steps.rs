@@ -185,7 +185,14 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             anon,
             bystanders,
             within,
-        } => exhaust(env, cgroup, (*anon, *within), *bystanders),
+            immune,
+            outside,
+        } => exhaust(
+            env,
+            cgroup,
+            (*anon, *within),
+            (*bystanders, *immune, outside.as_deref()),
+        ),
         Step::Await {
             cgroup,
             counter,

@@ -491,6 +491,8 @@ fn exhaust(d: &mut Dice, at: At, w: &mut World) -> Option<Step> {
         anon: spec.limit.unwrap() * 2,
         bystanders: d.range(0, 2) as u32,
         within: None,
+        immune: 0,
+        outside: None,
     })
 }
 

@@ -77,6 +77,14 @@ pub struct StepRecord {
     /// What the rest of the machine did while a measured step ran (write, read, fault, usemem).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<Load>,
+    /// exhaust: bystanders at oom_score_adj -1000 started and those that lived; tasks killed
+    /// in the group named `outside` (None: there was none).
+    #[serde(default)]
+    pub immune: u32,
+    #[serde(default)]
+    pub immune_survived: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_killed: Option<u32>,
     /// set: what it wrote to its group's file and what the file read around the write.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub knob: Option<KnobWrite>,

@@ -188,12 +188,22 @@ impl Step {
                 anon,
                 bystanders,
                 within,
+                immune,
+                outside,
             } => format!(
-                "a task in {cgroup} touches {} of anon, more than the group can hold{}{}",
+                "a task in {cgroup} touches {} of anon, more than the group can hold{}{}{}{}",
                 hb(*anon),
                 match bystanders {
                     0 => String::new(),
                     n => format!(", beside {n} small tasks"),
+                },
+                match immune {
+                    0 => String::new(),
+                    n => format!(", {n} at oom_score_adj -1000"),
+                },
+                match outside {
+                    Some(g) => format!(", a task waiting in {g}"),
+                    None => String::new(),
                 },
                 match within {
                     Some(d) => format!(", for at most {d:?}"),

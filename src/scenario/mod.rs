@@ -176,6 +176,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "protection-oom.toml",
         include_str!("../../scenarios/protection-oom.toml"),
     ),
+    (
+        "oom-group-scope.toml",
+        include_str!("../../scenarios/oom-group-scope.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
@@ -333,6 +337,12 @@ pub enum Step {
         /// Stop the task after this long if it is still touching memory (memory.high throttles
         /// it): it touches 4 KiB pages then, whose charges the throttling model counts.
         within: Option<Duration>,
+        /// Bystanders of the group with oom_score_adj -1000 (OOM_SCORE_ADJ_MIN): no OOM kill,
+        /// memory.oom.group's included, may take them.
+        immune: u32,
+        /// A group outside this one where a small task waits meanwhile: an OOM in this group
+        /// may not kill it, whatever memory.oom.group its ancestors have.
+        outside: Option<String>,
     },
     /// Waits until the group's memory.stat `counter` is at least `size`, for at most `within`
     /// (then the scenario goes on: checks that need the state say it was not reached).

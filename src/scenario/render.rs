@@ -213,13 +213,20 @@ fn group_step(t: Table, step: &Step) -> Table {
             anon,
             bystanders,
             within,
+            immune,
+            outside,
         } => {
             let t = t
                 .with("cgroup", s(cgroup))
                 .with("anon", size(*anon))
                 .count("bystanders", *bystanders);
-            match within {
+            let t = match within {
                 Some(d) => t.with("duration", duration(*d)),
+                None => t,
+            };
+            let t = t.count("immune", *immune);
+            match outside {
+                Some(g) => t.with("outside", s(g)),
                 None => t,
             }
         }
@@ -439,6 +446,8 @@ mod tests {
                 anon: 64 << 20,
                 bystanders: 1,
                 within: None,
+                immune: 1,
+                outside: Some("p".into()),
             },
             Step::Await {
                 cgroup: "p".into(),

@@ -413,8 +413,27 @@ pub const STEPS: &[StepSyntax] = &[
                 "duration",
                 "stop the task after this long if it is still touching memory (memory.high throttles it)",
             ),
+            opt(
+                "immune",
+                "bystanders with oom_score_adj -1000 (no OOM kill may take them), 0..16 (default 0)",
+            ),
+            opt(
+                "outside",
+                "a declared group outside this one where a small task waits: an OOM here may not kill it",
+            ),
         ],
         read: |i| {
+            let immune = match i.get::<u32>("immune")? {
+                Some(b) if *b.get_ref() > 16 => {
+                    return Err(i.err(b.span(), "immune must be 0..16"));
+                }
+                Some(b) => b.into_inner(),
+                None => 0,
+            };
+            let outside = match i.get::<String>("outside")? {
+                Some(_) => Some(i.group("outside")?),
+                None => None,
+            };
             Ok(Step::Exhaust {
                 cgroup: i.cgroup()?,
                 anon: i.positive_size("anon")?,
@@ -426,6 +445,8 @@ pub const STEPS: &[StepSyntax] = &[
                     None => 0,
                 },
                 within: i.get_duration("duration")?,
+                immune,
+                outside,
             })
         },
     },

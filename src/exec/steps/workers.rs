@@ -89,9 +89,8 @@ pub(super) fn exhaust(
     env: &StepEnv,
     cgroup: &str,
     (anon, within): (u64, Option<Duration>),
-    bystanders: u32,
+    (bystanders, immune, outside): (u32, u32, Option<&str>),
 ) -> Result<JobResult, Stop> {
-    use std::os::unix::process::ExitStatusExt;
     // Workers inherit it; the OOM killer never picks a task at -1000 (OOM_SCORE_ADJ_MIN).
     let adj = std::fs::read_to_string("/proc/self/oom_score_adj").unwrap_or_default();
     if adj.trim() == "-1000" {
@@ -100,24 +99,12 @@ pub(super) fn exhaust(
         )));
     }
     let (cg, limits) = (env.group(cgroup), env.limits());
-    let small = Job::Hold {
-        anon: 1 << 20,
-        shmem: 0,
-        file: None,
-        file_size: 0,
-        dirty: false,
-        redirty: false,
-        write: 0,
-        extras: HoldExtras::default(),
+    let mut by = small_tasks(env, cg, bystanders, false)?;
+    let mut spared = small_tasks(env, cg, immune, true)?;
+    let mut away = match outside {
+        Some(g) => small_tasks(env, env.group(g), 1, false)?,
+        None => Vec::new(),
     };
-    let mut by = Vec::new();
-    for _ in 0..bystanders {
-        by.push(
-            Holder::start(&small, cg, &limits)
-                .map_err(|e| env.stop(e))?
-                .0,
-        );
-    }
     let t = Instant::now();
     let job = Job::Usemem {
         size: anon,
@@ -136,42 +123,91 @@ pub(super) fn exhaust(
         task_killed: done.is_none(),
         ..Default::default()
     };
-    // A second for the bystanders to die or show they live; waiting is idle by design.
-    let bystander_limits = Limits {
-        deadline: limits.deadline.min(Instant::now() + Duration::from_secs(1)),
-        watchdog: None,
-        ..limits
-    };
-    let waited = workload::poll_until(&bystander_limits, || {
-        let mut failed = None;
-        by.retain_mut(|h| match h.worker.child.try_wait() {
-            Ok(Some(st)) if st.signal() == Some(libc::SIGKILL) => {
-                r.killed += 1;
-                false
-            }
-            Ok(Some(st)) => {
-                failed = Some(Error::of_worker_status(
-                    st,
-                    format!("bystander in {cgroup} exited with {st}"),
-                ));
-                false
-            }
-            _ => true,
-        });
-        match failed {
-            Some(e) => Some(Err(WaitError::Failed(e))),
-            None => by.is_empty().then_some(Ok(())),
-        }
-    });
-    match waited {
-        Ok(()) | Err(WaitError::Timeout) => {}
-        Err(e) => return Err(env.stop(e)),
-    }
+    // A second for the small tasks to die or show they live; waiting is idle by design.
+    let killed = reap(env, cgroup, &limits, [&mut by, &mut spared, &mut away])?;
+    r.killed += killed[0] + killed[1];
     r.survived = by.len() as u32;
-    for h in by {
+    r.immune = immune;
+    r.immune_survived = spared.len() as u32;
+    r.outside_killed = outside.map(|_| killed[2]);
+    for h in by.into_iter().chain(spared).chain(away) {
         h.release(&limits).map_err(|e| env.stop(e))?;
     }
     Ok(r)
+}
+
+/// `n` small tasks (1 MiB of anon each) waiting in `cg`; with `immune`, at oom_score_adj -1000
+/// (written for each by its pid, as root may).
+fn small_tasks(env: &StepEnv, cg: &Cgroup, n: u32, immune: bool) -> Result<Vec<Holder>, Stop> {
+    let small = Job::Hold {
+        anon: 1 << 20,
+        shmem: 0,
+        file: None,
+        file_size: 0,
+        dirty: false,
+        redirty: false,
+        write: 0,
+        extras: HoldExtras::default(),
+    };
+    let limits = env.limits();
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let h = Holder::start(&small, cg, &limits).map_err(|e| env.stop(e))?.0;
+        if immune {
+            let path = format!("/proc/{}/oom_score_adj", h.worker.child.id());
+            std::fs::write(&path, "-1000").map_err(|e| {
+                Stop::Failed(Error::Environment(format!("write -1000 to {path}: {e}")))
+            })?;
+        }
+        out.push(h);
+    }
+    Ok(out)
+}
+
+/// Waits up to a second for the small tasks of each list to die of SIGKILL or show they live;
+/// keeps the living in their lists and returns how many of each died. One that exited otherwise
+/// is a failure of its own.
+fn reap(
+    env: &StepEnv,
+    cgroup: &str,
+    limits: &Limits,
+    lists: [&mut Vec<Holder>; 3],
+) -> Result<[u32; 3], Stop> {
+    use std::os::unix::process::ExitStatusExt;
+    let brief = Limits {
+        deadline: limits.deadline.min(Instant::now() + Duration::from_secs(1)),
+        watchdog: None,
+        ..*limits
+    };
+    let mut killed = [0u32; 3];
+    let mut lists = lists;
+    let waited = workload::poll_until(&brief, || {
+        let mut failed = None;
+        for (i, list) in lists.iter_mut().enumerate() {
+            list.retain_mut(|h| match h.worker.child.try_wait() {
+                Ok(Some(st)) if st.signal() == Some(libc::SIGKILL) => {
+                    killed[i] += 1;
+                    false
+                }
+                Ok(Some(st)) => {
+                    failed = Some(Error::of_worker_status(
+                        st,
+                        format!("bystander of {cgroup}'s exhaust exited with {st}"),
+                    ));
+                    false
+                }
+                _ => true,
+            });
+        }
+        match failed {
+            Some(e) => Some(Err(WaitError::Failed(e))),
+            None => lists.iter().all(|l| l.is_empty()).then_some(Ok(())),
+        }
+    });
+    match waited {
+        Ok(()) | Err(WaitError::Timeout) => Ok(killed),
+        Err(e) => Err(env.stop(e)),
+    }
 }
 
 /// Runs jobs in parallel in one group and sums them up: bytes and CPU seconds add, the seconds are

@@ -110,6 +110,14 @@ pub struct JobResult {
     pub minflt: u64,
     #[serde(default)]
     pub majflt: u64,
+    /// exhaust: its bystanders at oom_score_adj -1000, how many of them lived, and whether the
+    /// task waiting outside the group was killed (None: there was none).
+    #[serde(default)]
+    pub immune: u32,
+    #[serde(default)]
+    pub immune_survived: u32,
+    #[serde(default)]
+    pub outside_killed: Option<u32>,
     /// set: what it wrote and what the file read around it.
     #[serde(default)]
     pub knob: Option<crate::model::KnobWrite>,
