@@ -269,6 +269,7 @@ pub const KINDS: &[Kind] = &[
     limit_takes::KIND,
     no_oom::KIND,
     peak_reset::KIND,
+    notifies::KIND,
 ];
 
 /// The `cgroup` key most checks take.
@@ -524,6 +525,7 @@ mod moved;
 mod no_oom;
 mod no_ratchet;
 mod no_underflow;
+mod notifies;
 mod numa_stat;
 mod observed;
 mod oom_kills;
@@ -552,6 +554,7 @@ pub use limit_counters::{LimitCounters, limit_counters};
 pub use monotonic::{Monotonic, monotonic};
 pub use moved::{Moved, Want, moved};
 pub use no_ratchet::{NoRatchet, no_ratchet};
+pub use notifies::Notifies;
 pub use no_underflow::{NoUnderflow, no_underflow};
 pub use numa_stat::{NumaStat, numa_stat};
 pub use observed::{Observed, observed};

@@ -27,7 +27,11 @@ fn events(rec: &Record, cgroup: &str) -> Vec<(Column, usize)> {
 /// The spans of the steps that reset `col`'s count on purpose: a `set` that wrote the file the
 /// counter is read from (v1: 0 into memory.failcnt resets it, as memory.rst documents).
 fn resets(rec: &Record, cgroup: &str, col: &Column) -> Vec<(f64, f64)> {
-    let Some(file) = col.counter().and_then(|n| counter::file_of(n, rec.version)) else {
+    let local = matches!(col, Column::Group { local: true, .. });
+    let Some(file) = col
+        .counter()
+        .and_then(|n| counter::file_of(n, rec.version, local))
+    else {
         return Vec::new();
     };
     (rec.steps.iter())

@@ -121,8 +121,7 @@ impl CheckSpec for OomKills {
         let events = [&v2::EVENTS_OOM, &v2::EVENTS_OOM_GROUP_KILL];
         let group = rec.group(&self.cgroup).is_some_and(|g| g.oom_group);
         let steps = || {
-            (rec.steps.iter())
-                .filter(|s| s.kind == StepKind::Exhaust && s.cgroup == self.cgroup)
+            (rec.steps.iter()).filter(|s| s.kind == StepKind::Exhaust && s.cgroup == self.cgroup)
         };
         let immune = steps().any(|s| s.immune > 0);
         let outside = steps().any(|s| s.outside_killed.is_some());
@@ -261,9 +260,14 @@ fn spared(cgroup: &str, v: &Seen) -> Option<(Verdict, &'static Contract)> {
         let dead = st.immune - st.immune_survived;
         return Some((
             (
-                format!("{dead} of {} tasks at oom_score_adj -1000 killed", st.immune),
+                format!(
+                    "{dead} of {} tasks at oom_score_adj -1000 killed",
+                    st.immune
+                ),
                 "none of them killed".into(),
-                format!("{when} the OOM killer took {dead} of {cgroup}'s tasks whose oom_score_adj is -1000"),
+                format!(
+                    "{when} the OOM killer took {dead} of {cgroup}'s tasks whose oom_score_adj is -1000"
+                ),
             ),
             &v2::OOMGROUP_PROTECTED,
         ));

@@ -3,6 +3,7 @@
 
 mod context;
 mod load;
+mod notify;
 mod online;
 mod phases;
 pub mod runner;

@@ -164,6 +164,7 @@ counters = ["dirty"]
             stopped: None,
             dirty: None,
             version: crate::model::Version::V2,
+            notices: None,
         }
     }
 

@@ -232,11 +232,16 @@ fn execute(
         online,
         phase_start: 0.0,
     };
+    let watcher = super::notify::Watcher::start(&set.groups, t0);
     // A timeout or a stall stops the phases, not the judgement: the checks are evaluated on the
     // record so far, so the verdict names what broke rather than only how long it took.
     let ran = run.phases(guard);
     let stopped = why_stopped(ctx, sc, &run.sampler, ran)?;
-    tear_down(sc, &set.plan, set.base, run, &stopped, result)?;
+    let base = Record {
+        notices: watcher.map(super::notify::Watcher::stop),
+        ..set.base
+    };
+    tear_down(sc, &set.plan, base, run, &stopped, result)?;
     stopped.map_or(Ok(()), Err)
 }
 
@@ -313,6 +318,7 @@ fn set_up(
         stopped: None,
         dirty,
         version: ctx.parent.version,
+        notices: None,
     };
     Ok(Setup {
         root,

@@ -656,16 +656,25 @@ pub fn stat_key(name: &str, version: Version) -> Result<Option<String>, String> 
 }
 
 /// The file a counter of its own file is read from under `version` (v1 memory.failcnt for
-/// `limit_hits`); None for a memory.stat counter or one the version does not have.
-pub fn file_of(name: &str, version: crate::model::Version) -> Option<&'static str> {
-    match counter(name)?.source {
-        Source::File { v1, v2, .. } => match version {
-            crate::model::Version::V1 => v1,
-            crate::model::Version::V2 => v2,
-        }
-        .map(|l| l.file),
-        Source::Stat { .. } => None,
+/// `limit_hits`), or its group-local value (`local`: v2 memory.events.local); None for a
+/// memory.stat counter or one the version does not have.
+pub fn file_of(name: &str, version: crate::model::Version, local: bool) -> Option<&'static str> {
+    let Source::File {
+        v1,
+        v2,
+        v1_local,
+        v2_local,
+    } = counter(name)?.source
+    else {
+        return None;
+    };
+    match (version, local) {
+        (crate::model::Version::V1, false) => v1,
+        (crate::model::Version::V2, false) => v2,
+        (crate::model::Version::V1, true) => v1_local,
+        (crate::model::Version::V2, true) => v2_local,
     }
+    .map(|l| l.file)
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub use event::Event;
 pub use format::Format;
 pub use known::{KnownIssue, Release};
 pub use record::{
-    CgroupSpec, DirtyLimits, HostLoad, KnobWrite, Load, Machine, Measurement, MoveRecord,
+    CgroupSpec, DirtyLimits, HostLoad, KnobWrite, Load, Machine, Measurement, MoveRecord, Notice,
     PhaseMeasure, PhaseRecord, Record, StepRecord, step_rate,
 };
 pub use result::{PhaseResult, RunReport, ScenarioResult, Status, Totals};

@@ -276,6 +276,21 @@ pub struct Record {
     pub dirty: Option<DirtyLimits>,
     /// The cgroup version the groups ran under: which document's promises apply.
     pub version: crate::model::Version,
+    /// The file-modified events of the groups' event files (v2), in time order; None where
+    /// they were not watched (cgroup v1).
+    pub notices: Option<Vec<Notice>>,
+}
+
+/// The event files whose file-modified events a run records (cgroup v2).
+pub const EVENT_FILES: [&str; 3] = ["memory.events", "memory.events.local", "memory.swap.events"];
+
+/// A file-modified event of a group's event file: at `t`, `group`'s `file` (memory.events,
+/// memory.events.local, memory.swap.events) told its watchers a value changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Notice {
+    pub t: f64,
+    pub group: String,
+    pub file: String,
 }
 
 /// The machine's dirty limits (/proc/sys/vm/dirty_ratio, dirty_bytes).

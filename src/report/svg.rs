@@ -642,6 +642,7 @@ mod tests {
             stopped: None,
             dirty: None,
             version: crate::model::Version::V2,
+            notices: None,
         };
         let mut c = crate::model::fixtures::check("tracks-global(test)", Outcome::Fail);
         c.columns = vec![

@@ -530,8 +530,8 @@ fn implied(
     versions: &[Version],
 ) -> Vec<Check> {
     use crate::check::{
-        DirtyDomain, Faults, Hierarchy, Identities, LimitCounters, Monotonic, NumaStat, Tasks,
-        UnderLimit, UsageCovers,
+        DirtyDomain, Faults, Hierarchy, Identities, LimitCounters, Monotonic, Notifies, NumaStat,
+        Tasks, UnderLimit, UsageCovers,
     };
     let moves = phases
         .iter()
@@ -582,6 +582,9 @@ fn implied(
         }
         if versions_v2 && has_ceiling(&g) {
             add(Check::implied(DirtyDomain { cgroup: g.clone() }));
+        }
+        if versions_v2 {
+            add(Check::implied(Notifies { cgroup: g.clone() }));
         }
         if c.limit.is_some() || c.swap_max.is_some() {
             add(Check::implied(UnderLimit { cgroup: g.clone() }));

@@ -63,6 +63,7 @@ fn cycles(settled: &[i64]) -> Record {
         stopped: None,
         dirty: None,
         version: crate::model::Version::V2,
+        notices: None,
     }
 }
 

@@ -70,6 +70,7 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
         stopped: None,
         dirty: None,
         version: crate::model::Version::V2,
+        notices: None,
     }
 }
 
@@ -505,6 +506,7 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
         stopped: None,
         dirty: None,
         version: crate::model::Version::V2,
+        notices: None,
     }
 }
 

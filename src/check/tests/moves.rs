@@ -48,6 +48,7 @@ pub(super) fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
         stopped: None,
         dirty: None,
         version: crate::model::Version::V2,
+        notices: None,
     }
 }
 

@@ -152,7 +152,9 @@ fn small_tasks(env: &StepEnv, cg: &Cgroup, n: u32, immune: bool) -> Result<Vec<H
     let limits = env.limits();
     let mut out = Vec::new();
     for _ in 0..n {
-        let h = Holder::start(&small, cg, &limits).map_err(|e| env.stop(e))?.0;
+        let h = Holder::start(&small, cg, &limits)
+            .map_err(|e| env.stop(e))?
+            .0;
         if immune {
             let path = format!("/proc/{}/oom_score_adj", h.worker.child.id());
             std::fs::write(&path, "-1000").map_err(|e| {

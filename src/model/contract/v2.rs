@@ -284,6 +284,13 @@ pub const EVENTS_NOTIFY: Contract = c(
     "a watcher (inotify) on the memory.events of a group whose events rise",
     Events,
 );
+pub const EVENTS_LOCAL_NOTIFY: Contract = c(
+    "v2.events.local-notify",
+    "memory.events.local",
+    "The file modified event generated on this file reflects only the local events.",
+    "events in a child of a parent that has none of its own: the parent's memory.events raises an event, its memory.events.local none",
+    Events,
+);
 pub const EVENTS_LOW: Contract = c(
     "v2.events.low",
     "memory.events",
@@ -679,6 +686,7 @@ pub static ALL: &[&Contract] = &[
     &OOMGROUP_SCOPE,
     &EVENTS_HIERARCHICAL,
     &EVENTS_NOTIFY,
+    &EVENTS_LOCAL_NOTIFY,
     &EVENTS_LOW,
     &EVENTS_HIGH,
     &EVENTS_MAX,
