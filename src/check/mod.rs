@@ -270,6 +270,8 @@ pub const KINDS: &[Kind] = &[
     no_oom::KIND,
     peak_reset::KIND,
     notifies::KIND,
+    notified::KIND,
+    oom_waits::KIND,
 ];
 
 /// The `cgroup` key most checks take.
@@ -525,10 +527,12 @@ mod moved;
 mod no_oom;
 mod no_ratchet;
 mod no_underflow;
+mod notified;
 mod notifies;
 mod numa_stat;
 mod observed;
 mod oom_kills;
+mod oom_waits;
 mod peak_reset;
 mod protected;
 mod ratio;
@@ -554,8 +558,8 @@ pub use limit_counters::{LimitCounters, limit_counters};
 pub use monotonic::{Monotonic, monotonic};
 pub use moved::{Moved, Want, moved};
 pub use no_ratchet::{NoRatchet, no_ratchet};
-pub use notifies::Notifies;
 pub use no_underflow::{NoUnderflow, no_underflow};
+pub use notifies::Notifies;
 pub use numa_stat::{NumaStat, numa_stat};
 pub use observed::{Observed, observed};
 pub use oom_kills::{OomKills, oom_kills};

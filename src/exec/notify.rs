@@ -1,7 +1,10 @@
 //! The file-modified events of the groups' event files: cgroup v2 raises one on memory.events
 //! (and memory.events.local, memory.swap.events) whenever a value in it changes (kernfs_notify,
 //! at most every 10 ms per file): poll(2) reports POLLPRI on a descriptor that read the file
-//! before, until it reads it again. A thread records when each came, for the `notifies` check.
+//! before, until it reads it again. And cgroup v1's notifications: an eventfd registered with a
+//! group's cgroup.event_control (a usage threshold, an OOM, a pressure level) becomes readable
+//! when the kernel signals it. A thread records when each came, for the `notifies` and
+//! `notified` checks.
 
 use std::fs::File;
 use std::io::{Read, Seek};
@@ -22,45 +25,118 @@ pub struct Watcher {
     thread: JoinHandle<Vec<Notice>>,
 }
 
-/// One watched file: its group, its name, the descriptor that read it last.
+/// One watched file or eventfd: its group, its name (or the listener), the descriptor polled,
+/// and for a listener the file it listens on (kept open while registered).
 struct Watched {
     group: String,
-    file: &'static str,
+    file: String,
     f: File,
+    eventfd: bool,
+    _target: Option<File>,
 }
 
 impl Watched {
-    /// Reads the file to its end from the start: the event seen so far is consumed.
+    /// Consumes what was signalled: reads the event file to its end from the start, or the
+    /// eventfd's 8-byte count.
     fn rearm(&mut self) {
-        let mut s = String::new();
-        let _ = self.f.rewind().and_then(|_| self.f.read_to_string(&mut s));
+        if self.eventfd {
+            let mut count = [0u8; 8];
+            let _ = self.f.read(&mut count);
+        } else {
+            let mut s = String::new();
+            let _ = self.f.rewind().and_then(|_| self.f.read_to_string(&mut s));
+        }
+    }
+
+    fn events(&self) -> PollFlags {
+        if self.eventfd {
+            PollFlags::POLLIN
+        } else {
+            PollFlags::POLLPRI
+        }
     }
 }
 
+/// Registers `listen` (`memory.oom_control`, `memory.usage_in_bytes 32M`, ...) for `cg`: an
+/// eventfd, the file listened on, and "<eventfd> <fd> <argument>" written to cgroup.event_control.
+fn listener(group: &str, cg: &Cgroup, listen: &str) -> Result<Watched, String> {
+    use std::io::Write;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let (file, arg) = listen.split_once(' ').unwrap_or((listen, ""));
+    let target = File::open(cg.path.join(file)).map_err(|e| format!("open {file}: {e}"))?;
+    // SAFETY: eventfd(2) returns a new descriptor we own, or -1.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(format!("eventfd: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    let f = unsafe { File::from_raw_fd(fd) };
+    let line = format!("{} {} {arg}", f.as_raw_fd(), target.as_raw_fd());
+    let control = cg.path.join("cgroup.event_control");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&control)
+        .and_then(|mut c| c.write_all(line.trim_end().as_bytes()))
+        .map_err(|e| format!("write {line:?} to cgroup.event_control: {e}"))?;
+    Ok(Watched {
+        group: group.to_string(),
+        file: listen.to_string(),
+        f,
+        eventfd: true,
+        _target: Some(target),
+    })
+}
+
 impl Watcher {
-    /// Watches the event files of `groups` the kernel has (none under cgroup v1), times from
-    /// `t0`. None when there is none.
-    pub fn start(groups: &[(String, Cgroup)], t0: Instant) -> Option<Watcher> {
+    /// Watches the event files of `groups` the kernel has (none under cgroup v1) and registers
+    /// the v1 listeners their specs name, times from `t0`. None when there is nothing to watch.
+    pub fn start(
+        groups: &[(String, Cgroup)],
+        specs: &[crate::model::CgroupSpec],
+        t0: Instant,
+    ) -> Option<Watcher> {
         let mut watched = Vec::new();
+        let mut refused = Vec::new();
         for (name, cg) in groups {
             for file in crate::model::record::EVENT_FILES {
                 if let Ok(f) = File::open(cg.path.join(file)) {
                     let mut w = Watched {
                         group: name.clone(),
-                        file,
+                        file: file.to_string(),
                         f,
+                        eventfd: false,
+                        _target: None,
                     };
                     w.rearm();
                     watched.push(w);
                 }
             }
+            let listens = specs
+                .iter()
+                .filter(|s| &s.name == name)
+                .flat_map(|s| &s.listen);
+            for l in listens {
+                match listener(name, cg, l) {
+                    Ok(w) => watched.push(w),
+                    Err(why) => refused.push(Notice {
+                        t: 0.0,
+                        group: name.clone(),
+                        file: l.clone(),
+                        refused: Some(why),
+                    }),
+                }
+            }
         }
-        if watched.is_empty() {
+        if watched.is_empty() && refused.is_empty() {
             return None;
         }
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = std::thread::spawn(move || watch(watched, t0, &flag));
+        let thread = std::thread::spawn(move || {
+            let mut seen = refused;
+            seen.extend(watch(watched, t0, &flag));
+            seen
+        });
         Some(Watcher { stop, thread })
     }
 
@@ -76,7 +152,7 @@ fn watch(mut watched: Vec<Watched>, t0: Instant, stop: &AtomicBool) -> Vec<Notic
     while !stop.load(Ordering::Relaxed) {
         let ready: Vec<usize> = {
             let mut fds: Vec<PollFd> = (watched.iter())
-                .map(|w| PollFd::new(w.f.as_fd(), PollFlags::POLLPRI))
+                .map(|w| PollFd::new(w.f.as_fd(), w.events()))
                 .collect();
             if poll(&mut fds, PollTimeout::from(50u16)).unwrap_or(0) <= 0 {
                 continue;
@@ -92,7 +168,8 @@ fn watch(mut watched: Vec<Watched>, t0: Instant, stop: &AtomicBool) -> Vec<Notic
             out.push(Notice {
                 t,
                 group: w.group.clone(),
-                file: w.file.to_string(),
+                file: w.file.clone(),
+                refused: None,
             });
             w.rearm();
         }

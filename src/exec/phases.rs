@@ -253,6 +253,7 @@ impl Run<'_> {
             immune: res.immune,
             immune_survived: res.immune_survived,
             outside_killed: res.outside_killed,
+            waited: res.waited,
             load: match (&before, &after) {
                 (Some(b), Some(a)) => {
                     let own = if kind == StepKind::Write {

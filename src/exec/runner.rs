@@ -232,7 +232,7 @@ fn execute(
         online,
         phase_start: 0.0,
     };
-    let watcher = super::notify::Watcher::start(&set.groups, t0);
+    let watcher = super::notify::Watcher::start(&set.groups, &sc.cgroups, t0);
     // A timeout or a stall stops the phases, not the judgement: the checks are evaluated on the
     // record so far, so the verdict names what broke rather than only how long it took.
     let ran = run.phases(guard);

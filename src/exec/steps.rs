@@ -187,10 +187,11 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             within,
             immune,
             outside,
+            raise,
         } => exhaust(
             env,
             cgroup,
-            (*anon, *within),
+            (*anon, *within, *raise),
             (*bystanders, *immune, outside.as_deref()),
         ),
         Step::Await {

@@ -493,6 +493,7 @@ fn exhaust(d: &mut Dice, at: At, w: &mut World) -> Option<Step> {
         within: None,
         immune: 0,
         outside: None,
+        raise: None,
     })
 }
 

@@ -42,6 +42,10 @@ pub struct CgroupSpec {
     /// v1 memory.move_charge_at_immigrate (1 anon, 2 mapped file, 3 both) of this group, the
     /// destination of a move.
     pub move_charge: Option<u32>,
+    /// v1 notifications registered for the group with cgroup.event_control, each the file and
+    /// its argument: `memory.usage_in_bytes 32M` (a threshold), `memory.oom_control`,
+    /// `memory.pressure_level low,hierarchy`.
+    pub listen: Vec<String>,
 }
 
 /// One executed step.
@@ -85,6 +89,10 @@ pub struct StepRecord {
     pub immune_survived: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outside_killed: Option<u32>,
+    /// exhaust with `raise`: whether the task that had to wait was under OOM (v1 under_oom)
+    /// when its group's limit was raised; None where it did not wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited: Option<bool>,
     /// set: what it wrote to its group's file and what the file read around the write.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub knob: Option<KnobWrite>,
@@ -290,7 +298,11 @@ pub const EVENT_FILES: [&str; 3] = ["memory.events", "memory.events.local", "mem
 pub struct Notice {
     pub t: f64,
     pub group: String,
+    /// The event file, or a v1 listener as the group's `listen` names it.
     pub file: String,
+    /// A listener the kernel refused to register (at t = 0): the errno, with what was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// The machine's dirty limits (/proc/sys/vm/dirty_ratio, dirty_bytes).

@@ -190,8 +190,9 @@ impl Step {
                 within,
                 immune,
                 outside,
+                raise,
             } => format!(
-                "a task in {cgroup} touches {} of anon, more than the group can hold{}{}{}{}",
+                "a task in {cgroup} touches {} of anon, more than the group can hold{}{}{}{}{}",
                 hb(*anon),
                 match bystanders {
                     0 => String::new(),
@@ -203,6 +204,10 @@ impl Step {
                 },
                 match outside {
                     Some(g) => format!(", a task waiting in {g}"),
+                    None => String::new(),
+                },
+                match raise {
+                    Some(r) => format!(", its limit raised to {} if it waits", hb(*r)),
                     None => String::new(),
                 },
                 match within {

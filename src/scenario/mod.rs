@@ -180,6 +180,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "oom-group-scope.toml",
         include_str!("../../scenarios/oom-group-scope.toml"),
     ),
+    (
+        "v1-events.toml",
+        include_str!("../../scenarios/v1-events.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
@@ -343,6 +347,9 @@ pub enum Step {
         /// A group outside this one where a small task waits meanwhile: an OOM in this group
         /// may not kill it, whatever memory.oom.group its ancestors have.
         outside: Option<String>,
+        /// With `within`: a task still running then (v1 oom_kill_disable: it waits in the OOM
+        /// queue) has its group's limit raised to this, and must then finish.
+        raise: Option<u64>,
     },
     /// Waits until the group's memory.stat `counter` is at least `size`, for at most `within`
     /// (then the scenario goes on: checks that need the state say it was not reached).

@@ -74,6 +74,8 @@ pub(super) struct RawCgroup {
     pub(super) swap_high: Option<Spanned<String>>,
     pub(super) oom_group: Option<Spanned<bool>>,
     pub(super) move_charge: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub(super) listen: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -215,6 +215,7 @@ fn group_step(t: Table, step: &Step) -> Table {
             within,
             immune,
             outside,
+            raise,
         } => {
             let t = t
                 .with("cgroup", s(cgroup))
@@ -225,8 +226,12 @@ fn group_step(t: Table, step: &Step) -> Table {
                 None => t,
             };
             let t = t.count("immune", *immune);
-            match outside {
+            let t = match outside {
                 Some(g) => t.with("outside", s(g)),
+                None => t,
+            };
+            match raise {
+                Some(r) => t.with("raise", size(*r)),
                 None => t,
             }
         }
@@ -300,6 +305,10 @@ pub fn cgroup(c: &CgroupSpec) -> String {
     }
     if let Some(m) = c.move_charge {
         out += &format!("move_charge = {m}\n");
+    }
+    if !c.listen.is_empty() {
+        let l: Vec<String> = c.listen.iter().map(|x| format!("{x:?}")).collect();
+        out += &format!("listen = [{}]\n", l.join(", "));
     }
     out
 }
@@ -448,6 +457,7 @@ mod tests {
                 within: None,
                 immune: 1,
                 outside: Some("p".into()),
+                raise: None,
             },
             Step::Await {
                 cgroup: "p".into(),

@@ -406,7 +406,49 @@ fn cgroup(
         swap_high,
         oom_group,
         move_charge,
+        listen: listen(cx, c, cgroup_versions)?,
     })
+}
+
+/// v1 notifications (`listen`): `memory.usage_in_bytes <size>` or `memory.memsw.usage_in_bytes
+/// <size>` (a threshold), `memory.oom_control`, `memory.pressure_level low|medium|critical`
+/// with an optional `,default|hierarchy|local`.
+fn listen(
+    cx: &Text,
+    c: &RawCgroup,
+    cgroup_versions: &[Version],
+) -> Result<Vec<String>, ScenarioError> {
+    let mut out = Vec::new();
+    for l in &c.listen {
+        if cgroup_versions.contains(&Version::V2) {
+            return Err(cx.err(
+                l.span(),
+                "listen is a cgroup v1 interface (cgroup.event_control): add requires.cgroup = [\"v1\"]",
+            ));
+        }
+        let text = l.get_ref().trim();
+        let (file, arg) = text.split_once(' ').unwrap_or((text, ""));
+        let ok = match file {
+            "memory.usage_in_bytes" | "memory.memsw.usage_in_bytes" => {
+                crate::model::units::parse_size(arg).is_ok()
+            }
+            "memory.oom_control" => arg.is_empty(),
+            "memory.pressure_level" => {
+                let (level, mode) = arg.split_once(',').unwrap_or((arg, "default"));
+                ["low", "medium", "critical"].contains(&level)
+                    && ["default", "hierarchy", "local"].contains(&mode)
+            }
+            _ => false,
+        };
+        if !ok {
+            return Err(cx.err(
+                l.span(),
+                "listen takes \"memory.usage_in_bytes <size>\", \"memory.memsw.usage_in_bytes <size>\", \"memory.oom_control\" or \"memory.pressure_level <low|medium|critical>[,hierarchy|local]\"",
+            ));
+        }
+        out.push(text.to_string());
+    }
+    Ok(out)
 }
 
 /// A size only cgroup v2 has (memory.high, .low, .min, .swap.high): refused when the scenario

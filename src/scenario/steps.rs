@@ -421,6 +421,10 @@ pub const STEPS: &[StepSyntax] = &[
                 "outside",
                 "a declared group outside this one where a small task waits: an OOM here may not kill it",
             ),
+            opt(
+                "raise",
+                "with `duration`: a task still running then gets its group's limit raised to this size and must finish (v1 oom_kill_disable)",
+            ),
         ],
         read: |i| {
             let immune = match i.get::<u32>("immune")? {
@@ -434,6 +438,17 @@ pub const STEPS: &[StepSyntax] = &[
                 Some(_) => Some(i.group("outside")?),
                 None => None,
             };
+            let within = i.get_duration("duration")?;
+            let raise = match i.get::<String>("raise")? {
+                Some(r) if within.is_none() => {
+                    return Err(i.err(
+                        r.span(),
+                        "raise needs duration: how long the task may wait first",
+                    ));
+                }
+                Some(r) => Some(i.text().positive_size(&r, "raise")?),
+                None => None,
+            };
             Ok(Step::Exhaust {
                 cgroup: i.cgroup()?,
                 anon: i.positive_size("anon")?,
@@ -444,9 +459,10 @@ pub const STEPS: &[StepSyntax] = &[
                     Some(b) => b.into_inner(),
                     None => 0,
                 },
-                within: i.get_duration("duration")?,
+                within,
                 immune,
                 outside,
+                raise,
             })
         },
     },

@@ -88,7 +88,7 @@ pub(super) fn usemem(
 pub(super) fn exhaust(
     env: &StepEnv,
     cgroup: &str,
-    (anon, within): (u64, Option<Duration>),
+    (anon, within, raise): (u64, Option<Duration>, Option<u64>),
     (bystanders, immune, outside): (u32, u32, Option<&str>),
 ) -> Result<JobResult, Stop> {
     // Workers inherit it; the OOM killer never picks a task at -1000 (OOM_SCORE_ADJ_MIN).
@@ -111,9 +111,11 @@ pub(super) fn exhaust(
         small: within.is_some(),
     };
     let mut task = workload::spawn(&job, cg)?;
-    let done = match within {
-        Some(d) => task.wait_or_stop(&limits, d),
-        None => task.wait_or_killed(&limits),
+    let mut waited = None;
+    let done = match (within, raise) {
+        (Some(d), Some(to)) => wait_then_raise(cg, &mut task, &limits, d, to, &mut waited),
+        (Some(d), None) => task.wait_or_stop(&limits, d),
+        (None, _) => task.wait_or_killed(&limits),
     }
     .map_err(|e| env.stop(e))?;
     let mut r = JobResult {
@@ -121,6 +123,7 @@ pub(super) fn exhaust(
         bytes: done.as_ref().map_or(0, |d| d.bytes),
         killed: u32::from(done.is_none()),
         task_killed: done.is_none(),
+        waited,
         ..Default::default()
     };
     // A second for the small tasks to die or show they live; waiting is idle by design.
@@ -134,6 +137,45 @@ pub(super) fn exhaust(
         h.release(&limits).map_err(|e| env.stop(e))?;
     }
     Ok(r)
+}
+
+/// Waits `within` for the task (without the progress watchdog: a task waiting in the OOM queue
+/// makes none); if it still runs, reads whether its group is under OOM (v1 memory.oom_control
+/// under_oom), raises the group's limit to `to` and waits for it to finish. `waited`: whether it
+/// was found under OOM, when it had to wait.
+fn wait_then_raise(
+    cg: &Cgroup,
+    task: &mut workload::Worker,
+    limits: &Limits,
+    within: Duration,
+    to: u64,
+    waited: &mut Option<bool>,
+) -> Result<Option<JobResult>, WaitError> {
+    let early = Limits {
+        deadline: limits.deadline.min(Instant::now() + within),
+        watchdog: None,
+        ..*limits
+    };
+    match task.wait_or_killed(&early) {
+        Err(WaitError::Timeout) if early.deadline < limits.deadline => {}
+        other => return other,
+    }
+    let under_oom = (cg.read("memory.oom_control").ok())
+        .is_some_and(|s| s.lines().any(|l| l.trim() == "under_oom 1"));
+    *waited = Some(under_oom);
+    // v1 refuses a memory limit above the memory+swap limit: that one goes first.
+    let files: &[&str] = match cg.version {
+        crate::model::Version::V1 if cg.file("memory.memsw.limit_in_bytes").exists() => {
+            &["memory.memsw.limit_in_bytes", "memory.limit_in_bytes"]
+        }
+        crate::model::Version::V1 => &["memory.limit_in_bytes"],
+        crate::model::Version::V2 => &["memory.max"],
+    };
+    for file in files {
+        cg.write(file, &to.to_string())
+            .map_err(|e| WaitError::Failed(Error::Environment(e.to_string())))?;
+    }
+    task.wait_or_killed(limits)
 }
 
 /// `n` small tasks (1 MiB of anon each) waiting in `cg`; with `immune`, at oom_score_adj -1000

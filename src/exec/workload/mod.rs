@@ -118,6 +118,10 @@ pub struct JobResult {
     pub immune_survived: u32,
     #[serde(default)]
     pub outside_killed: Option<u32>,
+    /// exhaust with `raise`: whether the task, still running when its wait ended, was found
+    /// under OOM (v1 under_oom 1) before the limit was raised (None: it did not have to wait).
+    #[serde(default)]
+    pub waited: Option<bool>,
     /// set: what it wrote and what the file read around it.
     #[serde(default)]
     pub knob: Option<crate::model::KnobWrite>,

@@ -340,12 +340,12 @@ pub const OOM_KILL_COUNT: Contract = c(
     "an OOM kill in the group",
     Events,
 );
-pub const PRESSURE_LEVEL: Contract = not(
+pub const PRESSURE_LEVEL: Contract = c(
     "v1.pressure_level",
     "11",
-    "The \u{201c}low\u{201d} level means that the system is reclaiming memory for new allocations. … events are propagated upward until the event is handled",
+    "The \u{201c}low\u{201d} level means that the system is reclaiming memory for new allocations. … \u{201c}hierarchy\u{201d}: events always propagate up to the root … \u{201c}local\u{201d}: events are pass-through, i.e. they only receive notifications when memory pressure is experienced in the memcg for which the notification is registered.",
+    "a child reclaiming at its limit: its low listener and its parent's low,hierarchy listener are notified, its parent's low,local listener is not",
     Events,
-    "the levels come from vmpressure's scanned-to-reclaimed ratio over windows of 512 pages, which the document does not quantify: there is no amount to judge a notification against",
 );
 pub const ROOT_LIMIT: Contract = not(
     "v1.root",
