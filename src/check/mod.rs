@@ -130,8 +130,9 @@ impl<T: CheckSpec + Clone + PartialEq + 'static> SpecBase for T {
 pub struct Check {
     spec: Box<dyn CheckSpec>,
     pub implied: bool,
-    /// The promise its `[[check]]` table says it judges (`promise = "v2.max.lowered"`).
-    pub promise: Option<&'static Contract>,
+    /// The promises its `[[check]]` table says it judges (`promise = "v2.max.lowered"`, or a
+    /// list: one per cgroup version, say).
+    pub promises: Vec<&'static Contract>,
 }
 
 impl Check {
@@ -139,7 +140,7 @@ impl Check {
         Check {
             spec: Box::new(spec),
             implied: false,
-            promise: None,
+            promises: Vec::new(),
         }
     }
 
@@ -148,7 +149,7 @@ impl Check {
         Check {
             spec: Box::new(spec),
             implied: true,
-            promise: None,
+            promises: Vec::new(),
         }
     }
 
@@ -171,12 +172,16 @@ impl Check {
                 .filter_map(|id| contract::get(id))
                 .collect()
         };
-        let declared = self.promise.filter(|p| for_version(&[*p], rec).len() == 1);
-        judged.extend(declared.filter(|p| !judged.contains(p)));
+        let declared = for_version(&self.promises, rec);
+        for p in &declared {
+            if !judged.contains(p) {
+                judged.push(p);
+            }
+        }
         r.promises = judged.iter().map(|p| p.id.to_string()).collect();
         if r.outcome == Outcome::Fail && r.broke.is_none() {
             let one = (judged.len() == 1).then(|| judged[0]);
-            if let Some(p) = declared.or(one) {
+            if let Some(p) = declared.first().copied().or(one) {
                 r = r.breaking(p);
             }
         }
@@ -202,7 +207,7 @@ impl Clone for Check {
         Check {
             spec: self.spec.clone_box(),
             implied: self.implied,
-            promise: self.promise,
+            promises: self.promises.clone(),
         }
     }
 }
@@ -210,7 +215,7 @@ impl Clone for Check {
 impl PartialEq for Check {
     fn eq(&self, other: &Self) -> bool {
         self.implied == other.implied
-            && self.promise == other.promise
+            && self.promises == other.promises
             && self.spec.same(&*other.spec)
     }
 }

@@ -110,7 +110,7 @@ fn row(c: &'static Contract, scenarios: &[Scenario], reports: &[RunReport]) -> R
         .collect();
     let mut named: BTreeSet<String> = BTreeSet::new();
     for sc in scenarios {
-        for ch in sc.checks.iter().filter(|ch| ch.promise == Some(c)) {
+        for ch in sc.checks.iter().filter(|ch| ch.promises.contains(&c)) {
             checks.insert(kind_name(&ch.name()));
             named.insert(sc.name.clone());
         }

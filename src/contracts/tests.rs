@@ -45,16 +45,17 @@ fn ninety_percent_are_judged() {
 fn named_promises_exist_and_are_made_for_the_scenario() {
     for sc in builtin() {
         for ch in &sc.checks {
-            let Some(p) = ch.promise else { continue };
-            let v = version(p.doc);
-            assert!(
-                sc.requires.cgroup.contains(&v),
-                "{}: {} names {} of cgroup {}",
-                sc.name,
-                ch.name(),
-                p.id,
-                v.as_str()
-            );
+            for p in &ch.promises {
+                let v = version(p.doc);
+                assert!(
+                    sc.requires.cgroup.contains(&v),
+                    "{}: {} names {} of cgroup {}",
+                    sc.name,
+                    ch.name(),
+                    p.id,
+                    v.as_str()
+                );
+            }
         }
     }
 }

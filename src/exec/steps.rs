@@ -25,6 +25,7 @@ mod workers;
 pub(super) use kernel::tune_machine;
 use kernel::{KHUGEPAGED_SCANS, await_counter, make_cgroups, reclaim, set, wait_machine};
 use tasks::{advise, grow, hold, move_task, release, wait};
+use workers::{child, drop_files};
 use workers::{create, exhaust, fault, read, usemem};
 
 /// Holds writeback off for a dirty probe: dirty pages never expire, the periodic flusher sleeps,
@@ -211,6 +212,8 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             file,
             value,
         } => set(env, cgroup, file, value.as_deref()),
+        Step::Drop { file, count } => drop_files(env, file, *count),
+        Step::Child { cgroup, file } => child(env, cgroup, file),
         Step::Pressure { size, within } => {
             let pages = size / env.ctx.machine.page_size;
             wait_machine(env, "pgsteal_kswapd", pages, *within)

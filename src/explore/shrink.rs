@@ -178,7 +178,9 @@ fn keep_valid_steps(c: &mut Case, groups: &[String]) {
             | Step::Probe { cgroup, .. }
             | Step::Await { cgroup, .. }
             | Step::Cgroups { cgroup, .. }
-            | Step::Set { cgroup, .. } => has(cgroup),
+            | Step::Set { cgroup, .. }
+            | Step::Child { cgroup, .. } => has(cgroup),
+            Step::Drop { .. } => true,
             Step::Sync | Step::Sleep(_) | Step::Pressure { .. } | Step::Khugepaged { .. } => true,
         });
     }

@@ -38,11 +38,13 @@ pub enum StepKind {
     Pressure,
     Khugepaged,
     Set,
+    Drop,
+    Child,
 }
 
 impl StepKind {
     /// Every kind, in the order errors and references list them.
-    pub const ALL: [StepKind; 25] = [
+    pub const ALL: [StepKind; 27] = [
         StepKind::Write,
         StepKind::Sync,
         StepKind::Fsync,
@@ -68,6 +70,8 @@ impl StepKind {
         StepKind::Await,
         StepKind::Exhaust,
         StepKind::Set,
+        StepKind::Drop,
+        StepKind::Child,
     ];
 
     /// The name scenario files use.
@@ -98,6 +102,8 @@ impl StepKind {
             StepKind::Pressure => "pressure",
             StepKind::Khugepaged => "khugepaged",
             StepKind::Set => "set",
+            StepKind::Drop => "drop",
+            StepKind::Child => "child",
         }
     }
 

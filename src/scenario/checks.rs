@@ -66,41 +66,52 @@ pub(super) fn resolve_check(
     names.push("promise");
     args.keys.only(&names)?;
     let mut check = (entry.parse)(&args)?;
-    check.promise = promise(&args, outline)?;
+    check.promises = promises(&args, outline)?;
     Ok(check)
 }
 
-/// The documented promise a `[[check]]` says it judges (`promise = "v2.max.lowered"`): a
-/// contract of `crate::model::contract` made for a cgroup version the scenario runs under.
-fn promise(
+/// The documented promises a `[[check]]` says it judges (`promise = "v2.max.lowered"`, or a
+/// list): contracts of `crate::model::contract`, each made for a cgroup version the scenario
+/// runs under.
+fn promises(
     args: &CheckArgs,
     outline: &Outline,
-) -> Result<Option<&'static crate::model::contract::Contract>, ScenarioError> {
-    let Some(id) = args.keys.get::<String>("promise")? else {
-        return Ok(None);
+) -> Result<Vec<&'static crate::model::contract::Contract>, ScenarioError> {
+    let ids: Vec<toml::Spanned<String>> = match args.keys.get::<String>("promise") {
+        Ok(Some(one)) => vec![one],
+        Ok(None) => return Ok(Vec::new()),
+        Err(_) => args
+            .keys
+            .get::<Vec<toml::Spanned<String>>>("promise")?
+            .map(|v| v.into_inner())
+            .unwrap_or_default(),
     };
-    let Some(c) = crate::model::contract::get(id.get_ref()) else {
-        return Err(args.err(
-            id.span(),
-            format!(
-                "unknown promise {:?} (memcgtest contracts lists them)",
-                id.get_ref()
-            ),
-        ));
-    };
-    let version = match c.doc {
-        crate::model::contract::Doc::V1 => Version::V1,
-        crate::model::contract::Doc::V2 => Version::V2,
-    };
-    if !outline.versions.contains(&version) {
-        return Err(args.err(
-            id.span(),
-            format!(
-                "promise {:?} is made for cgroup {}, which the scenario does not run under",
-                c.id,
-                version.as_str()
-            ),
-        ));
+    let mut out = Vec::new();
+    for id in ids {
+        let Some(c) = crate::model::contract::get(id.get_ref()) else {
+            return Err(args.err(
+                id.span(),
+                format!(
+                    "unknown promise {:?} (memcgtest contracts lists them)",
+                    id.get_ref()
+                ),
+            ));
+        };
+        let version = match c.doc {
+            crate::model::contract::Doc::V1 => Version::V1,
+            crate::model::contract::Doc::V2 => Version::V2,
+        };
+        if !outline.versions.contains(&version) {
+            return Err(args.err(
+                id.span(),
+                format!(
+                    "promise {:?} is made for cgroup {}, which the scenario does not run under",
+                    c.id,
+                    version.as_str()
+                ),
+            ));
+        }
+        out.push(c);
     }
-    Ok(Some(c))
+    Ok(out)
 }

@@ -131,6 +131,12 @@ impl Step {
                 file,
                 value: None,
             } => format!("read {cgroup}'s {file}"),
+            Step::Drop { file, count } => {
+                format!("drop {count} files {file}.N from the page cache (POSIX_FADV_DONTNEED)")
+            }
+            Step::Child { cgroup, file } => {
+                format!("a new group below {cgroup} reads {file}.0 and is removed")
+            }
             Step::Create { file, size, count } => {
                 format!("create {count} files {file}.N of {}", hb(*size))
             }

@@ -184,6 +184,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "v1-events.toml",
         include_str!("../../scenarios/v1-events.toml"),
     ),
+    (
+        "ownership.toml",
+        include_str!("../../scenarios/ownership.toml"),
+    ),
 ];
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
@@ -386,6 +390,13 @@ pub enum Step {
         file: String,
         value: Option<String>,
     },
+    /// POSIX_FADV_DONTNEED over `<file>.<i>`, i < `count`, from the runner: their clean pages
+    /// leave the page cache, and the groups that were charged for them.
+    Drop { file: String, count: u32 },
+    /// A group of its own made below `cgroup`, a reader in it streaming `<file>.0` from a cold
+    /// cache, then the group removed (rmdir) with the page cache it was charged: v1 moves its
+    /// statistics to the parent, whose usage keeps the charge.
+    Child { cgroup: String, file: String },
 }
 
 /// A hold step: task `task` starts in `cgroup` holding `anon` bytes of touched anonymous memory
@@ -454,7 +465,8 @@ impl Step {
             | Step::Usemem { cgroup, .. }
             | Step::Exhaust { cgroup, .. }
             | Step::Await { cgroup, .. }
-            | Step::Set { cgroup, .. } => Some(cgroup),
+            | Step::Set { cgroup, .. }
+            | Step::Child { cgroup, .. } => Some(cgroup),
             Step::Hold(h) => Some(&h.cgroup),
             Step::Move { to, .. } => Some(to),
             Step::Cgroups { cgroup, .. } => Some(cgroup),
@@ -490,6 +502,8 @@ impl Step {
             Step::Pressure { .. } => StepKind::Pressure,
             Step::Khugepaged { .. } => StepKind::Khugepaged,
             Step::Set { .. } => StepKind::Set,
+            Step::Drop { .. } => StepKind::Drop,
+            Step::Child { .. } => StepKind::Child,
         }
     }
 }

@@ -102,6 +102,8 @@ impl Step {
                 t.with("size", size(*n)).with("duration", duration(*within))
             }
             Step::Khugepaged { within } => t.with("duration", duration(*within)),
+            Step::Drop { file, count } => t.with("file", s(file)).count("count", *count),
+            Step::Child { cgroup, file } => t.with("cgroup", s(cgroup)).with("file", s(file)),
             Step::Set {
                 cgroup,
                 file,

@@ -500,6 +500,28 @@ pub const STEPS: &[StepSyntax] = &[
             })
         },
     },
+    StepSyntax {
+        kind: StepKind::Drop,
+        doc: "POSIX_FADV_DONTNEED over `count` files `<file>.<i>` from the runner: their clean pages leave the page cache, and the groups charged for them",
+        keys: &[FILE, opt("count", "how many files, 1..64 (default 1)")],
+        read: |i| {
+            Ok(Step::Drop {
+                file: i.file()?,
+                count: i.count()?,
+            })
+        },
+    },
+    StepSyntax {
+        kind: StepKind::Child,
+        doc: "make a group of its own below `cgroup`, stream `<file>.0` into the page cache from a reader in it, then remove the group (rmdir) with the pages it was charged",
+        keys: &[CGROUP, FILE],
+        read: |i| {
+            Ok(Step::Child {
+                cgroup: i.cgroup()?,
+                file: i.file()?,
+            })
+        },
+    },
 ];
 
 /// The step reference (docs/steps.md), generated from `STEPS`.

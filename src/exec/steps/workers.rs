@@ -281,3 +281,40 @@ pub(super) fn run_parallel(
 pub(super) fn clients_or_cpus(clients: u32, cpus: u64) -> u32 {
     if clients == 0 { cpus as u32 } else { clients }
 }
+
+/// POSIX_FADV_DONTNEED over `<file>.<i>` from the runner: the clean pages leave the page cache.
+pub(super) fn drop_files(env: &StepEnv, file: &str, count: u32) -> Result<JobResult, Stop> {
+    let t = Instant::now();
+    for i in 0..count {
+        let path = env.path(&format!("{file}.{i}"));
+        crate::exec::workload::drop_cache(&path)
+            .map_err(|e| Stop::Failed(Error::Environment(format!("{e:#}"))))?;
+    }
+    Ok(JobResult {
+        seconds: t.elapsed().as_secs_f64(),
+        ..Default::default()
+    })
+}
+
+/// A group of its own below `cgroup` (`child`, removed with the run if anything fails),
+/// a reader in it streaming `<file>.0` from a cold cache, then the group removed (rmdir) with
+/// what it was charged.
+pub(super) fn child(env: &StepEnv, cgroup: &str, file: &str) -> Result<JobResult, Stop> {
+    let parent = env.group(cgroup);
+    let cg = parent.create_child("child").map_err(|e| {
+        Stop::Failed(Error::Environment(format!(
+            "make a group below {cgroup}: {e}"
+        )))
+    })?;
+    let job = Job::Read {
+        path: env.path(&format!("{file}.0")),
+        warm: false,
+    };
+    let r = run_parallel(vec![job], &cg, &env.limits()).map_err(|e| env.stop(e))?;
+    cg.remove_tree(Duration::from_secs(5)).map_err(|e| {
+        Stop::Failed(Error::Kernel(format!(
+            "remove the group below {cgroup} after its reader: {e}"
+        )))
+    })?;
+    Ok(r)
+}

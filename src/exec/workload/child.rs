@@ -162,7 +162,7 @@ pub(super) fn cpu_seconds() -> f64 {
 }
 
 /// Drops a file's clean pages from the page cache.
-pub(super) fn drop_cache(path: &std::path::Path) -> Result<()> {
+pub(crate) fn drop_cache(path: &std::path::Path) -> Result<()> {
     let f = fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
     // SAFETY: advice on an open descriptor.
     let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };

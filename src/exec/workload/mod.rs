@@ -502,6 +502,7 @@ impl Drop for Worker {
 }
 
 mod child;
+pub(crate) use child::drop_cache;
 pub use child::worker_main;
 
 /// ": <stderr>" of a worker that said something before it died, else nothing.
