@@ -19,6 +19,9 @@ pub struct Expect {
     pub tolerance: Option<u64>,
     /// Only falling short of `by` fails; going beyond it passes with a note.
     pub at_least: bool,
+    /// Judge the change across all the matching steps together (from before the first to after
+    /// the last), not across each.
+    pub total: bool,
 }
 
 impl Expect {
@@ -28,6 +31,7 @@ impl Expect {
             by,
             tolerance: None,
             at_least: false,
+            total: false,
         }
     }
 
@@ -149,10 +153,13 @@ pub fn change_in(
     let in_phase = |s: &&StepRecord| phase.is_none_or(|p| rec.phases[s.phase].name == p);
     // A write the kernel refused (a key it does not have) changed nothing on purpose.
     let done = |s: &&StepRecord| s.knob.as_ref().is_none_or(|k| k.error.is_none());
-    for st in (rec.steps.iter().filter(|s| s.kind == step))
+    let matching: Vec<StepRecord> = (rec.steps.iter().filter(|s| s.kind == step))
         .filter(in_phase)
         .filter(done)
-    {
+        .cloned()
+        .collect();
+    let spans = if expect.total { all_of(&matching) } else { matching };
+    for st in &spans {
         let r0 = row_done_before(rec, st.start);
         let Some(r1) = row_at_or_after(rec, st.end) else {
             return missing(
@@ -205,8 +212,13 @@ pub fn change_in(
         format!("changed by {}", seen.join(", ")),
         wanted,
         format!(
-            "{col} changed by {} across each {step} step",
-            seen.join(", ")
+            "{col} changed by {} across {}",
+            seen.join(", "),
+            if expect.total {
+                format!("its {step} steps together")
+            } else {
+                format!("each {step} step")
+            }
         ),
     );
     res.tolerance = Some(tol_text);
@@ -217,6 +229,18 @@ pub fn change_in(
         );
     }
     res
+}
+
+/// The matching steps as one span: from the first's start to the last's end.
+fn all_of(steps: &[StepRecord]) -> Vec<StepRecord> {
+    match (steps.first(), steps.last()) {
+        (Some(a), Some(b)) => vec![StepRecord {
+            end: b.end,
+            describe: format!("{} .. {} ({} steps)", a.describe, b.describe, steps.len()),
+            ..a.clone()
+        }],
+        _ => Vec::new(),
+    }
 }
 
 /// How a change of `d` missed the expected `by`, in words.
@@ -296,6 +320,10 @@ Result name: `change(<cgroup>.<counter> at <step>)`, or `change(<cgroup>.<counte
             "only falling short of `by` fails; needs a non-zero `by` (default `false`)",
         ),
         opt("phase", "only steps of this declared phase"),
+        opt(
+            "total",
+            "judge the change across all such steps together, from before the first to after the last (default `false`: across each)",
+        ),
     ],
     parse,
     promises: &[],
@@ -321,6 +349,7 @@ pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
             by,
             tolerance: i.size("tolerance")?,
             at_least,
+            total: i.get::<bool>("total")?.is_some_and(|t| t.into_inner()),
         },
         needs_moving,
     }))

@@ -133,6 +133,9 @@ pub struct Check {
     /// The promises its `[[check]]` table says it judges (`promise = "v2.max.lowered"`, or a
     /// list: one per cgroup version, say).
     pub promises: Vec<&'static Contract>,
+    /// The cgroup version it runs under only (a check about one version's promises in a
+    /// scenario of both); None: every version the scenario runs under.
+    pub only: Option<crate::model::Version>,
 }
 
 impl Check {
@@ -141,6 +144,7 @@ impl Check {
             spec: Box::new(spec),
             implied: false,
             promises: Vec::new(),
+            only: None,
         }
     }
 
@@ -150,6 +154,7 @@ impl Check {
             spec: Box::new(spec),
             implied: true,
             promises: Vec::new(),
+            only: None,
         }
     }
 
@@ -208,6 +213,7 @@ impl Clone for Check {
             spec: self.spec.clone_box(),
             implied: self.implied,
             promises: self.promises.clone(),
+            only: self.only,
         }
     }
 }

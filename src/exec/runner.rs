@@ -83,6 +83,7 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
     let mut result = ScenarioResult::new(&sc, Status::Error, String::new());
     result.cgroup_version = Some(version);
     drop_truthless_checks(&mut sc, &mut result);
+    sc.checks.retain(|c| c.only.is_none_or(|v| v == version));
     drop_numa_checks(&mut sc, &mut result, &ctx.parent);
     // The machine's vm sysctls are owned before the clock starts: waiting for another run that
     // owns them never eats into this scenario's timeout.

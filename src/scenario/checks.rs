@@ -51,37 +51,64 @@ pub(super) fn resolve_check(
             format!("unknown check {kind_name:?} (known: {})", known.join(", ")),
         ));
     };
-    let args = CheckArgs {
-        keys: Keys {
-            text,
-            table,
-            span: c.span(),
-            what: format!("check {kind_name:?}"),
-            tag: "kind",
-        },
-        outline,
-        allowed: entry.keys,
+    let keys = Keys {
+        text,
+        table,
+        span: c.span(),
+        what: format!("check {kind_name:?}"),
+        tag: "kind",
     };
     let mut names: Vec<&str> = entry.keys.iter().map(|k| k.name).collect();
     names.push("promise");
-    args.keys.only(&names)?;
+    keys.only(&names)?;
+    let declared = promises(&keys, outline)?;
+    // A check only about one version's promises, in a scenario of both, runs under that one:
+    // its counters are read against that version's files.
+    let only = only_version(&declared, outline);
+    let narrowed = Outline {
+        versions: only.map_or_else(|| outline.versions.clone(), |v| vec![v]),
+        ..outline.clone()
+    };
+    let args = CheckArgs {
+        keys,
+        outline: &narrowed,
+        allowed: entry.keys,
+    };
     let mut check = (entry.parse)(&args)?;
-    check.promises = promises(&args, outline)?;
+    check.promises = declared;
+    check.only = only;
     Ok(check)
+}
+
+/// The one cgroup version all `declared` promises are made for, where the scenario runs under
+/// more than one.
+fn only_version(
+    declared: &[&'static crate::model::contract::Contract],
+    outline: &Outline,
+) -> Option<Version> {
+    let mut versions: Vec<Version> = declared.iter().map(|p| version_of(p)).collect();
+    versions.dedup();
+    (versions.len() == 1 && outline.versions.len() > 1).then(|| versions[0])
+}
+
+fn version_of(p: &crate::model::contract::Contract) -> Version {
+    match p.doc {
+        crate::model::contract::Doc::V1 => Version::V1,
+        crate::model::contract::Doc::V2 => Version::V2,
+    }
 }
 
 /// The documented promises a `[[check]]` says it judges (`promise = "v2.max.lowered"`, or a
 /// list): contracts of `crate::model::contract`, each made for a cgroup version the scenario
 /// runs under.
 fn promises(
-    args: &CheckArgs,
+    keys: &Keys,
     outline: &Outline,
 ) -> Result<Vec<&'static crate::model::contract::Contract>, ScenarioError> {
-    let ids: Vec<toml::Spanned<String>> = match args.keys.get::<String>("promise") {
+    let ids: Vec<toml::Spanned<String>> = match keys.get::<String>("promise") {
         Ok(Some(one)) => vec![one],
         Ok(None) => return Ok(Vec::new()),
-        Err(_) => args
-            .keys
+        Err(_) => keys
             .get::<Vec<toml::Spanned<String>>>("promise")?
             .map(|v| v.into_inner())
             .unwrap_or_default(),
@@ -89,7 +116,7 @@ fn promises(
     let mut out = Vec::new();
     for id in ids {
         let Some(c) = crate::model::contract::get(id.get_ref()) else {
-            return Err(args.err(
+            return Err(keys.text.err(
                 id.span(),
                 format!(
                     "unknown promise {:?} (memcgtest contracts lists them)",
@@ -97,12 +124,9 @@ fn promises(
                 ),
             ));
         };
-        let version = match c.doc {
-            crate::model::contract::Doc::V1 => Version::V1,
-            crate::model::contract::Doc::V2 => Version::V2,
-        };
+        let version = version_of(c);
         if !outline.versions.contains(&version) {
-            return Err(args.err(
+            return Err(keys.text.err(
                 id.span(),
                 format!(
                     "promise {:?} is made for cgroup {}, which the scenario does not run under",

@@ -123,6 +123,7 @@ fn at_least_fails_only_short_of_what_was_asked() {
         by,
         tolerance: None,
         at_least: true,
+        total: false,
     };
     let check = |col: &str, e| change("c".into(), &rec, &col.into(), StepKind::Move, e, false);
     // Asked to free 32 MiB, freed 64: beyond, allowed, said in the detail.
