@@ -158,7 +158,11 @@ pub fn change_in(
         .filter(done)
         .cloned()
         .collect();
-    let spans = if expect.total { all_of(&matching) } else { matching };
+    let spans = if expect.total {
+        all_of(&matching)
+    } else {
+        matching
+    };
     for st in &spans {
         let r0 = row_done_before(rec, st.start);
         let Some(r1) = row_at_or_after(rec, st.end) else {

@@ -283,6 +283,7 @@ pub const KINDS: &[Kind] = &[
     notifies::KIND,
     notified::KIND,
     oom_waits::KIND,
+    slowed::KIND,
 ];
 
 /// The `cgroup` key most checks take.
@@ -549,6 +550,7 @@ mod protected;
 mod ratio;
 mod reference;
 mod settles;
+mod slowed;
 mod tasks;
 mod throughput;
 mod tracks_global;

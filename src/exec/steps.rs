@@ -24,7 +24,7 @@ mod workers;
 
 pub(super) use kernel::tune_machine;
 use kernel::{KHUGEPAGED_SCANS, await_counter, make_cgroups, reclaim, set, wait_machine};
-use tasks::{advise, grow, hold, move_task, release, wait};
+use tasks::{advise, grow, hold, move_task, move_thread, release, wait};
 use workers::{child, drop_files};
 use workers::{create, exhaust, fault, read, usemem};
 
@@ -159,7 +159,12 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
         Step::Sleep(d) => sleep(env, *d),
         Step::Reclaim { cgroup, size } => reclaim(env, cgroup, *size),
         Step::Hold(h) => hold(env, h),
-        Step::Move { task, to } => move_task(env, task, to),
+        Step::Move {
+            task,
+            to,
+            thread: false,
+        } => move_task(env, task, to),
+        Step::Move { task, to, .. } => move_thread(env, task, to),
         Step::Grow { task, anon } => grow(env, task, *anon),
         Step::Wait { task } => wait(env, task),
         Step::Release { task } => release(env, task),

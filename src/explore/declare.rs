@@ -131,7 +131,7 @@ impl<'a> Own<'a> {
         let tasks = steps()
             .filter_map(|s| match s {
                 Step::Hold(h) if mine(&h.cgroup) => Some(h.task.as_str()),
-                Step::Move { task, to } if mine(to) => Some(task.as_str()),
+                Step::Move { task, to, .. } if mine(to) => Some(task.as_str()),
                 _ => None,
             })
             .collect();

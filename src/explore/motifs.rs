@@ -152,7 +152,14 @@ pub fn move_motif(
         ..Hold::default()
     });
     motif_phase(phases, hold);
-    motif_phase(phases, Step::Move { task, to });
+    motif_phase(
+        phases,
+        Step::Move {
+            task,
+            to,
+            thread: false,
+        },
+    );
     Some(Declared::UsageKept(parent))
 }
 

@@ -163,7 +163,7 @@ fn keep_valid_steps(c: &mut Case, groups: &[String]) {
                 }
                 ok
             }
-            Step::Move { task, to } => has(to) && tasks.iter().any(|t| t.0 == *task),
+            Step::Move { task, to, .. } => has(to) && tasks.iter().any(|t| t.0 == *task),
             Step::Grow { task, .. } | Step::Wait { task } => tasks.iter().any(|t| t.0 == *task),
             Step::Advise { task, .. } => tasks.iter().any(|t| t.0 == *task && t.1),
             Step::Release { task } => {

@@ -452,6 +452,7 @@ fn move_task(d: &mut Dice, at: At, w: &mut World) -> Option<Step> {
     }
     w.tasks[i].group = to.clone();
     Some(Step::Move {
+        thread: false,
         task: w.tasks[i].name.clone(),
         to,
     })

@@ -492,6 +492,14 @@ pub const COUNTERS: &[Counter] = &[
         Kind::Size,
     ),
     own(
+        "kmem_tcp",
+        one("memory.kmem.tcp.usage_in_bytes"),
+        None,
+        None,
+        Unit::Bytes,
+        Kind::Size,
+    ),
+    own(
         LIMIT_HITS,
         one("memory.failcnt"),
         key("memory.events", "max"),

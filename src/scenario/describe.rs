@@ -104,7 +104,12 @@ impl Step {
                 format!("dirty probe: write {} with writeback held off", hb(*size))
             }
             Step::Hold(h) => h.describe(),
-            Step::Move { task, to } => format!("move task {task} to {to}"),
+            Step::Move {
+                task,
+                to,
+                thread: false,
+            } => format!("move task {task} to {to}"),
+            Step::Move { task, to, .. } => format!("move a thread of task {task} to {to}"),
             Step::Grow { task, anon } => format!("task {task} allocates {} more", hb(*anon)),
             Step::Wait { task } => format!("stop task {task}'s writer"),
             Step::Advise {

@@ -299,7 +299,13 @@ pub enum Step {
     /// Start a task holding memory (see `Hold`).
     Hold(Hold),
     /// Move the task to cgroup `to` (its pid into cgroup.procs), timing the write.
-    Move { task: String, to: String },
+    /// With `thread`, one of its threads other than the leader only (v1: its tid into the
+    /// destination's `tasks`): charges move with the mm's owner, never with a thread.
+    Move {
+        task: String,
+        to: String,
+        thread: bool,
+    },
     /// The task allocates and touches `anon` more bytes where it is now.
     Grow { task: String, anon: u64 },
     /// Stop the task's background writer and wait for it.

@@ -85,7 +85,14 @@ impl Step {
             | Step::Await { .. }
             | Step::Cgroups { .. } => group_step(t, self),
             Step::Hold(h) => hold(t, h),
-            Step::Move { task, to } => t.with("task", s(task)).with("to", s(to)),
+            Step::Move { task, to, thread } => {
+                let t = t.with("task", s(task)).with("to", s(to));
+                if *thread {
+                    t.with("thread", "true".into())
+                } else {
+                    t
+                }
+            }
             Step::Grow { task, anon } => t.with("task", s(task)).with("anon", size(*anon)),
             Step::Wait { task } | Step::Release { task } => t.with("task", s(task)),
             Step::Advise {
@@ -423,6 +430,7 @@ mod tests {
             Step::Move {
                 task: "t".into(),
                 to: "p".into(),
+                thread: false,
             },
             Step::Wait { task: "t".into() },
             Step::Release { task: "t".into() },

@@ -278,11 +278,19 @@ pub const STEPS: &[StepSyntax] = &[
     StepSyntax {
         kind: StepKind::Move,
         doc: "move a held task to another group (its pid into cgroup.procs), timing the write",
-        keys: &[TASK, req("to", "the declared group it moves to")],
+        keys: &[
+            TASK,
+            req("to", "the declared group it moves to"),
+            opt(
+                "thread",
+                "move one of the task's threads other than its leader only (cgroup v1: its tid into `tasks`; the task needs `threads`) (default false)",
+            ),
+        ],
         read: |i| {
             Ok(Step::Move {
                 task: i.task()?,
                 to: i.group("to")?,
+                thread: i.flag("thread")?,
             })
         },
     },

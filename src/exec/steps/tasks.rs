@@ -98,6 +98,34 @@ pub(super) fn move_task(env: &mut StepEnv, task: &str, to: &str) -> Result<JobRe
     })
 }
 
+/// Moves one thread of held task `task` other than its leader to `to` (v1: its tid into
+/// `tasks`). The process stays where it is: the record keeps it in its group.
+pub(super) fn move_thread(env: &mut StepEnv, task: &str, to: &str) -> Result<JobResult, Stop> {
+    let to_cg = env.group(to).clone();
+    let pid = env.holder(task).0.pid;
+    let tid = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .find(|&t| t != pid)
+        .ok_or_else(|| {
+            Stop::Failed(Error::Environment(format!(
+                "task {task} (pid {pid}) has no thread besides its leader: give its hold threads"
+            )))
+        })?;
+    let t = Instant::now();
+    to_cg.write("tasks", &tid.to_string()).map_err(|e| {
+        Stop::Failed(Error::Kernel(format!(
+            "move thread {tid} of task {task}: {e}"
+        )))
+    })?;
+    Ok(JobResult {
+        seconds: t.elapsed().as_secs_f64(),
+        ..Default::default()
+    })
+}
+
 /// A group's MOVE_COUNTERS now (bytes; a counter this kernel lacks reads 0).
 fn move_snapshot(cg: &Cgroup) -> Vec<(String, i64)> {
     let stat = cg.stat().ok();

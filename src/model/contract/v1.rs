@@ -144,12 +144,12 @@ pub const KMEM_USAGE: Contract = c(
     "a group's kernel memory beside its anon and page cache",
     Stat,
 );
-pub const KMEM_TCP: Contract = not(
+pub const KMEM_TCP: Contract = c(
     "v1.kmem.tcp",
     "memory.kmem.tcp.*",
     "show current tcp buf memory allocation",
+    "a tcp limit written, then a task queueing data on a TCP connection it never reads: memory.kmem.tcp.usage_in_bytes rises by it",
     Stat,
-    "tcp buffers are counted only once a tcp limit was written (memcg_update_tcp_max turns it on for good), a deprecated knob whose write warns in the kernel log; the v2 sock counter judges socket buffers",
 );
 pub const FORCE_EMPTY: Contract = c(
     "v1.force_empty",
@@ -305,12 +305,12 @@ pub const MOVE_DISABLE: Contract = c(
     "move_charge_at_immigrate set to 1 and back to 0 before a task moves: nothing is carried",
     Ownership,
 );
-pub const MOVE_LEADER: Contract = not(
+pub const MOVE_LEADER: Contract = c(
     "v1.move.leader",
     "8.1",
     "Charges are moved only when you move mm->owner, in other words, a leader of a thread group.",
+    "a thread of a multi-threaded task, not its leader, moved to a group with move_charge_at_immigrate = 1: nothing is carried",
     Ownership,
-    "memcgtest moves whole processes (cgroup.procs); moving one thread of a process through the tasks file is not a step it has",
 );
 pub const THRESHOLDS: Contract = c(
     "v1.thresholds",

@@ -193,7 +193,8 @@ fn task_steps_and_change_checks_parse() {
         s.phases[0].steps[1],
         Step::Move {
             task: "t".into(),
-            to: "b".into()
+            to: "b".into(),
+            thread: false,
         }
     );
     let change = |s: &Scenario| s.checks[0].as_any().downcast_ref::<Change>().cloned();
