@@ -98,7 +98,10 @@ pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
         ));
     }
     Ok(Check::new(Knob {
-        cgroup: i.cgroup("cgroup")?,
+        cgroup: match i.get::<String>("cgroup")? {
+            Some(c) if c.get_ref() == "/" => "/".to_string(),
+            _ => i.cgroup("cgroup")?,
+        },
         files: match i.get::<String>("file") {
             Ok(Some(f)) => vec![f.into_inner()],
             _ => i.need::<Vec<String>>("file")?.into_inner(),

@@ -284,6 +284,7 @@ pub const KINDS: &[Kind] = &[
     notified::KIND,
     oom_waits::KIND,
     slowed::KIND,
+    stalled::KIND,
 ];
 
 /// The `cgroup` key most checks take.
@@ -551,6 +552,7 @@ mod ratio;
 mod reference;
 mod settles;
 mod slowed;
+mod stalled;
 mod tasks;
 mod throughput;
 mod tracks_global;

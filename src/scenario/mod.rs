@@ -188,7 +188,19 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "ownership.toml",
         include_str!("../../scenarios/ownership.toml"),
     ),
+    (
+        "swappiness-v1.toml",
+        include_str!("../../scenarios/swappiness-v1.toml"),
+    ),
+    (
+        "root-v1.toml",
+        include_str!("../../scenarios/root-v1.toml"),
+    ),
 ];
+
+/// The group name a `set` step (and the `knob` check) gives the root of the cgroup hierarchy: only
+/// a scenario that has the machine to itself (requires.features = ["dedicated"]) may write it.
+pub const ROOT: &str = "/";
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
 /// steps run there); no declared group may be called so.

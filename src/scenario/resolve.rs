@@ -108,18 +108,22 @@ fn scenario_name(cx: &Text, raw: &RawScenario) -> Result<String, ScenarioError> 
 
 /// A pressure or khugepaged step changes the whole machine: the scenario must require a
 /// machine of the run's own.
+use super::ROOT;
+
 fn check_dedicated(cx: &Text, phases: &[Phase], features: &[Feature]) -> Result<(), ScenarioError> {
+    let root = |s: &&Step| matches!(s, Step::Set { cgroup, .. } if cgroup == ROOT);
     if let Some(k) = phases
         .iter()
         .flat_map(|p| &p.steps)
+        .filter(|s| matches!(s.kind(), StepKind::Pressure | StepKind::Khugepaged) || root(s))
         .map(|s| s.kind())
-        .find(|k| matches!(k, StepKind::Pressure | StepKind::Khugepaged))
+        .next()
         && !features.contains(&Feature::Dedicated)
     {
         return Err(cx.err(
             0..0,
             format!(
-                "a {k} step changes the whole machine: the scenario must say requires.features = [\"dedicated\"] (it then runs only with run --dedicated and in memcgtest vm)"
+                "a {k} step changes the whole machine (or writes the root group): the scenario must say requires.features = [\"dedicated\"] (it then runs only with run --dedicated and in memcgtest vm)"
             ),
         ));
     }

@@ -205,7 +205,11 @@ pub(super) fn set(
     file: &str,
     value: Option<&str>,
 ) -> Result<JobResult, Stop> {
-    let path = env.group(cgroup).path.join(file);
+    let dir = match cgroup {
+        crate::scenario::ROOT => crate::sys::cgroup::hierarchy_root(&env.ctx.parent.path),
+        g => env.group(g).path.clone(),
+    };
+    let path = dir.join(file);
     if !path.exists() {
         // A knob of a later kernel (memory.swap.peak: 6.5): the checks say it is not there.
         let knob = crate::model::KnobWrite {

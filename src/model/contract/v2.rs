@@ -550,12 +550,12 @@ pub const ZSWAP_LIMITS: Contract = not(
     Swap,
     "the test kernels have no zswap (see v2.stat.zswap)",
 );
-pub const PRESSURE: Contract = not(
+pub const PRESSURE: Contract = c(
     "v2.pressure",
     "memory.pressure",
     "Shows pressure stall information for memory.",
+    "a task throttled above its group's memory.high for seconds: the group's some total rises by most of that time (PSI on; Debian's kernels need psi=1)",
     Stat,
-    "PSI is off in the test kernel (tinyconfig) and in Debian's by default (psi=1 needed); the file is absent where the promise would be judged",
 );
 pub const OWNER_CREATOR: Contract = c(
     "v2.owner.creator",
