@@ -134,6 +134,9 @@ impl Seen<'_> {
 }
 
 pub fn limit_counters(name: String, rec: &Record, cgroup: &str, hit: bool) -> CheckResult {
+    if let Some(why) = super::limits_changed(rec, cgroup) {
+        return missing(name, why);
+    }
     let want = [USAGE, PEAK, LIMIT_HITS].map(String::from);
     let [usage, peak, hits] = match columns(rec, cgroup, &want) {
         Ok(c) => [c[0].1, c[1].1, c[2].1],

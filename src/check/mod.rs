@@ -89,6 +89,34 @@ pub trait CheckSpec: std::fmt::Debug + Send + Sync + SpecBase {
     }
 }
 
+/// The files that set a group's limits.
+const LIMIT_FILES: [&str; 6] = [
+    "memory.max",
+    "memory.high",
+    "memory.swap.max",
+    "memory.swap.high",
+    "memory.limit_in_bytes",
+    "memory.memsw.limit_in_bytes",
+];
+
+/// Why the limits the scenario declared for `cgroup` are not the ones it ran under, if they are
+/// not: a `set` step wrote one of its limit files, or an `exhaust` raised its limit. The checks
+/// that hold a group to its declared limits are not exercised there (limit-takes judges a
+/// lowered limit).
+fn limits_changed(rec: &Record, cgroup: &str) -> Option<String> {
+    let st = (rec.steps.iter().chain(&rec.stopped))
+        .filter(|s| s.cgroup == cgroup)
+        .find(|s| {
+            let set = (s.knob.as_ref())
+                .is_some_and(|k| k.written.is_some() && LIMIT_FILES.contains(&k.file.as_str()));
+            set || s.waited.is_some()
+        })?;
+    Some(format!(
+        "{cgroup}'s limits were changed by '{}' (t={:.3}s): this check holds a group to the limits the scenario declared",
+        st.describe, st.start
+    ))
+}
+
 /// The kind whose results are named `name` (`under-limit(g)` is under-limit's).
 fn kind_of(name: &str) -> Option<&'static Kind> {
     let kind = name.split('(').next()?;

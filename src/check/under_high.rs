@@ -176,6 +176,9 @@ pub fn under_high(
     cgroup: &str,
     (hit, throttled): (bool, bool),
 ) -> CheckResult {
+    if let Some(why) = super::limits_changed(rec, cgroup) {
+        return missing(name, why);
+    }
     let Some(high) = rec.high_of(cgroup) else {
         return missing(name, format!("{cgroup} has no memory.high"));
     };

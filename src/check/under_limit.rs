@@ -131,6 +131,9 @@ fn bounds(rec: &Record, cgroup: &str) -> Vec<Bound> {
 }
 
 pub fn under_limit(name: String, rec: &Record, cgroup: &str) -> CheckResult {
+    if let Some(why) = super::limits_changed(rec, cgroup) {
+        return missing(name, why);
+    }
     let bounds = bounds(rec, cgroup);
     if bounds.is_empty() {
         return missing(name, format!("{cgroup} has no limit"));
