@@ -196,6 +196,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "root-v1.toml",
         include_str!("../../scenarios/root-v1.toml"),
     ),
+    (
+        "reclaim-swappiness.toml",
+        include_str!("../../scenarios/reclaim-swappiness.toml"),
+    ),
 ];
 
 /// The group name a `set` step (and the `knob` check) gives the root of the cgroup hierarchy: only
