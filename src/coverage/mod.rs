@@ -39,6 +39,10 @@ pub const MUTANTS: &[(&str, &str)] = &[
         include_str!("../../kernel-patches/dirty-migration.patch"),
     ),
     (
+        "events-unnotified",
+        include_str!("../../kernel-patches/events-unnotified.patch"),
+    ),
+    (
         "file-accounting",
         include_str!("../../kernel-patches/file-accounting.patch"),
     ),
@@ -47,12 +51,20 @@ pub const MUTANTS: &[(&str, &str)] = &[
         include_str!("../../kernel-patches/file-leak.patch"),
     ),
     (
+        "hierarchical-limit-own",
+        include_str!("../../kernel-patches/hierarchical-limit-own.patch"),
+    ),
+    (
         "hierarchy-dirty",
         include_str!("../../kernel-patches/hierarchy-dirty.patch"),
     ),
     (
         "high-ignored",
         include_str!("../../kernel-patches/high-ignored.patch"),
+    ),
+    (
+        "high-ooms",
+        include_str!("../../kernel-patches/high-ooms.patch"),
     ),
     (
         "high-unthrottled",
@@ -75,6 +87,10 @@ pub const MUTANTS: &[(&str, &str)] = &[
         include_str!("../../kernel-patches/low-events-local.patch"),
     ),
     (
+        "max-write-no-reclaim",
+        include_str!("../../kernel-patches/max-write-no-reclaim.patch"),
+    ),
+    (
         "memcg-dirty-unthrottled",
         include_str!("../../kernel-patches/memcg-dirty-unthrottled.patch"),
     ),
@@ -95,12 +111,24 @@ pub const MUTANTS: &[(&str, &str)] = &[
         include_str!("../../kernel-patches/numa-v1-hierarchical.patch"),
     ),
     (
+        "oom-disable-ignored",
+        include_str!("../../kernel-patches/oom-disable-ignored.patch"),
+    ),
+    (
         "oom-group-ignored",
         include_str!("../../kernel-patches/oom-group-ignored.patch"),
     ),
     (
+        "oom-group-kills-protected",
+        include_str!("../../kernel-patches/oom-group-kills-protected.patch"),
+    ),
+    (
         "oom-kill-event",
         include_str!("../../kernel-patches/oom-kill-event.patch"),
+    ),
+    (
+        "peak-reset-global",
+        include_str!("../../kernel-patches/peak-reset-global.patch"),
     ),
     (
         "peak-watermark",
@@ -119,8 +147,20 @@ pub const MUTANTS: &[(&str, &str)] = &[
         include_str!("../../kernel-patches/protection-ignored.patch"),
     ),
     (
+        "protection-overcommit-zero",
+        include_str!("../../kernel-patches/protection-overcommit-zero.patch"),
+    ),
+    (
+        "psi-no-memstall",
+        include_str!("../../kernel-patches/psi-no-memstall.patch"),
+    ),
+    (
         "reclaim-ignores-min",
         include_str!("../../kernel-patches/reclaim-ignores-min.patch"),
+    ),
+    (
+        "reclaim-no-eagain",
+        include_str!("../../kernel-patches/reclaim-no-eagain.patch"),
     ),
     (
         "reclaim-short",
@@ -135,6 +175,10 @@ pub const MUTANTS: &[(&str, &str)] = &[
         include_str!("../../kernel-patches/sock-leak.patch"),
     ),
     (
+        "soft-limit-live",
+        include_str!("../../kernel-patches/soft-limit-live.patch"),
+    ),
+    (
         "stat-swap",
         include_str!("../../kernel-patches/stat-swap.patch"),
     ),
@@ -147,8 +191,16 @@ pub const MUTANTS: &[(&str, &str)] = &[
         include_str!("../../kernel-patches/swap-events-spurious.patch"),
     ),
     (
+        "swap-high-unthrottled",
+        include_str!("../../kernel-patches/swap-high-unthrottled.patch"),
+    ),
+    (
         "swap-max-ignored",
         include_str!("../../kernel-patches/swap-max-ignored.patch"),
+    ),
+    (
+        "threshold-down-silent",
+        include_str!("../../kernel-patches/threshold-down-silent.patch"),
     ),
     (
         "writeback-accounting",
