@@ -61,6 +61,9 @@ cat "$out/explore-6.12-v2/explore/summary.txt" || true
 log "coverage of the memcg interface by the quick suite (6.12, v2 and v1): at least 90 %"
 ci/coverage.sh
 
+log "contracts of the cgroup memory docs judged by the quick suite (6.12, v2 and v1): at least 90 %"
+ci/contracts.sh
+
 log "the move rate of a task holding 2 GiB (full size, 6.12, cgroup v1, 4 GiB guest)"
 set +e
 "$bin" --cgroup v1 vm --kernel "$stock" --memory 4G --swap 0 -- run move-charge-anon --format ktap > "$out/move-2g.ktap"

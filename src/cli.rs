@@ -90,7 +90,7 @@ pub enum Format {
 pub enum CoverageFormat {
     Human,
     Json,
-    /// The page docs/coverage.md is.
+    /// A Markdown page: docs/coverage.md and docs/contracts.md are made this way.
     Markdown,
 }
 

@@ -107,11 +107,12 @@ fn heard(times: &[f64], from: f64, to: f64) -> bool {
     times.iter().any(|&t| t >= from && t <= to)
 }
 
-fn fail(name: String, why: String, at: f64) -> CheckResult {
+/// `actual` names what went wrong in a few words (the missing or the stray notification).
+fn fail(name: String, actual: String, why: String, at: f64) -> CheckResult {
     let mut r = CheckResult::new(
         name,
         Outcome::Fail,
-        "a notification missing or out of place".into(),
+        actual,
         "a notification with each event, none without".into(),
         why,
     );
@@ -159,7 +160,13 @@ fn threshold(
                 s.t[r - 1],
                 s.t[r]
             );
-            return fail(name, why, s.t[r]);
+            let actual = format!(
+                "{counter} {} -> {} across {}: no notification",
+                human_bytes(a),
+                human_bytes(b),
+                human_bytes(at)
+            );
+            return fail(name, actual, why, s.t[r]);
         }
     }
     for &t in times {
@@ -173,7 +180,13 @@ fn threshold(
                 human_bytes(margin),
                 human_bytes(at)
             );
-            return fail(name, why, t);
+            let actual = format!(
+                "a notification at t={t:.3}s with {counter} {}..{}, not near {}",
+                human_bytes(lo),
+                human_bytes(hi),
+                human_bytes(at)
+            );
+            return fail(name, actual, why, t);
         }
     }
     if crossings == 0 {
@@ -217,6 +230,7 @@ fn oom(name: String, rec: &Record, cgroup: &str, times: &[f64]) -> CheckResult {
         if !heard(times, a, b + LATE) {
             return fail(
                 name,
+                format!("an OOM at t={a:.3}..{b:.3}s: no notification"),
                 format!("an OOM in {cgroup} between t={a:.3}s and t={b:.3}s was not notified"),
                 b,
             );
@@ -228,6 +242,7 @@ fn oom(name: String, rec: &Record, cgroup: &str, times: &[f64]) -> CheckResult {
     {
         return fail(
             name,
+            format!("an OOM notification at t={t:.3}s, no OOM"),
             format!("an OOM notification came at t={t:.3}s, outside every OOM of {cgroup}"),
             t,
         );
@@ -252,6 +267,7 @@ fn pressure(
         return match times.first() {
             Some(&t) => fail(
                 name,
+                format!("a {arg} notification at t={t:.3}s"),
                 format!("a {arg} notification came at t={t:.3}s, where none may come"),
                 t,
             ),
@@ -267,6 +283,7 @@ fn pressure(
         if !heard(times, a, b + LATE) {
             return fail(
                 name,
+                format!("reclaim at t={a:.3}..{b:.3}s: no {arg} notification"),
                 format!(
                     "{cgroup} reclaimed at a limit between t={a:.3}s and t={b:.3}s and no {arg} notification came"
                 ),

@@ -310,7 +310,9 @@ fn set_up(
     // out with a note, as a check of a file the kernel lacks is.
     if !present.is_empty() {
         let why = "this kernel's files do not show a counter it needs";
-        drop_checks(sc, result, why, |n| n.counters.iter().any(|c| !present.contains(c)));
+        drop_checks(sc, result, why, |n| {
+            n.counters.iter().any(|c| !present.contains(c))
+        });
     }
     let plan = SamplePlan::new(sc, root.version, &present);
     let (columns, sources) = sampler_sources(ctx, &plan, &root, &groups, &scratch, result)?;

@@ -192,10 +192,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "swappiness-v1.toml",
         include_str!("../../scenarios/swappiness-v1.toml"),
     ),
-    (
-        "root-v1.toml",
-        include_str!("../../scenarios/root-v1.toml"),
-    ),
+    ("root-v1.toml", include_str!("../../scenarios/root-v1.toml")),
     (
         "reclaim-swappiness.toml",
         include_str!("../../scenarios/reclaim-swappiness.toml"),

@@ -501,9 +501,15 @@ pub const STEPS: &[StepSyntax] = &[
                 Some(v) => Some(i.text().one_line(&v, "value")?),
                 None => None,
             };
-            let root = i.get::<String>("cgroup")?.is_some_and(|c| c.get_ref() == super::ROOT);
+            let root = i
+                .get::<String>("cgroup")?
+                .is_some_and(|c| c.get_ref() == super::ROOT);
             Ok(Step::Set {
-                cgroup: if root { super::ROOT.to_string() } else { i.cgroup()? },
+                cgroup: if root {
+                    super::ROOT.to_string()
+                } else {
+                    i.cgroup()?
+                },
                 file: file.clone(),
                 value,
             })
