@@ -197,8 +197,8 @@ pub fn oom_kills(
         if let Some((f, promise)) = spared(cgroup, v) {
             return fail(v.rows.1, f).breaking(promise);
         }
-        if let Some(f) = judge_step(rec, cgroup, &cols, (own, above, twice), v) {
-            return fail(v.rows.1, f);
+        if let Some((f, promise)) = judge_step(rec, cgroup, &cols, (own, above, twice), v) {
+            return fail(v.rows.1, f).breaking(promise);
         }
     }
     let killed: i64 = seen.iter().map(|v| v.step.killed as i64).sum();
@@ -294,8 +294,9 @@ fn judge_step(
     cols: &[usize],
     (own, above, twice): (bool, bool, bool),
     v: &Seen,
-) -> Option<Verdict> {
+) -> Option<(Verdict, &'static Contract)> {
     let group_kill = own || above;
+    let under_v1 = rec.version == crate::model::Version::V1;
     let s = &rec.series;
     let row = |r: usize| s.describe_cols(r, cols);
     let (killed, survived) = (v.step.killed as i64, v.step.survived);
@@ -308,22 +309,30 @@ fn judge_step(
     );
     let twice = i64::from(twice && killed > 0);
     if v.kills < killed || v.kills > killed + twice {
+        let counted = if under_v1 {
+            &v1::OOM_KILL_COUNT
+        } else {
+            &v2::EVENTS_OOM_KILL
+        };
         return Some((
-            format!("{cgroup}.oom_kills rose by {}", v.kills),
-            format!(
-                "+{killed}{} (the tasks that died of SIGKILL)",
-                if twice > 0 {
-                    " or +1 more (the victim twice)"
-                } else {
-                    ""
-                }
+            (
+                format!("{cgroup}.oom_kills rose by {}", v.kills),
+                format!(
+                    "+{killed}{} (the tasks that died of SIGKILL)",
+                    if twice > 0 {
+                        " or +1 more (the victim twice)"
+                    } else {
+                        ""
+                    }
+                ),
+                format!(
+                    "{when} {killed} of {cgroup}'s tasks were killed, yet its OOM-kill count rose by {}: {} .. {}",
+                    v.kills,
+                    row(v.rows.0),
+                    row(v.rows.1)
+                ),
             ),
-            format!(
-                "{when} {killed} of {cgroup}'s tasks were killed, yet its OOM-kill count rose by {}: {} .. {}",
-                v.kills,
-                row(v.rows.0),
-                row(v.rows.1)
-            ),
+            counted,
         ));
     }
     let all = killed as u32 + survived;
@@ -335,33 +344,41 @@ fn judge_step(
             (false, false) => killed == 1,
         };
     if killed > 0 && !alone_or_all {
+        let promise = match (group_kill, under_v1) {
+            (true, _) => &v2::OOMGROUP_KILL,
+            (false, true) => &v1::RECLAIM_OOM,
+            (false, false) => &v2::MAX_ORDER0,
+        };
         return Some((
-            format!("{killed} killed, {survived} bystanders lived"),
-            if group_kill {
-                format!("all {all} tasks killed (memory.oom.group)")
-            } else {
-                "the task that needed the memory killed, alone".to_string()
-            },
-            format!(
-                "{when} the OOM killer killed {killed} of {cgroup}'s {all} tasks{}{}",
-                if v.step.task_killed {
-                    ""
-                } else {
-                    ", not the task that needed the memory"
-                },
+            (
+                format!("{killed} killed, {survived} bystanders lived"),
                 if group_kill {
-                    ": memory.oom.group is set, so it must kill them all"
+                    format!("all {all} tasks killed (memory.oom.group)")
                 } else {
-                    ": without memory.oom.group it must stop at the task that needed the memory"
-                }
+                    "the task that needed the memory killed, alone".to_string()
+                },
+                format!(
+                    "{when} the OOM killer killed {killed} of {cgroup}'s {all} tasks{}{}",
+                    if v.step.task_killed {
+                        ""
+                    } else {
+                        ", not the task that needed the memory"
+                    },
+                    if group_kill {
+                        ": memory.oom.group is set, so it must kill them all"
+                    } else {
+                        ": without memory.oom.group it must stop at the task that needed the memory"
+                    }
+                ),
             ),
+            promise,
         ));
     }
     let (e, g) = v.events?;
     // oom_group_kill counts where the group kill was rooted: an ancestor's is not the group's.
     let group = i64::from(own && killed > 0);
     ((e > 0) != (killed > 0) || g != group).then(|| {
-        (
+        ((
             format!("{cgroup}.oom_events rose by {e}, oom_group_kills by {g}"),
             format!(
                 "oom {}, oom_group_kill +{group}",
@@ -372,7 +389,7 @@ fn judge_step(
                 if group_kill { " (memory.oom.group set)" } else { "" },
                 row(v.rows.1)
             ),
-        )
+        ), if g != group { &v2::EVENTS_OOM_GROUP_KILL } else { &v2::EVENTS_OOM })
     })
 }
 

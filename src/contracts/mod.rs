@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::check::KINDS;
 use crate::coverage::MUTANTS;
 use crate::model::contract::{self, Class, Contract, Doc};
-use crate::model::{Outcome, RunReport, Version};
+use crate::model::{CheckResult, Outcome, RunReport, Version};
 use crate::scenario::Scenario;
 
 mod render;
@@ -26,6 +26,9 @@ pub enum Standing {
     Held,
     /// A check judged it in the results given and it broke.
     Broken,
+    /// A check judged it in the results given and it broke as a known issue of the scenario
+    /// says it does on this kernel (the kernel or the document is wrong; docs/findings.md).
+    Known,
     /// Checks judge it, but none did in the results given (or no results were given).
     Judged,
     /// A check of the suite judges it where its condition is reached, and in the results given
@@ -77,7 +80,12 @@ impl Table {
         let of = |r: &&Row| versions.contains(&version(r.contract.doc));
         let all = self.rows.iter().filter(of).count();
         let reached = (self.rows.iter().filter(of))
-            .filter(|r| matches!(r.standing, Standing::Held | Standing::Broken))
+            .filter(|r| {
+                matches!(
+                    r.standing,
+                    Standing::Held | Standing::Broken | Standing::Known
+                )
+            })
             .count();
         100.0 * reached as f64 / all.max(1) as f64
     }
@@ -120,7 +128,9 @@ fn row(c: &'static Contract, scenarios: &[Scenario], reports: &[RunReport]) -> R
     } else if reports.is_empty() {
         (Standing::Judged, named)
     } else {
-        judged_in(c, reports)
+        let checks = (reports.iter().flat_map(|rep| &rep.scenarios))
+            .flat_map(|r| r.checks.iter().map(move |ch| (r.name.as_str(), ch)));
+        judged_in(c, checks)
     };
     Row {
         contract: c,
@@ -137,24 +147,32 @@ fn row(c: &'static Contract, scenarios: &[Scenario], reports: &[RunReport]) -> R
     }
 }
 
-/// How the results judged `c`: held, broken or not reached, and in which scenarios.
-fn judged_in(c: &Contract, reports: &[RunReport]) -> (Standing, BTreeSet<String>) {
+/// How the results judged `c`: held, broken (known or not) or not reached, and in the
+/// scenarios where a check judged it. A check that was not exercised judged nothing, nor did a
+/// failure of another promise of the same check.
+fn judged_in<'a>(
+    c: &Contract,
+    checks: impl Iterator<Item = (&'a str, &'a CheckResult)>,
+) -> (Standing, BTreeSet<String>) {
     let mut scenarios = BTreeSet::new();
-    let mut broken = false;
-    for r in reports.iter().flat_map(|rep| &rep.scenarios) {
-        for ch in r
-            .checks
-            .iter()
-            .filter(|ch| ch.promises.iter().any(|p| p == c.id))
-        {
-            scenarios.insert(r.name.clone());
-            broken |= ch.outcome == Outcome::Fail && ch.known.is_none();
+    let (mut broken, mut known) = (false, false);
+    for (scenario, ch) in checks.filter(|(_, ch)| ch.promises.iter().any(|p| p == c.id)) {
+        // A failure that names the promise it broke says nothing of its other promises.
+        let other = ch.broke.as_ref().is_some_and(|b| b != c.id);
+        match ch.outcome {
+            Outcome::NotExercised => continue,
+            Outcome::Fail if other => continue,
+            Outcome::Fail if ch.known.is_some() => known = true,
+            Outcome::Fail => broken = true,
+            Outcome::Pass => {}
         }
+        scenarios.insert(scenario.to_string());
     }
-    let standing = match (scenarios.is_empty(), broken) {
-        (true, _) => Standing::NotReached,
-        (false, true) => Standing::Broken,
-        (false, false) => Standing::Held,
+    let standing = match (scenarios.is_empty(), broken, known) {
+        (true, _, _) => Standing::NotReached,
+        (false, true, _) => Standing::Broken,
+        (false, false, true) => Standing::Known,
+        (false, false, false) => Standing::Held,
     };
     (standing, scenarios)
 }

@@ -7,6 +7,7 @@ fn standing_word(s: Standing) -> &'static str {
     match s {
         Standing::Held => "held",
         Standing::Broken => "BROKEN",
+        Standing::Known => "known",
         Standing::Judged => "judged",
         Standing::NotReached => "not reached",
         Standing::Unjudged => "unjudged",
@@ -31,9 +32,10 @@ fn summary(t: &Table) -> String {
     );
     if t.from_results {
         s += &format!(
-            "; in the results given: {} held, {} broken, {} not reached",
+            "; in the results given: {} held, {} broken, {} known to break, {} not reached",
             count(Standing::Held),
             count(Standing::Broken),
+            count(Standing::Known),
             count(Standing::NotReached)
         );
     }

@@ -96,3 +96,42 @@ fn mutant_promises_exist() {
         }
     }
 }
+
+/// A result of `outcome` judging `promises`, failing on `broke`, known or not.
+fn result(outcome: Outcome, promises: &[&str], broke: Option<&str>, known: bool) -> CheckResult {
+    let mut r = CheckResult::new("c(g)".into(), outcome, "a".into(), "e".into(), "d".into());
+    r.promises = promises.iter().map(|p| p.to_string()).collect();
+    r.broke = broke.map(String::from);
+    r.known = known.then(|| crate::model::KnownIssue {
+        check: "c".into(),
+        from: crate::model::known::Release::parse("6.1").unwrap(),
+        to: None,
+        cgroup: None,
+        text: "known".into(),
+        link: None,
+        matches: None,
+        borrowed_from: None,
+    });
+    r
+}
+
+/// Held when a check passed; broken, known to break or left alone by a failure as it names
+/// the promise; not reached when the checks that name it were not exercised.
+#[test]
+fn results_judge_only_the_promise_a_failure_names() {
+    let (a, b) = (&contract::v2::MAX_OOM, &contract::v2::EVENTS_OOM_KILL);
+    let judge = |rs: &[CheckResult], c| judged_in(c, rs.iter().map(|r| ("s", r))).0;
+    let both = [a.id, b.id];
+    let pass = result(Outcome::Pass, &both, None, false);
+    assert_eq!(judge(std::slice::from_ref(&pass), a), Standing::Held);
+    let fail_b = result(Outcome::Fail, &both, Some(b.id), false);
+    assert_eq!(judge(std::slice::from_ref(&fail_b), b), Standing::Broken);
+    assert_eq!(judge(std::slice::from_ref(&fail_b), a), Standing::NotReached);
+    assert_eq!(judge(&[pass.clone(), fail_b], a), Standing::Held);
+    let known_b = result(Outcome::Fail, &both, Some(b.id), true);
+    assert_eq!(judge(&[pass.clone(), known_b], b), Standing::Known);
+    let unnamed = result(Outcome::Fail, &both, None, false);
+    assert_eq!(judge(std::slice::from_ref(&unnamed), a), Standing::Broken);
+    let skipped = result(Outcome::NotExercised, &both, None, false);
+    assert_eq!(judge(&[skipped], a), Standing::NotReached);
+}
