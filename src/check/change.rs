@@ -150,20 +150,7 @@ pub fn change_in(
         format!("{} +- {}", signed(by), human_bytes(tol))
     };
     let mut beyond = Vec::new();
-    let in_phase = |s: &&StepRecord| phase.is_none_or(|p| rec.phases[s.phase].name == p);
-    // A write the kernel refused (a key it does not have) changed nothing on purpose.
-    let done = |s: &&StepRecord| s.knob.as_ref().is_none_or(|k| k.error.is_none());
-    let matching: Vec<StepRecord> = (rec.steps.iter().filter(|s| s.kind == step))
-        .filter(in_phase)
-        .filter(done)
-        .cloned()
-        .collect();
-    let spans = if expect.total {
-        all_of(&matching)
-    } else {
-        matching
-    };
-    for st in &spans {
+    for st in &spans(rec, (step, phase), expect.total) {
         let r0 = row_done_before(rec, st.start);
         let Some(r1) = row_at_or_after(rec, st.end) else {
             return missing(
@@ -173,29 +160,8 @@ pub fn change_in(
         };
         let d = rec.series.get(r1, c) - rec.series.get(r0, c);
         if expect.wrong(d, tol) {
-            let mut res = CheckResult::new(
-                name,
-                Outcome::Fail,
-                format!(
-                    "{col} changed by {} ({d}{})",
-                    signed(d),
-                    if events { "" } else { " B" }
-                ),
-                wanted,
-                format!(
-                    "across step '{}' (t={:.3}s..{:.3}s, phase {}), {col} went from {} to {}: {}",
-                    st.describe,
-                    st.start,
-                    st.end,
-                    rec.phases[st.phase].name,
-                    human_bytes(rec.series.get(r0, c)),
-                    human_bytes(rec.series.get(r1, c)),
-                    missed(by, d, step, events)
-                ),
-            );
+            let mut res = wrong(name, rec, (col, c, events), st, (r0, r1), by, wanted);
             res.tolerance = Some(tol_text);
-            res.at = Some(rec.series.t[r1]);
-            res.columns = vec![col.clone()];
             return res;
         }
         if expect.at_least && (d - by).abs() > tol {
@@ -232,6 +198,57 @@ pub fn change_in(
             beyond.join(", ")
         );
     }
+    res
+}
+
+/// The steps of kind `step` (in `phase`, if given) that did what they were asked, each on its
+/// own or, with `total`, as one span.
+fn spans(rec: &Record, (step, phase): (StepKind, Option<&str>), total: bool) -> Vec<StepRecord> {
+    let in_phase = |s: &&StepRecord| phase.is_none_or(|p| rec.phases[s.phase].name == p);
+    // A write the kernel refused (a key it does not have) changed nothing on purpose.
+    let done = |s: &&StepRecord| s.knob.as_ref().is_none_or(|k| k.error.is_none());
+    let matching: Vec<StepRecord> = (rec.steps.iter().filter(|s| s.kind == step))
+        .filter(in_phase)
+        .filter(done)
+        .cloned()
+        .collect();
+    if total { all_of(&matching) } else { matching }
+}
+
+/// The failure of `col` (column `c`, counting events or bytes) across step `st`, sampled at
+/// rows `r0` and `r1`: it changed by something other than `by`.
+fn wrong(
+    name: String,
+    rec: &Record,
+    (col, c, events): (&Column, usize, bool),
+    st: &StepRecord,
+    (r0, r1): (usize, usize),
+    by: i64,
+    wanted: String,
+) -> CheckResult {
+    let d = rec.series.get(r1, c) - rec.series.get(r0, c);
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!(
+            "{col} changed by {} ({d}{})",
+            signed_amount(d, events),
+            if events { "" } else { " B" }
+        ),
+        wanted,
+        format!(
+            "across step '{}' (t={:.3}s..{:.3}s, phase {}), {col} went from {} to {}: {}",
+            st.describe,
+            st.start,
+            st.end,
+            rec.phases[st.phase].name,
+            amount(rec.series.get(r0, c), events),
+            amount(rec.series.get(r1, c), events),
+            missed(by, d, st.kind, events)
+        ),
+    );
+    res.at = Some(rec.series.t[r1]);
+    res.columns = vec![col.clone()];
     res
 }
 

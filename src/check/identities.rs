@@ -439,7 +439,6 @@ pub fn identities(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         );
     }
     let s = &rec.series;
-    let sum = |r: usize, cols: &[usize]| cols.iter().map(|&c| s.get(r, c)).sum::<i64>();
     // v1 charge moving is a transaction across the group's counters (the destination is
     // precharged for memory and memory+swap, swap statistics move entry by entry, the
     // precharge is settled at the end: 16.7 MiB of memsw = usage + swap apart for 40 ms on
@@ -456,25 +455,10 @@ pub fn identities(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     let mut idle = Vec::new();
     let mut judged: Vec<String> = Vec::new();
     for a in &rules {
-        let (mut run, mut top) = (0, 0i64);
-        for &r in &rows {
-            let (l, h) = (sum(r, &a.lhs), sum(r, &a.rhs));
-            top = top.max(l.abs()).max(h.abs());
-            let gap = |l: i64, h: i64| match a.rel {
-                Rel::Eq => (l - h).abs(),
-                Rel::Le => l - h,
-            };
-            // With a lag allowed, either side may show what the other showed up to then.
-            let recent = (0..=r).rev().take_while(|&q| s.t[r] - s.t[q] <= a.stale);
-            let off = recent
-                .map(|q| gap(l, sum(q, &a.rhs)).min(gap(sum(q, &a.lhs), h)))
-                .min()
-                .unwrap_or_else(|| gap(l, h));
-            run = if off > a.tol { run + 1 } else { 0 };
-            if run >= RUN {
-                return broken(name, rec, cgroup, a, r);
-            }
-        }
+        let top = match judge_rule(rec, a, &rows) {
+            Ok(top) => top,
+            Err(r) => return broken(name, rec, cgroup, a, r),
+        };
         if top > 2 * a.tol {
             held.push(format!("{} (up to {})", a.text, amount(top, a.bytes)));
             judged.extend(
@@ -530,6 +514,33 @@ pub fn identities(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         .collect();
     res.promises = judged;
     res
+}
+
+/// One rule over the rows judged: the largest amount either side reached, or the row where the
+/// rule had been off by more than its tolerance for `RUN` samples in a row.
+fn judge_rule(rec: &Record, a: &Applied, rows: &[usize]) -> Result<i64, usize> {
+    let s = &rec.series;
+    let sum = |r: usize, cols: &[usize]| cols.iter().map(|&c| s.get(r, c)).sum::<i64>();
+    let gap = |l: i64, h: i64| match a.rel {
+        Rel::Eq => (l - h).abs(),
+        Rel::Le => l - h,
+    };
+    let (mut run, mut top) = (0, 0i64);
+    for &r in rows {
+        let (l, h) = (sum(r, &a.lhs), sum(r, &a.rhs));
+        top = top.max(l.abs()).max(h.abs());
+        // With a lag allowed, either side may show what the other showed up to then.
+        let recent = (0..=r).rev().take_while(|&q| s.t[r] - s.t[q] <= a.stale);
+        let off = recent
+            .map(|q| gap(l, sum(q, &a.rhs)).min(gap(sum(q, &a.lhs), h)))
+            .min()
+            .unwrap_or_else(|| gap(l, h));
+        run = if off > a.tol { run + 1 } else { 0 };
+        if run >= RUN {
+            return Err(r);
+        }
+    }
+    Ok(top)
 }
 
 fn broken(name: String, rec: &Record, cgroup: &str, a: &Applied, r: usize) -> CheckResult {

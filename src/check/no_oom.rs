@@ -123,6 +123,9 @@ fn no_oom(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         );
         return breaking(res, rec, met_limit);
     }
+    if cols.is_empty() {
+        return missing(name, format!("neither OOM count of {cgroup} was sampled"));
+    }
     let mut res = CheckResult::new(
         name,
         Outcome::Pass,

@@ -86,7 +86,10 @@ impl CheckSpec for Notified {
         if let Some(why) = mine.iter().find_map(|n| n.refused.as_ref()) {
             return missing(name, format!("the kernel refused the listener: {why}"));
         }
-        let times: Vec<f64> = mine.iter().map(|n| n.t).collect();
+        // A notice of an eventfd signalled n times stands for n notifications.
+        let times: Vec<f64> = (mine.iter())
+            .flat_map(|n| std::iter::repeat_n(n.t, n.count.max(1) as usize))
+            .collect();
         let (file, arg) = self.listen.split_once(' ').unwrap_or((&self.listen, ""));
         let r = match file {
             "memory.oom_control" => oom(name, rec, &self.cgroup, &times),
@@ -144,20 +147,39 @@ fn threshold(
     let margin = ((128 + 64) * m.cpus * m.page_size) as i64;
     let (s, at) = (&rec.series, at as i64);
     let mut crossings = 0;
-    for r in 1..s.len() {
-        let (a, b) = (s.get(r - 1, c), s.get(r, c));
-        let crossed = (a < at - margin && b > at + margin) || (a > at + margin && b < at - margin);
-        if !crossed {
+    // The last sample on a side of the threshold (farther from it than the margin): a crossing
+    // runs from there to the first sample on the other side, however many samples lie between.
+    let side = |v: i64| {
+        (v < at - margin)
+            .then_some(false)
+            .or((v > at + margin).then_some(true))
+    };
+    let mut last: Option<(bool, usize)> = None;
+    // Each notification answers one crossing: the earliest not yet taken in its window.
+    let mut taken = vec![false; times.len()];
+    for r in 0..s.len() {
+        let Some(up) = side(s.get(r, c)) else {
+            continue;
+        };
+        let Some((was, from)) = last.replace((up, r)) else {
+            continue;
+        };
+        if was == up {
             continue;
         }
         crossings += 1;
-        if !heard(times, s.t[r - 1], s.t[r] + LATE) {
+        let answer = (0..times.len())
+            .find(|&i| !taken[i] && times[i] >= s.t[from] && times[i] <= s.t[r] + LATE);
+        if let Some(i) = answer {
+            taken[i] = true;
+        } else {
+            let (a, b) = (s.get(from, c), s.get(r, c));
             let why = format!(
                 "{cgroup}'s {counter} went from {} to {} across the {} threshold between t={:.3}s and t={:.3}s, and no notification came",
                 human_bytes(a),
                 human_bytes(b),
                 human_bytes(at),
-                s.t[r - 1],
+                s.t[from],
                 s.t[r]
             );
             let actual = format!(
@@ -169,25 +191,8 @@ fn threshold(
             return fail(name, actual, why, s.t[r]);
         }
     }
-    for &t in times {
-        let near = s.rows_between(t - LATE, t + LATE).map(|r| s.get(r, c));
-        let (lo, hi) = near.fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
-        if lo != i64::MAX && (lo > at + margin || hi < at - margin) {
-            let why = format!(
-                "a notification came at t={t:.3}s while {cgroup}'s {counter} stayed between {} and {}, farther than {} from the {} threshold",
-                human_bytes(lo),
-                human_bytes(hi),
-                human_bytes(margin),
-                human_bytes(at)
-            );
-            let actual = format!(
-                "a notification at t={t:.3}s with {counter} {}..{}, not near {}",
-                human_bytes(lo),
-                human_bytes(hi),
-                human_bytes(at)
-            );
-            return fail(name, actual, why, t);
-        }
+    if let Some((actual, why, t)) = stray(rec, (c, counter), cgroup, (at, margin), times) {
+        return fail(name, actual, why, t);
     }
     if crossings == 0 {
         return missing(
@@ -207,6 +212,39 @@ fn threshold(
             times.len()
         ),
     )
+}
+
+/// A notification that came while the usage stayed far from the threshold, for a second
+/// either side: what it was, why it is wrong, and when.
+fn stray(
+    rec: &Record,
+    (c, counter): (usize, &str),
+    cgroup: &str,
+    (at, margin): (i64, i64),
+    times: &[f64],
+) -> Option<(String, String, f64)> {
+    let s = &rec.series;
+    for &t in times {
+        let near = s.rows_between(t - LATE, t + LATE).map(|r| s.get(r, c));
+        let (lo, hi) = near.fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        if lo != i64::MAX && (lo > at + margin || hi < at - margin) {
+            let why = format!(
+                "a notification came at t={t:.3}s while {cgroup}'s {counter} stayed between {} and {}, farther than {} from the {} threshold",
+                human_bytes(lo),
+                human_bytes(hi),
+                human_bytes(margin),
+                human_bytes(at)
+            );
+            let actual = format!(
+                "a notification at t={t:.3}s with {counter} {}..{}, not near {}",
+                human_bytes(lo),
+                human_bytes(hi),
+                human_bytes(at)
+            );
+            return Some((actual, why, t));
+        }
+    }
+    None
 }
 
 fn pass(name: String, what: String) -> CheckResult {

@@ -299,7 +299,7 @@ fn judge_step(
     let under_v1 = rec.version == crate::model::Version::V1;
     let s = &rec.series;
     let row = |r: usize| s.describe_cols(r, cols);
-    let (killed, survived) = (v.step.killed as i64, v.step.survived);
+    let killed = v.step.killed as i64;
     let when = format!(
         "in '{}' (phase {}, t={:.3}s..{:.3}s)",
         v.step.describe,
@@ -335,44 +335,8 @@ fn judge_step(
             counted,
         ));
     }
-    let all = killed as u32 + survived;
-    // With an ancestor's memory.oom.group only, either may happen (see `oom_kills`).
-    let alone_or_all = v.step.task_killed
-        && match (own, above) {
-            (true, _) => survived == 0,
-            (false, true) => survived == 0 || killed == 1,
-            (false, false) => killed == 1,
-        };
-    if killed > 0 && !alone_or_all {
-        let promise = match (group_kill, under_v1) {
-            (true, _) => &v2::OOMGROUP_KILL,
-            (false, true) => &v1::RECLAIM_OOM,
-            (false, false) => &v2::MAX_ORDER0,
-        };
-        return Some((
-            (
-                format!("{killed} killed, {survived} bystanders lived"),
-                if group_kill {
-                    format!("all {all} tasks killed (memory.oom.group)")
-                } else {
-                    "the task that needed the memory killed, alone".to_string()
-                },
-                format!(
-                    "{when} the OOM killer killed {killed} of {cgroup}'s {all} tasks{}{}",
-                    if v.step.task_killed {
-                        ""
-                    } else {
-                        ", not the task that needed the memory"
-                    },
-                    if group_kill {
-                        ": memory.oom.group is set, so it must kill them all"
-                    } else {
-                        ": without memory.oom.group it must stop at the task that needed the memory"
-                    }
-                ),
-            ),
-            promise,
-        ));
+    if let Some(verdict) = who_died(cgroup, (own, above), under_v1, v, &when) {
+        return Some(verdict);
     }
     let (e, g) = v.events?;
     // oom_group_kill counts where the group kill was rooted: an ancestor's is not the group's.
@@ -391,6 +355,57 @@ fn judge_step(
             ),
         ), if g != group { &v2::EVENTS_OOM_GROUP_KILL } else { &v2::EVENTS_OOM })
     })
+}
+
+/// Who the OOM killer took in one exhaust step: the task that needed the memory alone, or with
+/// memory.oom.group every task of the group (with an ancestor's only, either).
+fn who_died(
+    cgroup: &str,
+    (own, above): (bool, bool),
+    under_v1: bool,
+    v: &Seen,
+    when: &str,
+) -> Option<(Verdict, &'static Contract)> {
+    let group_kill = own || above;
+    let (killed, survived) = (v.step.killed, v.step.survived);
+    let all = killed + survived;
+    // With an ancestor's memory.oom.group only, either may happen (see `oom_kills`).
+    let alone_or_all = v.step.task_killed
+        && match (own, above) {
+            (true, _) => survived == 0,
+            (false, true) => survived == 0 || killed == 1,
+            (false, false) => killed == 1,
+        };
+    if killed == 0 || alone_or_all {
+        return None;
+    }
+    let promise = match (group_kill, under_v1) {
+        (true, _) => &v2::OOMGROUP_KILL,
+        (false, true) => &v1::RECLAIM_OOM,
+        (false, false) => &v2::MAX_ORDER0,
+    };
+    let verdict = (
+        format!("{killed} killed, {survived} bystanders lived"),
+        if group_kill {
+            format!("all {all} tasks killed (memory.oom.group)")
+        } else {
+            "the task that needed the memory killed, alone".to_string()
+        },
+        format!(
+            "{when} the OOM killer killed {killed} of {cgroup}'s {all} tasks{}{}",
+            if v.step.task_killed {
+                ""
+            } else {
+                ", not the task that needed the memory"
+            },
+            if group_kill {
+                ": memory.oom.group is set, so it must kill them all"
+            } else {
+                ": without memory.oom.group it must stop at the task that needed the memory"
+            }
+        ),
+    );
+    Some((verdict, promise))
 }
 
 fn passed(

@@ -39,15 +39,22 @@ impl CheckSpec for OomWaits {
     }
     fn evaluate(&self, rec: &Record) -> CheckResult {
         let name = self.name();
-        let disabled_at = (rec.steps.iter())
-            .filter(|s| s.kind == StepKind::Set && s.cgroup == self.cgroup)
-            .filter_map(|s| Some((s, s.knob.as_ref()?)))
-            .find(|(_, k)| {
-                k.file == "memory.oom_control"
-                    && k.written.as_deref() == Some("1")
-                    && k.error.is_none()
-            })
-            .map(|(s, _)| s.end);
+        let written = |value: &'static str| {
+            (rec.steps.iter())
+                .filter(|s| s.kind == StepKind::Set && s.cgroup == self.cgroup)
+                .filter_map(|s| Some((s, s.knob.as_ref()?)))
+                .filter(move |(_, k)| {
+                    k.file == "memory.oom_control"
+                        && k.written.as_deref() == Some(value)
+                        && k.error.is_none()
+                })
+                .map(|(s, _)| s.end)
+        };
+        let disabled_at = written("1").next();
+        // Until oom_kill_disable is cleared again, if it is.
+        let until = (written("0"))
+            .find(|&t| disabled_at.is_some_and(|from| t > from))
+            .unwrap_or(f64::INFINITY);
         let Some(from) = disabled_at else {
             return missing(
                 name,
@@ -56,7 +63,7 @@ impl CheckSpec for OomWaits {
         };
         let steps: Vec<&StepRecord> = (rec.steps.iter().chain(&rec.stopped))
             .filter(|s| s.kind == StepKind::Exhaust && s.cgroup == self.cgroup)
-            .filter(|s| s.start >= from)
+            .filter(|s| s.start >= from && s.start < until)
             .collect();
         if steps.is_empty() {
             return missing(

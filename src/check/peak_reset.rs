@@ -86,23 +86,24 @@ fn number(s: Option<&str>) -> Option<i64> {
     s?.trim().parse().ok()
 }
 
+/// The set steps that wrote `cgroup`'s `file`.
+fn resets<'a>(rec: &'a Record, cgroup: &str, file: &str) -> Vec<(&'a StepRecord, &'a KnobWrite)> {
+    (rec.steps.iter())
+        .filter(|s| s.kind == StepKind::Set && s.cgroup == cgroup)
+        .filter_map(|s| {
+            let k = s.knob.as_ref()?;
+            (k.file == file && k.written.is_some()).then_some((s, k))
+        })
+        .collect()
+}
+
 fn peak_reset(name: String, rec: &Record, cgroup: &str, file: &str, counter: &str) -> CheckResult {
     let Some(col) = rec.series.col(&Column::group(cgroup, counter)) else {
         return missing(name, format!("{cgroup}'s {counter} was not sampled"));
     };
     let m = &rec.machine;
     let tol = (64 * m.cpus * m.page_size + (2 << 20)) as i64;
-    let steps: Vec<(&StepRecord, &KnobWrite)> = (rec.steps.iter())
-        .filter(|s| s.kind == StepKind::Set && s.cgroup == cgroup)
-        .filter_map(|s| {
-            Some((
-                s,
-                s.knob
-                    .as_ref()
-                    .filter(|k| k.file == file && k.written.is_some())?,
-            ))
-        })
-        .collect();
+    let steps = resets(rec, cgroup, file);
     if let Some((_, k)) = steps.iter().find(|(_, k)| k.error.is_some()) {
         return missing(
             name,

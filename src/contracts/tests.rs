@@ -126,7 +126,10 @@ fn results_judge_only_the_promise_a_failure_names() {
     assert_eq!(judge(std::slice::from_ref(&pass), a), Standing::Held);
     let fail_b = result(Outcome::Fail, &both, Some(b.id), false);
     assert_eq!(judge(std::slice::from_ref(&fail_b), b), Standing::Broken);
-    assert_eq!(judge(std::slice::from_ref(&fail_b), a), Standing::NotReached);
+    assert_eq!(
+        judge(std::slice::from_ref(&fail_b), a),
+        Standing::NotReached
+    );
     assert_eq!(judge(&[pass.clone(), fail_b], a), Standing::Held);
     let known_b = result(Outcome::Fail, &both, Some(b.id), true);
     assert_eq!(judge(&[pass.clone(), known_b], b), Standing::Known);

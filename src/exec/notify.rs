@@ -36,15 +36,19 @@ struct Watched {
 }
 
 impl Watched {
-    /// Consumes what was signalled: reads the event file to its end from the start, or the
-    /// eventfd's 8-byte count.
-    fn rearm(&mut self) {
+    /// Consumes what was signalled: reads the event file to its end from the start (1), or the
+    /// eventfd's 8-byte count of signals (at least 1).
+    fn rearm(&mut self) -> u64 {
         if self.eventfd {
             let mut count = [0u8; 8];
-            let _ = self.f.read(&mut count);
+            match self.f.read(&mut count) {
+                Ok(8) => u64::from_ne_bytes(count).max(1),
+                _ => 1,
+            }
         } else {
             let mut s = String::new();
             let _ = self.f.rewind().and_then(|_| self.f.read_to_string(&mut s));
+            1
         }
     }
 
@@ -122,6 +126,7 @@ impl Watcher {
                         t: 0.0,
                         group: name.clone(),
                         file: l.clone(),
+                        count: 0,
                         refused: Some(why),
                     }),
                 }
@@ -165,13 +170,14 @@ fn watch(mut watched: Vec<Watched>, t0: Instant, stop: &AtomicBool) -> Vec<Notic
         let t = t0.elapsed().as_secs_f64();
         for i in ready {
             let w = &mut watched[i];
+            let count = w.rearm();
             out.push(Notice {
                 t,
                 group: w.group.clone(),
                 file: w.file.clone(),
+                count,
                 refused: None,
             });
-            w.rearm();
         }
     }
     out

@@ -300,6 +300,10 @@ pub struct Notice {
     pub group: String,
     /// The event file, or a v1 listener as the group's `listen` names it.
     pub file: String,
+    /// How many times the kernel signalled a v1 eventfd before it was read (its counter): two
+    /// crossings of a threshold within one wake-up of the watcher are one notice of 2. 1 for an
+    /// event file.
+    pub count: u64,
     /// A listener the kernel refused to register (at t = 0): the errno, with what was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,

@@ -590,6 +590,7 @@ fn dirty_probe_passes_on_exact_count_and_skips_when_writeback_ran() {
     assert!(c.detail.contains("not held off"), "{}", c.detail);
 }
 
+mod contracts;
 mod fields;
 mod kinds;
 mod moves;
