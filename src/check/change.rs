@@ -174,7 +174,15 @@ pub fn change_in(
         seen.push(signed(d));
     }
     if seen.is_empty() {
-        return missing(name, format!("no {step} step ran"));
+        let declined = (rec.steps.iter()).any(|s| s.kind == step && s.declined);
+        return missing(
+            name,
+            if declined {
+                format!("the kernel declined a {step} step (see the notes): it changed nothing")
+            } else {
+                format!("no {step} step ran")
+            },
+        );
     }
     let mut res = CheckResult::new(
         name,
@@ -202,17 +210,25 @@ pub fn change_in(
 }
 
 /// The steps of kind `step` (in `phase`, if given) that did what they were asked, each on its
-/// own or, with `total`, as one span.
+/// own or, with `total`, as one span (none when the kernel declined one of them: the total is
+/// then not what the steps together should have made).
 fn spans(rec: &Record, (step, phase): (StepKind, Option<&str>), total: bool) -> Vec<StepRecord> {
     let in_phase = |s: &&StepRecord| phase.is_none_or(|p| rec.phases[s.phase].name == p);
     // A write the kernel refused (a key it does not have) changed nothing on purpose.
     let done = |s: &&StepRecord| s.knob.as_ref().is_none_or(|k| k.error.is_none());
-    let matching: Vec<StepRecord> = (rec.steps.iter().filter(|s| s.kind == step))
+    let all: Vec<&StepRecord> = (rec.steps.iter().filter(|s| s.kind == step))
         .filter(in_phase)
-        .filter(done)
+        .collect();
+    let declined = all.iter().any(|s| s.declined);
+    let matching: Vec<StepRecord> = (all.into_iter().filter(done))
+        .filter(|s| !s.declined)
         .cloned()
         .collect();
-    if total { all_of(&matching) } else { matching }
+    match (total, declined) {
+        (true, true) => Vec::new(),
+        (true, false) => all_of(&matching),
+        (false, _) => matching,
+    }
 }
 
 /// The failure of `col` (column `c`, counting events or bytes) across step `st`, sampled at

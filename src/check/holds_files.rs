@@ -48,7 +48,12 @@ Result name: `holds-files(<cgroup>)`.",
         opt("phase", "only samples of this declared phase"),
     ],
     parse,
-    promises: &[&v2::TRACK_USER, &v2::STAT_FILE, &v1::STAT_LOCAL],
+    promises: &[
+        &v2::TRACK_USER,
+        &v2::STAT_FILE,
+        &v1::STAT_LOCAL,
+        &v1::ACCOUNTING_CHARGE,
+    ],
 };
 
 pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {

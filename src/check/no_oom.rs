@@ -24,7 +24,7 @@ usage never met a limit or memory.high. No tolerance: an OOM is an event. Result
 `no-oom(<cgroup>)`.",
     keys: &[CGROUP],
     parse,
-    promises: &[&v2::HIGH_NO_OOM, &v2::MAX_NO_OOM_CACHE],
+    promises: &[&v2::HIGH_NO_OOM, &v2::MAX_NO_OOM_CACHE, &v2::EVENTS_OOM],
 };
 
 #[derive(Debug, Clone, PartialEq)]
@@ -159,12 +159,13 @@ fn breaking(res: CheckResult, rec: &Record, met_limit: bool) -> CheckResult {
 /// The promise a run judged: the page cache's where the usage met a limit, memory.high's where
 /// it passed only a memory.high (v2; memory.rst promises neither).
 fn judged(rec: &Record, met_limit: bool) -> Vec<String> {
-    let p: &Contract = match (rec.version, met_limit) {
+    let p: &[&Contract] = match (rec.version, met_limit) {
         (Version::V1, _) => return Vec::new(),
-        (Version::V2, true) => &v2::MAX_NO_OOM_CACHE,
-        (Version::V2, false) => &v2::HIGH_NO_OOM,
+        // Readahead and the other allocations that do not retry do not count an oom event.
+        (Version::V2, true) => &[&v2::MAX_NO_OOM_CACHE, &v2::EVENTS_OOM],
+        (Version::V2, false) => &[&v2::HIGH_NO_OOM],
     };
-    vec![p.id.to_string()]
+    p.iter().map(|c| c.id.to_string()).collect()
 }
 
 fn met(limit: Option<u64>, high: Option<u64>) -> String {

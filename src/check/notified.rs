@@ -70,8 +70,12 @@ impl CheckSpec for Notified {
         format!("notified({}: {})", self.cgroup, self.listen)
     }
     fn needs(&self) -> Needs {
+        let mut counters = vec![USAGE.into(), LIMIT_HITS.into()];
+        if self.listen.starts_with("memory.memsw.") {
+            counters.push(MEMSW.into());
+        }
         Needs {
-            counters: vec![USAGE.into(), LIMIT_HITS.into()],
+            counters,
             ..Needs::default()
         }
     }

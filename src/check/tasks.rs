@@ -72,6 +72,7 @@ design). Result name: `tasks(<cgroup>)`.",
         &v2::STAT_SWAPCACHED,
         &v1::STAT_LOCAL,
         &v1::STAT_SWAP,
+        &v1::ACCOUNTING_CHARGE,
         &v1::SWAPCACHE,
     ],
 };

@@ -197,6 +197,18 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "reclaim-swappiness.toml",
         include_str!("../../scenarios/reclaim-swappiness.toml"),
     ),
+    (
+        "protection-rules.toml",
+        include_str!("../../scenarios/protection-rules.toml"),
+    ),
+    (
+        "move-foreign.toml",
+        include_str!("../../scenarios/move-foreign.toml"),
+    ),
+    (
+        "collapse-foreign.toml",
+        include_str!("../../scenarios/collapse-foreign.toml"),
+    ),
 ];
 
 /// The group name a `set` step (and the `knob` check) gives the root of the cgroup hierarchy: only
@@ -453,6 +465,8 @@ pub struct Hold {
     /// Its mapping of `file` is read-only, of a descriptor opened read-only (what MADV_COLLAPSE
     /// of a file needs).
     pub readonly: bool,
+    /// MADV_NOHUGEPAGE on the read-only mapping before it is touched: khugepaged leaves it alone.
+    pub nohugepage: bool,
     /// Bytes it queues on a TCP connection to itself over loopback, in a network namespace of
     /// its own, never read: socket buffers (sock).
     pub sock: u64,

@@ -285,6 +285,7 @@ fn hold(t: Table, h: &Hold) -> Table {
         .count("files", h.files)
         .count("fds", h.fds)
         .flag("readonly", h.readonly)
+        .flag("nohugepage", h.nohugepage)
         .bytes("sock", h.sock)
         .bytes("sparse", h.sparse)
 }
@@ -389,6 +390,7 @@ mod tests {
             files: 10,
             fds: 100,
             readonly: false,
+            nohugepage: false,
             sock: 1 << 20,
             sparse: 64 << 20,
         };

@@ -210,6 +210,10 @@ pub const STEPS: &[StepSyntax] = &[
                 "map `file` read-only, from a descriptor opened read-only, on a 2 MiB boundary: what MADV_COLLAPSE of a file needs (default false)",
             ),
             opt(
+                "nohugepage",
+                "with readonly: MADV_NOHUGEPAGE on the mapping before it is touched, so khugepaged does not collapse it in the background into huge pages charged to this task's group (default false)",
+            ),
+            opt(
                 "sock",
                 "bytes it queues on a TCP connection to itself over loopback, in a network namespace of its own, never read: socket buffers (default 0)",
             ),

@@ -296,3 +296,27 @@ fn change_in_one_phase_judges_only_that_phases_steps() {
         c.detail
     );
 }
+
+/// A step the kernel declined (a collapse it could not make) is not judged: the change it
+/// should have made did not happen on purpose. With `total`, the steps together are not judged.
+#[test]
+fn change_skips_a_step_the_kernel_declined() {
+    let mut rec = move_record(64 * MIB, None);
+    rec.steps[0].declined = true;
+    for total in [false, true] {
+        let e = Expect {
+            total,
+            ..Expect::exactly(64 * MIB)
+        };
+        let c = change_in(
+            "c".into(),
+            &rec,
+            &"b.anon".into(),
+            (StepKind::Move, None),
+            e,
+            false,
+        );
+        assert_eq!(c.outcome, Outcome::NotExercised, "{c:?}");
+        assert!(c.detail.contains("the kernel declined"), "{}", c.detail);
+    }
+}

@@ -35,6 +35,7 @@ pub(super) fn hold(env: &mut StepEnv, hold: &Hold) -> Result<JobResult, Stop> {
                 .then(|| (env.path(&format!("{}.files", hold.task)), hold.files)),
             fds: hold.fds,
             readonly: hold.readonly,
+            nohugepage: hold.nohugepage,
             sock: hold.sock,
             sparse: hold.sparse,
         },
@@ -194,6 +195,7 @@ pub(super) fn advise(
     }
     Ok(JobResult {
         seconds: secs,
+        declined: !note.is_empty(),
         ..Default::default()
     })
 }

@@ -125,6 +125,9 @@ pub struct JobResult {
     /// set: what it wrote and what the file read around it.
     #[serde(default)]
     pub knob: Option<crate::model::KnobWrite>,
+    /// advise: the kernel declined the advice (a collapse it could not make).
+    #[serde(default)]
+    pub declined: bool,
 }
 
 /// What a held task does besides holding its memory: how its anonymous memory is held, and the
@@ -152,6 +155,9 @@ pub struct HoldExtras {
     /// The file mapped read-only from a read-only descriptor, on a 2 MiB boundary.
     #[serde(default)]
     pub readonly: bool,
+    /// MADV_NOHUGEPAGE on that mapping before it is touched.
+    #[serde(default)]
+    pub nohugepage: bool,
     /// Bytes queued on a loopback TCP connection to itself, in a network namespace of its own.
     #[serde(default)]
     pub sock: u64,

@@ -31,8 +31,8 @@ pub const USAGE: Contract = c(
 pub const MEMSW_USAGE: Contract = c(
     "v1.memsw.usage",
     "memory.memsw.usage_in_bytes, 2.4",
-    "memsw means memory+swap.",
-    "a group with memory and swap charged",
+    "memsw means memory+swap. … Swap-out means to move account from memory to swap...there is no change in usage of memory+swap.",
+    "a group with memory and swap charged, anonymous memory swapped out and back in: memory+swap stays usage + swap",
     Swap,
 );
 pub const LIMIT: Contract = c(
@@ -66,7 +66,7 @@ pub const FAILCNT: Contract = c(
 pub const MEMSW_FAILCNT: Contract = c(
     "v1.memsw.failcnt",
     "memory.memsw.failcnt, 5.4",
-    "A memory cgroup provides memory.failcnt and memory.memsw.failcnt files.",
+    "A memory cgroup provides memory.failcnt and memory.memsw.failcnt files. This failcnt(== failure count) shows the number of times that a usage counter hit its limit.",
     "a group whose memory+swap usage reaches its memsw limit",
     Events,
 );
@@ -107,8 +107,8 @@ pub const LIMIT_SUFFIX: Contract = c(
 );
 pub const LIMIT_READBACK: Contract = c(
     "v1.limit.readback",
-    "3",
-    "echo 1 > memory.limit_in_bytes; cat memory.limit_in_bytes: 4096",
+    "memory.limit_in_bytes, 2.5",
+    "A successful write to this file does not guarantee a successful setting of this limit to the value written into the file. This can be due to a number of factors, such as rounding up to page boundaries or the total availability of memory on the system. … # echo 1 > memory.limit_in_bytes # cat memory.limit_in_bytes 4096",
     "1 byte written to a limit and read back: a known failure since the page counters (3.19), which keep whole pages rounded down, so it reads 0",
     Knobs,
 );
@@ -121,7 +121,7 @@ pub const KMEM_LIMIT: Contract = c(
 );
 pub const KMEM_USAGE: Contract = c(
     "v1.kmem.usage",
-    "2.7",
+    "memory.kmem.limit_in_bytes, 2.7",
     "Kernel memory is still charged and reported by memory.kmem.usage_in_bytes. … The main \u{201c}kmem\u{201d} counter is fed into the main counter, so kmem charges will also be visible from the user counter.",
     "a group's kernel memory beside its anon and page cache",
     Stat,
@@ -146,6 +146,13 @@ pub const SWAPPINESS: Contract = c(
     "limit reclaim enforces that 0 swappiness really prevents from any swapping even if there is a swap storage available. This might lead to memcg OOM killer if there are no file pages to reclaim.",
     "a group with swappiness 0 whose task needs more anonymous memory than its limit, swap on",
     Reclaim,
+);
+pub const SWAPPINESS_ROOT: Contract = c(
+    "v1.swappiness.root",
+    "memory.swappiness, 5.3",
+    "The tunable in the root cgroup corresponds to the global swappiness setting.",
+    "vm.swappiness set, the root group's memory.swappiness read",
+    Knobs,
 );
 pub const STAT_LOCAL: Contract = c(
     "v1.stat.local",
@@ -199,7 +206,7 @@ pub const STAT_TOTAL: Contract = c(
 pub const NUMA_STAT: Contract = c(
     "v1.numa_stat",
     "memory.numa_stat, 5.6",
-    "The \u{201c}total\u{201d} count is sum of file + anon + unevictable. … hierarchical_<counter> which sums up all hierarchical children's values in addition to the memcg's own value.",
+    "Each memcg's numa_stat file includes \u{201c}total\u{201d}, \u{201c}file\u{201d}, \u{201c}anon\u{201d} and \u{201c}unevictable\u{201d} per-node page counts including \u{201c}hierarchical_<counter>\u{201d} which sums up all hierarchical children's values in addition to the memcg's own value. … The \u{201c}total\u{201d} count is sum of file + anon + unevictable.",
     "every group holding file and anonymous memory",
     Stat,
 );
@@ -231,10 +238,17 @@ pub const UNCHARGE: Contract = c(
     "a task holding anonymous memory exits; a file the group wrote is truncated",
     Stat,
 );
+pub const ACCOUNTING_CHARGE: Contract = c(
+    "v1.accounting.charge",
+    "2.2.1",
+    "RSS pages are accounted at page_fault unless they've already been accounted for earlier. A file page will be accounted for as Page Cache when it's inserted into inode (xarray). While it's mapped into the page tables of processes, duplicate accounting is carefully avoided.",
+    "tasks touching anonymous memory, writing and reading files, and mapping them: the group's rss is what its tasks hold, its cache what its files hold in the page cache",
+    Stat,
+);
 pub const SWAPCACHE: Contract = c(
     "v1.accounting.swapcache",
     "2.2.1",
-    "Even if RSS pages are fully unmapped (by kswapd), they may exist as SwapCache in the system until they are really freed. Such SwapCaches are also accounted.",
+    "Even if RSS pages are fully unmapped (by kswapd), they may exist as SwapCache in the system until they are really freed. Such SwapCaches are also accounted. A swapped-in page is accounted after adding into swapcache.",
     "anonymous memory swapped out and read back in",
     Swap,
 );
@@ -294,11 +308,18 @@ pub const MOVE_LEADER: Contract = c(
     "a thread of a multi-threaded task, not its leader, moved to a group with move_charge_at_immigrate = 1: nothing is carried",
     Ownership,
 );
+pub const MOVE_OWN_ONLY: Contract = c(
+    "v1.move.own-only",
+    "8.2",
+    "an account of a page or a swap can be moved only when it is charged to the task's current (old) memory cgroup.",
+    "a task mapping page cache another group read first moves with move_charge_at_immigrate 3: its own anonymous memory moves, the other group keeps the file's charge",
+    Ownership,
+);
 pub const THRESHOLDS: Contract = c(
     "v1.thresholds",
     "9",
-    "Application will be notified through eventfd when memory usage crosses threshold in any direction.",
-    "an eventfd threshold on memory.usage_in_bytes, the usage rising through it and falling back",
+    "It allows to register multiple memory and memsw thresholds and gets notifications when it crosses. … Application will be notified through eventfd when memory usage crosses threshold in any direction.",
+    "eventfd thresholds on memory.usage_in_bytes and memory.memsw.usage_in_bytes, the usage rising through them and falling back",
     Events,
 );
 pub const OOM_DISABLE: Contract = c(
@@ -329,6 +350,13 @@ pub const PRESSURE_LEVEL: Contract = c(
     "a child reclaiming at its limit: its low listener and its parent's low,hierarchy listener are notified, its parent's low,local listener is not",
     Events,
 );
+pub const PRESSURE_DEFAULT: Contract = c(
+    "v1.pressure_level.default",
+    "11",
+    "By default, events are propagated upward until the event is handled, i.e. the events are not pass-through. … Group B, will receive notification only if there are no event listeners for group C.",
+    "a child reclaiming at its limit with a listener of its own: its parent's listener in the default mode hears nothing",
+    Events,
+);
 pub const ROOT_LIMIT: Contract = c(
     "v1.root",
     "3, 2.5",
@@ -357,6 +385,7 @@ pub static ALL: &[&Contract] = &[
     &KMEM_TCP,
     &FORCE_EMPTY,
     &SWAPPINESS,
+    &SWAPPINESS_ROOT,
     &STAT_LOCAL,
     &STAT_PGPG,
     &STAT_SWAP,
@@ -369,6 +398,7 @@ pub static ALL: &[&Contract] = &[
     &HIERARCHY_RECLAIM,
     &FIRST_TOUCH,
     &UNCHARGE,
+    &ACCOUNTING_CHARGE,
     &SWAPCACHE,
     &MIGRATION,
     &RECLAIM_OOM,
@@ -378,10 +408,12 @@ pub static ALL: &[&Contract] = &[
     &MOVE_FILE,
     &MOVE_DISABLE,
     &MOVE_LEADER,
+    &MOVE_OWN_ONLY,
     &THRESHOLDS,
     &OOM_DISABLE,
     &OOM_NOTIFY,
     &OOM_KILL_COUNT,
     &PRESSURE_LEVEL,
+    &PRESSURE_DEFAULT,
     &ROOT_LIMIT,
 ];

@@ -63,14 +63,14 @@ pub const TRACK_SOCK: Contract = c(
 pub const ROUNDING: Contract = c(
     "v2.bytes.rounding",
     "Memory Interface Files",
-    "If a value which is not aligned to PAGE_SIZE is written, the value may be rounded … to the closest PAGE_SIZE multiple when read back.",
+    "If a value which is not aligned to PAGE_SIZE is written, the value may be rounded up to the closest PAGE_SIZE multiple when read back.",
     "a limit written with a size that is not a multiple of the page size, read back",
     Knobs,
 );
 pub const DEFAULTS: Contract = c(
     "v2.knobs.defaults",
     "memory.min, memory.low, memory.high, memory.max, memory.oom.group, memory.swap.high, memory.swap.max",
-    "The default is \u{201c}0\u{201d} (memory.min, memory.low, memory.oom.group) … The default is \u{201c}max\u{201d} (memory.high, memory.max, memory.swap.high, memory.swap.max).",
+    "The default is \u{201c}0\u{201d}. … The default is \u{201c}max\u{201d}.",
     "a new group, read before anything is written",
     Knobs,
 );
@@ -109,6 +109,13 @@ pub const MIN_OVERCOMMIT: Contract = c(
     "children whose memory.min add up to more than their parent's, under pressure rooted above the parent: together they keep no more than the parent's protection, each at least its share",
     Protection,
 );
+pub const MIN_UNPOPULATED: Contract = c(
+    "v2.min.unpopulated",
+    "memory.min",
+    "If a memory cgroup is not populated with processes, its memory.min is ignored.",
+    "a group with memory.min whose readers have exited, under pressure rooted above it beside a populated one: the empty group loses page cache (every kernel since 4.18 protects it all the same: a known issue)",
+    Protection,
+);
 pub const MIN_PROPORTIONAL: Contract = not(
     "v2.min.proportional",
     "memory.min, memory.low",
@@ -130,6 +137,13 @@ pub const LOW_ANCESTORS: Contract = c(
     "memory.low on a leaf whose parent has none, under a grandparent whose limit reclaims: the leaf is not protected",
     Protection,
 );
+pub const LOW_OVERCOMMIT: Contract = c(
+    "v2.low.overcommit",
+    "memory.low",
+    "If there is memory.low overcommitment (child cgroup or cgroups are requiring more protected memory than parent will allow), then each child cgroup will get the part of parent's protection proportional to its actual memory usage below memory.low.",
+    "children whose memory.low add up to more than their parent's, under pressure rooted above the parent from a reader of page cache: each keeps at least its share",
+    Protection,
+);
 pub const HIGH_THROTTLE: Contract = c(
     "v2.high.throttle",
     "memory.high",
@@ -146,7 +160,7 @@ pub const HIGH_NO_OOM: Contract = c(
 );
 pub const HIGH_ANCESTOR: Contract = c(
     "v2.high.ancestor",
-    "memory.high, Limits",
+    "Resource Distribution Models: Limits",
     "A child can only consume up to the configured amount of the resource.",
     "memory.high on a parent, the reads in its child: the parent's high holds the child",
     High,
@@ -181,8 +195,8 @@ pub const MAX_NO_OOM_CACHE: Contract = c(
 );
 pub const MAX_LOWERED: Contract = c(
     "v2.max.lowered",
-    "memory.max",
-    "If a cgroup's memory usage reaches this limit and can't be reduced, the OOM killer is invoked in the cgroup.",
+    "Controller Issues and Remedies: Memory",
+    "memory.max on the other hand will first set the limit to prevent new charges, and then reclaim and OOM kill until the new limit is met - or the task writing to memory.max is killed.",
     "memory.max written below the group's usage of page cache, and later raised back: once the write returns the usage is within the new limit",
     Limit,
 );
@@ -246,7 +260,7 @@ pub const SWAP_PEAK_RESET: Contract = c(
     "v2.swap.peak.reset",
     "memory.swap.peak",
     "A write of any non-empty string to this file resets it to the current memory usage for subsequent reads through the same file descriptor.",
-    "memory.swap.peak reset through one descriptor after swap usage fell from a high (Linux 6.12+)",
+    "memory.swap.peak reset through one descriptor after swap usage fell from a high (Linux 6.12+); the document's \u{201c}memory usage\u{201d} here is the swap usage, which the file shows",
     Peak,
 );
 pub const OOMGROUP_KILL: Contract = c(
@@ -308,15 +322,15 @@ pub const EVENTS_HIGH: Contract = c(
 pub const EVENTS_MAX: Contract = c(
     "v2.events.max",
     "memory.events",
-    "max: The number of times the cgroup's memory usage was about to go over the max boundary.",
+    "max: The number of times the cgroup's memory usage was about to go over the max boundary. If direct reclaim fails to bring it down, the cgroup goes to OOM state.",
     "a group with memory.max whose usage reaches it, and one whose usage stays below",
     Events,
 );
 pub const EVENTS_OOM: Contract = c(
     "v2.events.oom",
     "memory.events",
-    "oom: The number of time the cgroup's memory usage was reached the limit and allocation was about to fail.",
-    "a task needing more anonymous memory than its group's memory.max, with no swap",
+    "oom: The number of time the cgroup's memory usage was reached the limit and allocation was about to fail. This event is not raised if the OOM killer is not considered as an option, e.g. for failed high-order allocations or if caller asked to not retry attempts.",
+    "a task needing more anonymous memory than its group's memory.max, with no swap: oom counted; readers of page cache at a limit (readahead does not retry): never counted",
     Events,
 );
 pub const EVENTS_OOM_KILL: Contract = c(
@@ -364,7 +378,7 @@ pub const STAT_KERNEL: Contract = c(
 pub const STAT_KERNEL_PARTS: Contract = c(
     "v2.stat.kernel-parts",
     "memory.stat",
-    "kernel_stack: … kernel stacks. pagetables: … page tables. percpu: … per-cpu kernel data structures. vmalloc: … vmap backed memory.",
+    "kernel_stack: … kernel stacks. pagetables: … page tables. percpu: … per-cpu kernel data structures. … vmalloc: … vmap backed memory.",
     "threads (stacks), sparse mappings (page tables), new groups (percpu), a large descriptor table (vmalloc)",
     Stat,
 );
@@ -420,14 +434,14 @@ pub const STAT_WRITEBACK: Contract = c(
 pub const STAT_SWAPCACHED: Contract = c(
     "v2.stat.swapcached",
     "memory.stat",
-    "swapcached: Amount of swap cache in memory. The swapcache is accounted against both memory and swap usage.",
+    "swapcached: Amount of swap cached in memory. The swapcache is accounted against both memory and swap usage.",
     "anonymous memory swapped out and read back in",
     Stat,
 );
 pub const STAT_THP: Contract = c(
     "v2.stat.thp",
     "memory.stat",
-    "anon_thp: … anonymous mappings backed by transparent hugepages. file_thp: … shmem_thp: …",
+    "anon_thp: … anonymous mappings backed by transparent hugepages file_thp: … shmem_thp: …",
     "huge pages faulted, collapsed (anon, shmem, a read-only file)",
     Stat,
 );
@@ -448,14 +462,14 @@ pub const STAT_SLAB: Contract = c(
 pub const STAT_WORKINGSET: Contract = c(
     "v2.stat.workingset",
     "memory.stat",
-    "workingset_refault_file: Number of refaults of previously evicted file pages. … workingset_activate_*, workingset_restore_*, workingset_nodereclaim",
+    "workingset_refault_file: Number of refaults of previously evicted file pages. workingset_activate_anon: Number of refaulted anonymous pages that were immediately activated. … workingset_restore_file: Number of restored file pages which have been detected as an active workingset before they got reclaimed. workingset_nodereclaim: Number of times a shadow node has been reclaimed",
     "a limited group's file read twice, streamed over, read again",
     Stat,
 );
 pub const STAT_RECLAIM: Contract = c(
     "v2.stat.reclaim",
     "memory.stat",
-    "pgscan: Amount of scanned pages (in an inactive LRU list) pgsteal: Amount of reclaimed pages … _kswapd, _direct, _khugepaged",
+    "pgscan: Amount of scanned pages (in an inactive LRU list) pgsteal: Amount of reclaimed pages pgscan_kswapd: Amount of scanned pages by kswapd (in an inactive LRU list) … pgsteal_khugepaged: Amount of reclaimed pages by khugepaged",
     "reclaim by the group's limit, by kswapd and by khugepaged",
     Stat,
 );
@@ -483,7 +497,7 @@ pub const STAT_LAZYFREE: Contract = c(
 pub const STAT_ZERO: Contract = c(
     "v2.stat.zero",
     "memory.stat",
-    "swpout_zero: Number of zero-filled pages swapped out with I/O skipped due to the content being detected as zero.",
+    "swpout_zero: Number of zero-filled pages swapped out with I/O skipped due to the content being detected as zero. swpin_zero: Number of pages swapped into memory and filled with zero, where I/O was optimized out because the page content was detected to be zero during swapout.",
     "zero-filled anonymous memory paged out and touched again",
     Stat,
 );
@@ -534,6 +548,13 @@ pub const SWAP_MAX: Contract = c(
     "memory.swap.max",
     "If a cgroup's swap usage reaches this limit, anonymous memory of the cgroup will not be swapped out.",
     "a task paging out more than memory.swap.max",
+    Swap,
+);
+pub const SWAP_MAX_UNIMPEDED: Contract = c(
+    "v2.swap.max.unimpeded",
+    "memory.swap.high",
+    "Compare to memory.swap.max, which prohibits swapping past a set amount, but lets the cgroup continue unimpeded as long as other memory can be reclaimed.",
+    "a group at its memory.max with a small memory.swap.max, a task holding anonymous memory beside a reader of page cache: the swap stays within the limit, nothing is OOM-killed",
     Swap,
 );
 pub const SWAP_EVENTS: Contract = c(
@@ -587,7 +608,7 @@ pub const OWNER_DONTNEED: Contract = c(
 );
 pub const LIMITS_OVERCOMMIT: Contract = c(
     "v2.limits.overcommit",
-    "Resource Distribution Models: Limits, Protections",
+    "Resource Distribution Models: Limits",
     "As limits can be over-committed, all configuration combinations are valid and there is no reason to reject configuration changes or process migrations.",
     "children whose limits and protections add up to more than their parent's, written and read back; tasks moved into them",
     Knobs,
@@ -612,6 +633,13 @@ pub const WB_RATIO: Contract = c(
     "These ratios apply the same to cgroup writeback with the amount of available memory capped by limits imposed by the memory controller and system-wide clean memory.",
     "a writer in a group with memory.max, vm.dirty_ratio in force",
     Writeback,
+);
+pub const WB_BYTES: Contract = not(
+    "v2.wb.bytes",
+    "Writeback: vm.dirty_background_bytes, vm.dirty_bytes",
+    "For cgroup writeback, this is calculated into ratio against total available memory and applied the same way as vm.dirty[_background]_ratio.",
+    Writeback,
+    "the ratio a byte limit becomes is taken against the machine's dirtyable memory at the moment balance_dirty_pages runs (global_dirtyable_memory), which no file shows: with vm.dirty_bytes set, dirty-domain cannot bound the group (it says so), and a bound from sampled free memory would be a guess",
 );
 pub const WB_FS: Contract = not(
     "v2.wb.fs",
@@ -661,9 +689,11 @@ pub static ALL: &[&Contract] = &[
     &MIN_OOM,
     &MIN_ANCESTORS,
     &MIN_OVERCOMMIT,
+    &MIN_UNPOPULATED,
     &MIN_PROPORTIONAL,
     &LOW_PROTECT,
     &LOW_ANCESTORS,
+    &LOW_OVERCOMMIT,
     &HIGH_THROTTLE,
     &HIGH_NO_OOM,
     &HIGH_ANCESTOR,
@@ -722,6 +752,7 @@ pub static ALL: &[&Contract] = &[
     &SWAP_CURRENT,
     &SWAP_HIGH,
     &SWAP_MAX,
+    &SWAP_MAX_UNIMPEDED,
     &SWAP_EVENTS,
     &ZSWAP_LIMITS,
     &PRESSURE,
@@ -733,6 +764,7 @@ pub static ALL: &[&Contract] = &[
     &PROTECTIONS_ANCESTORS,
     &WB_DOMAIN,
     &WB_RATIO,
+    &WB_BYTES,
     &WB_FS,
     &WB_FOREIGN,
     &MOUNT_LOCALEVENTS,

@@ -67,6 +67,13 @@ pub(super) fn hold(i: &StepArgs) -> Result<Step, ScenarioError> {
         size == 0 || dirty || write > 0,
         "readonly maps the file read-only: it needs a file and a size, and neither dirty nor write",
     )?;
+    let nohugepage = i.flag("nohugepage")?;
+    refuse_flag(
+        i,
+        "nohugepage",
+        !readonly,
+        "nohugepage keeps khugepaged off a read-only mapping: it needs readonly",
+    )?;
     let lazyfree = i.size_or_zero("lazyfree")?;
     if lazyfree > anon {
         return Err(i.err(
@@ -94,6 +101,7 @@ pub(super) fn hold(i: &StepArgs) -> Result<Step, ScenarioError> {
         files,
         fds,
         readonly,
+        nohugepage,
         sock,
         sparse,
     }))

@@ -17,7 +17,7 @@ fn value(kind: StepKind, key: &str) -> String {
         "region" => "\"anon\"".into(),
         "warm" => "true".into(),
         // Read-only excludes dirty, which the table sets.
-        "readonly" => "false".into(),
+        "readonly" | "nohugepage" => "false".into(),
         "duration" | "hold" => "\"1s\"".into(),
         "block_size" => "\"4K\"".into(),
         _ if kind == StepKind::Fault || kind == StepKind::Usemem => "\"8K\"".into(),
@@ -96,4 +96,28 @@ fn a_key_the_kind_does_not_take_is_refused_at_its_line() {
         e.msg.contains("action \"sync\" takes no \"counter\""),
         "{e}"
     );
+}
+
+#[test]
+fn nohugepage_without_readonly_is_refused_at_its_key() {
+    let toml = "x = { action = \"hold\", cgroup = \"g\", task = \"t\",\n file = \"f\", size = \"2M\",\n nohugepage = true }\n";
+    let doc: std::collections::BTreeMap<String, Spanned<Table>> = toml::from_str(toml).unwrap();
+    let text = Text {
+        file: "f.toml",
+        text: toml,
+    };
+    let groups = vec!["g".to_string()];
+    let e = read_step(text, &doc["x"], &groups).unwrap_err();
+    assert_eq!((e.file.as_str(), e.line), ("f.toml", 3), "{e}");
+    assert!(e.msg.contains("it needs readonly"), "{e}");
+    let ok = toml.replace("nohugepage = true", "readonly = true, nohugepage = true");
+    let doc: std::collections::BTreeMap<String, Spanned<Table>> = toml::from_str(&ok).unwrap();
+    let text = Text {
+        file: "f.toml",
+        text: &ok,
+    };
+    match read_step(text, &doc["x"], &groups).unwrap() {
+        Step::Hold(h) => assert!(h.readonly && h.nohugepage),
+        s => panic!("{s:?}"),
+    }
 }

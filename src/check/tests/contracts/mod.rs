@@ -546,7 +546,7 @@ fn usage_over_memory_high_or_at_a_limit_without_an_oom_passes() {
     assert_eq!(c.promises, vec!["v2.high.no-oom"]);
     let c = no_oom(&ooms(LIMIT, 60 * MIB, None));
     passes(&c, "usage up to 60.0 MiB, no OOM");
-    assert_eq!(c.promises, vec!["v2.max.no-oom-kinds"]);
+    assert_eq!(c.promises, vec!["v2.max.no-oom-kinds", "v2.events.oom"]);
 }
 
 #[test]

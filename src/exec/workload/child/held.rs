@@ -126,8 +126,14 @@ pub(super) fn advise(region: Region, advice: crate::model::step::Advice) -> Resu
 }
 
 /// `size` bytes of `path`, an existing file, opened read-only and mapped read-only on a 2 MiB
-/// boundary, every page read: the file has no writer, so MADV_COLLAPSE may put it in huge pages.
-pub(super) fn map_file_readonly(path: &std::path::Path, size: u64) -> Result<(fs::File, Region)> {
+/// boundary, every page read: the file has no writer, so MADV_COLLAPSE may put it in huge pages,
+/// and so may khugepaged in the background (CONFIG_READ_ONLY_THP_FOR_FS), charging them to this
+/// task's group, unless `nohugepage` marks the mapping MADV_NOHUGEPAGE before it is touched.
+pub(super) fn map_file_readonly(
+    path: &std::path::Path,
+    size: u64,
+    nohugepage: bool,
+) -> Result<(fs::File, Region)> {
     const HUGE: usize = 2 << 20;
     let f = fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
     let len = size as usize;
@@ -153,6 +159,16 @@ pub(super) fn map_file_readonly(path: &std::path::Path, size: u64) -> Result<(fs
         );
     }
     let region = Region { addr: aligned, len };
+    if nohugepage {
+        // SAFETY: the range is the mapping just made.
+        let r = unsafe { libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_NOHUGEPAGE) };
+        if r != 0 {
+            bail!(
+                "madvise MADV_NOHUGEPAGE: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
     advise(region, crate::model::step::Advice::Touch)?;
     Ok((f, region))
 }

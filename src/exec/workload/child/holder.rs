@@ -42,7 +42,8 @@ pub(super) fn hold(
     let (_shmem, shmem_region) = hold_shmem(shmem, extras)?;
     touch_sparse(extras.sparse)?;
     let _kernel = kernel_memory(extras)?;
-    let (_readonly, mapping, file_region) = hold_file(file, file_size, dirty, extras.readonly)?;
+    let readonly = extras.readonly.then_some(extras.nohugepage);
+    let (_readonly, mapping, file_region) = hold_file(file, file_size, dirty, readonly)?;
     let mut total = anon + shmem + file_size;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut writers = start_writers((mapping, file), (file_size, redirty, write), &stop);
@@ -86,13 +87,13 @@ fn hold_shmem(
 }
 
 /// A held task's mapping of `file_size` bytes of `file`: read-only (the file kept open) with
-/// `readonly`, else shared and touched (written with `dirty`). Returns the open file, the shared
-/// mapping's address and the region mapped.
+/// `readonly` (Some(nohugepage)), else shared and touched (written with `dirty`). Returns the
+/// open file, the shared mapping's address and the region mapped.
 fn hold_file(
     file: Option<&std::path::Path>,
     file_size: u64,
     dirty: bool,
-    readonly: bool,
+    readonly: Option<bool>,
 ) -> Result<(Option<fs::File>, Option<usize>, Option<Region>)> {
     let mut mapping = None;
     let mut file_region = None;
@@ -100,8 +101,8 @@ fn hold_file(
     if let Some(f) = file
         && file_size > 0
     {
-        if readonly {
-            let (fd, r) = map_file_readonly(f, file_size)?;
+        if let Some(nohugepage) = readonly {
+            let (fd, r) = map_file_readonly(f, file_size, nohugepage)?;
             readonly_file = Some(fd);
             file_region = Some(r);
         } else {
