@@ -357,6 +357,13 @@ pub const PRESSURE_DEFAULT: Contract = c(
     "a child reclaiming at its limit with a listener of its own: its parent's listener in the default mode hears nothing",
     Events,
 );
+pub const PRESSURE_UPWARD: Contract = c(
+    "v1.pressure_level.upward",
+    "11",
+    "By default, events are propagated upward until the event is handled … Group B, will receive notification only if there are no event listeners for group C.",
+    "a child reclaiming at its limit with no listener of its own: its parent's listener in the default mode is notified",
+    Events,
+);
 pub const ROOT_LIMIT: Contract = c(
     "v1.root",
     "3, 2.5",
@@ -415,5 +422,6 @@ pub static ALL: &[&Contract] = &[
     &OOM_KILL_COUNT,
     &PRESSURE_LEVEL,
     &PRESSURE_DEFAULT,
+    &PRESSURE_UPWARD,
     &ROOT_LIMIT,
 ];
