@@ -178,7 +178,9 @@ pub fn change_in(
         return missing(
             name,
             if declined {
-                format!("the kernel declined a {step} step (see the notes): it changed nothing")
+                format!(
+                    "this kernel declined what a {step} step asked (see the notes): it changed nothing"
+                )
             } else {
                 format!("no {step} step ran")
             },

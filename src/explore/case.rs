@@ -42,6 +42,8 @@ pub enum Declared {
     /// once the usage reached it, charges must have failed there (memory.events max, v1
     /// memory.failcnt).
     LimitHit(String),
+    /// A limit written below the group's usage (`limit_motif`) left the usage within it at once.
+    LimitTakes(String),
 }
 
 impl Declared {
@@ -57,7 +59,8 @@ impl Declared {
             | Declared::OomKills(g)
             | Declared::UsageKept(g)
             | Declared::HoldRaises { group: g, .. }
-            | Declared::LimitHit(g) => g,
+            | Declared::LimitHit(g)
+            | Declared::LimitTakes(g) => g,
         }
     }
 
@@ -72,6 +75,7 @@ impl Declared {
             Declared::Protected { .. } => "protected",
             Declared::OomKills(_) => "oom-kills",
             Declared::LimitHit(_) => "limit-counters",
+            Declared::LimitTakes(_) => "limit-takes",
             Declared::UsageKept(_) | Declared::HoldRaises { .. } => "change",
         }
     }

@@ -9,6 +9,7 @@ use super::dice::Dice;
 use super::generator::{Machine, phase};
 use super::tree::{cap_above, is_leaf, protectable};
 use super::world::World;
+use crate::model::Version;
 use crate::model::record::within;
 use crate::scenario::{CgroupSpec, Hold, Phase, Step};
 
@@ -243,4 +244,74 @@ pub fn thread_motif(
             ..Hold::default()
         }),
     );
+}
+
+/// A phase of its own in which a leaf with no limit or memory.high on its chain and no task of
+/// its own writes 16 to 32 MiB of page cache (fsync, then sync: all of it clean), gets a memory
+/// limit of half of that (v2 memory.max, v1 memory.limit_in_bytes) and then none again: a limit
+/// lowered below the usage and changed back, the condition of the promises `v2.max.lowered` and
+/// `v1.limit`, which `limit-takes` judges (the kernel reclaims before the write returns) and every
+/// invariant judges after. Clean page cache and no task: reclaim can always make the usage fit,
+/// so the write neither OOM-kills (v2) nor fails with EBUSY (v1). Where no leaf is so (most
+/// random trees have a limit or a task on every leaf), a new top-level group that no other step
+/// uses, if the case has room for a group.
+pub fn limit_motif(
+    d: &mut Dice,
+    m: &Machine,
+    groups: &mut Vec<CgroupSpec>,
+    w: &mut World,
+    phases: &mut Vec<Phase>,
+) -> Vec<Declared> {
+    // A case has at most 6 groups.
+    if limitable(m, groups, w).is_empty() && groups.len() < 6 {
+        groups.push(CgroupSpec {
+            name: format!("g{}", groups.len()),
+            swap: true,
+            ..Default::default()
+        });
+    }
+    let groups = &groups[..];
+    let leaves = limitable(m, groups, w);
+    if leaves.is_empty() {
+        return Vec::new();
+    }
+    let g = d.pick(&leaves).clone();
+    let size = d.mib(16, 32);
+    let file = w.write(groups, &g, size);
+    let (knob, none) = match m.version {
+        Version::V2 => ("memory.max", "max"),
+        Version::V1 => ("memory.limit_in_bytes", "-1"),
+    };
+    let set = |value: String| Step::Set {
+        cgroup: g.clone(),
+        file: knob.to_string(),
+        value: Some(value),
+    };
+    let write = Step::Write {
+        cgroup: g.clone(),
+        file,
+        size,
+        block_size: MIB,
+        fsync: true,
+    };
+    motif_phase(phases, write);
+    let steps = &mut phases.last_mut().expect("the motif's phase").steps;
+    steps.push(Step::Sync);
+    steps.push(set(format!("{}M", size / 2 / MIB)));
+    steps.push(set(none.to_string()));
+    vec![Declared::LimitTakes(g)]
+}
+
+/// The leaves `limit_motif` may lower a limit in: no limit or memory.high on the chain, no swap
+/// limit (v1 memory.memsw.limit_in_bytes must stay at or above the memory limit), nothing that
+/// moves charges in, no task of its own, no exhaust, and room for 32 MiB.
+fn limitable(m: &Machine, groups: &[CgroupSpec], w: &World) -> Vec<String> {
+    (groups.iter())
+        .filter(|g| is_leaf(groups, &g.name) && !w.exhausted.contains(&g.name))
+        .filter(|g| cap_above(groups, &g.name) == u64::MAX && g.move_charge.is_none())
+        .filter(|g| g.swap && g.swap_max.is_none())
+        .filter(|g| !w.tasks.iter().any(|t| t.group == g.name))
+        .filter(|g| w.room(groups, &g.name, m.budget()) >= 32 * MIB)
+        .map(|g| g.name.clone())
+        .collect()
 }

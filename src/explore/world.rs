@@ -35,6 +35,8 @@ pub struct Task {
     /// The anonymous region its hold mapped, the one `advise` works on.
     pub anon: u64,
     pub bytes: u64,
+    /// The written file its hold maps, if any.
+    pub file: Option<String>,
 }
 
 impl World {
@@ -126,8 +128,15 @@ impl World {
             group: g.to_string(),
             anon,
             bytes,
+            file: None,
         });
         name
+    }
+
+    /// Whether a held task maps `file`: unlinked, its pages would outlive its name (see
+    /// `strategy::unlink`).
+    pub fn mapped(&self, file: &str) -> bool {
+        self.tasks.iter().any(|t| t.file.as_deref() == Some(file))
     }
 
     /// A task of `g` maps `file` (and may dirty it): `g` writes it too.

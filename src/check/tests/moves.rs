@@ -317,6 +317,6 @@ fn change_skips_a_step_the_kernel_declined() {
             false,
         );
         assert_eq!(c.outcome, Outcome::NotExercised, "{c:?}");
-        assert!(c.detail.contains("the kernel declined"), "{}", c.detail);
+        assert!(c.detail.contains("this kernel declined"), "{}", c.detail);
     }
 }
