@@ -147,20 +147,26 @@ for m in "${ab_mutants[@]}"; do
   grep "^verdict:" "$out/$m.ab" | sed 's/^/  /'
   [ "$(cat "$out/$m.rc")" = 1 ] && [ "$n" -gt 0 ] || { ok=0; problems+=("$m: ab found no regression (see $out/$m.ab)"); }
 done
+lacking=()
 for s in $scenarios; do
-  passed=0
+  passed=0 nak=0
   for i in $(seq 1 "$runs"); do
     for cg in v2 v1; do
-      case "$(status "stock-$cg-$i" "$s")" in pass | xfail) passed=$((passed+1)) ;; esac
+      case "$(status "stock-$cg-$i" "$s")" in
+        pass | xfail) passed=$((passed+1)) ;;
+        n/a-kernel) nak=$((nak+1)) ;;
+      esac
     done
   done
-  [ $passed -ge "$runs" ] || { ok=0; problems+=("$s passed only $passed times on the stock kernel"); }
+  [ $nak = 0 ] || lacking+=("$s ($nak runs)")
+  [ $((passed + nak)) -ge "$runs" ] || { ok=0; problems+=("$s passed only $passed times on the stock kernel"); }
 done
 for p in "${problems[@]}"; do echo "matrix: $p"; done
 if [ $ok = 1 ]; then
   caught="every mutant was caught by a check of its scenario"
   [ "$mutants" = 1 ] || caught="mutants not run"
   echo "matrix: PASS: stock $stock_name passed every scenario $runs/$runs times under v2 and v1; $caught"
+  [ ${#lacking[@]} = 0 ] || echo "matrix: n/a on this kernel (it lacks what they need): ${lacking[*]}"
 else
   echo "matrix: FAIL"
   exit 1
