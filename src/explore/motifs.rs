@@ -179,11 +179,7 @@ pub fn hold_motif(
 ) -> Vec<Declared> {
     // No limit or memory.high on the chain: room counts held tasks, not page cache, and a leaf
     // full of cache under its limit would reclaim (and may swap out) the hold's fresh memory.
-    let leaves: Vec<&CgroupSpec> = (groups.iter())
-        .filter(|g| is_leaf(groups, &g.name) && !w.exhausted.contains(&g.name))
-        .filter(|g| cap_above(groups, &g.name) == u64::MAX && g.move_charge.is_none())
-        .filter(|g| w.room(groups, &g.name, m.budget()) >= 32 * MIB)
-        .collect();
+    let leaves: Vec<&CgroupSpec> = uncapped_leaves(m, groups, w).collect();
     if leaves.is_empty() {
         return Vec::new();
     }
@@ -306,12 +302,22 @@ pub fn limit_motif(
 /// limit (v1 memory.memsw.limit_in_bytes must stay at or above the memory limit), nothing that
 /// moves charges in, no task of its own, no exhaust, and room for 32 MiB.
 fn limitable(m: &Machine, groups: &[CgroupSpec], w: &World) -> Vec<String> {
+    uncapped_leaves(m, groups, w)
+        .filter(|g| g.swap && g.swap_max.is_none())
+        .filter(|g| !w.tasks.iter().any(|t| t.group == g.name))
+        .map(|g| g.name.clone())
+        .collect()
+}
+
+/// The leaves with no limit or memory.high on their chain, nothing moving charges in, no
+/// exhaust, and room for 32 MiB, in tree order.
+fn uncapped_leaves<'a>(
+    m: &'a Machine,
+    groups: &'a [CgroupSpec],
+    w: &'a World,
+) -> impl Iterator<Item = &'a CgroupSpec> {
     (groups.iter())
         .filter(|g| is_leaf(groups, &g.name) && !w.exhausted.contains(&g.name))
         .filter(|g| cap_above(groups, &g.name) == u64::MAX && g.move_charge.is_none())
-        .filter(|g| g.swap && g.swap_max.is_none())
-        .filter(|g| !w.tasks.iter().any(|t| t.group == g.name))
         .filter(|g| w.room(groups, &g.name, m.budget()) >= 32 * MIB)
-        .map(|g| g.name.clone())
-        .collect()
 }
