@@ -451,10 +451,20 @@ fn boot_until_quiet(
         let (mut b, result, accel) = one_boot(&o, round, side)?;
         o.accel = accel;
         let busy = b.host_busy_cpus > BUSY_CPUS;
-        if busy && attempt < RETRIES && b.code != exit::UNTESTABLE {
+        // A guest that found the machine busy during every paired measurement judged nothing
+        // (125), though the boot's average load stayed low: a burst; it too runs again.
+        let crowded = b.code == exit::UNTESTABLE && result.as_ref().is_some_and(inconclusive_only);
+        if ((busy && b.code != exit::UNTESTABLE) || crowded) && attempt < RETRIES {
             eprintln!(
-                "memcgtest ab: other processes used {:.2} CPUs on average during that boot (more than {BUSY_CPUS}): its figures do not count; booting it again",
-                b.host_busy_cpus
+                "memcgtest ab: {}: its figures do not count; booting it again",
+                if crowded {
+                    "the guest found the machine busy during its paired measurements and judged nothing".to_string()
+                } else {
+                    format!(
+                        "other processes used {:.2} CPUs on average during that boot (more than {BUSY_CPUS})",
+                        b.host_busy_cpus
+                    )
+                }
             );
             b.used = false;
             boots.push(b);
@@ -470,6 +480,19 @@ fn boot_until_quiet(
         return Ok((result, accel));
     }
     unreachable!("the loop returns by its last attempt")
+}
+
+/// Whether every scenario of a run's result was skipped as inconclusive (its paired checks
+/// measured while the machine was busy): nothing else kept it from a verdict.
+fn inconclusive_only(v: &serde_json::Value) -> bool {
+    let Some(s) = v["scenarios"].as_array() else {
+        return false;
+    };
+    !s.is_empty()
+        && s.iter().all(|s| {
+            s["status"] == "skip"
+                && (s["reason"].as_str()).is_some_and(|r| r.starts_with("inconclusive"))
+        })
 }
 
 /// Boots once and measures what else the host did meanwhile. A run that reported nothing
@@ -565,6 +588,27 @@ pub fn render(rep: &AbReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run whose every scenario was skipped as inconclusive is booted again; one with any
+    /// other skip, or a pass, is not.
+    #[test]
+    fn only_a_run_inconclusive_throughout_is_retried() {
+        let run = |s: &[(&str, &str)]| {
+            let v: Vec<serde_json::Value> = (s.iter())
+                .map(|(status, reason)| serde_json::json!({"status": status, "reason": reason}))
+                .collect();
+            serde_json::json!({ "scenarios": v })
+        };
+        let busy = "inconclusive: the machine was busy during 9 of 10 pairs";
+        assert!(inconclusive_only(&run(&[("skip", busy)])));
+        assert!(!inconclusive_only(&run(&[
+            ("skip", busy),
+            ("skip", "needs cgroup v1")
+        ])));
+        assert!(!inconclusive_only(&run(&[("pass", "")])));
+        assert!(!inconclusive_only(&run(&[])));
+        assert!(!inconclusive_only(&serde_json::json!({})));
+    }
 
     #[test]
     fn order_alternates_which_side_boots_first() {

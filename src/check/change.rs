@@ -174,17 +174,7 @@ pub fn change_in(
         seen.push(signed(d));
     }
     if seen.is_empty() {
-        let declined = (rec.steps.iter()).any(|s| s.kind == step && s.declined);
-        return missing(
-            name,
-            if declined {
-                format!(
-                    "this kernel declined what a {step} step asked (see the notes): it changed nothing"
-                )
-            } else {
-                format!("no {step} step ran")
-            },
-        );
+        return missing(name, none_judged(rec, (step, phase)));
     }
     let mut res = CheckResult::new(
         name,
@@ -221,9 +211,9 @@ fn spans(rec: &Record, (step, phase): (StepKind, Option<&str>), total: bool) -> 
     let all: Vec<&StepRecord> = (rec.steps.iter().filter(|s| s.kind == step))
         .filter(in_phase)
         .collect();
-    let declined = all.iter().any(|s| s.declined);
+    let declined = all.iter().any(|s| s.declined.is_some());
     let matching: Vec<StepRecord> = (all.into_iter().filter(done))
-        .filter(|s| !s.declined)
+        .filter(|s| s.declined.is_none())
         .cloned()
         .collect();
     match (total, declined) {
@@ -268,6 +258,30 @@ fn wrong(
     res.at = Some(rec.series.t[r1]);
     res.columns = vec![col.clone()];
     res
+}
+
+/// Why no step of kind `step` (in `phase`) was judged: none ran, or the kernel refused or
+/// declined what they asked. "this kernel" only where it lacks what was asked (a knob it does
+/// not have, a collapse it cannot make): `ci/matrix.sh` counts only such skips as n/a.
+fn none_judged(rec: &Record, (step, phase): (StepKind, Option<&str>)) -> String {
+    let in_phase = |s: &&StepRecord| phase.is_none_or(|p| rec.phases[s.phase].name == p);
+    let steps: Vec<&StepRecord> = (rec.steps.iter().filter(|s| s.kind == step))
+        .filter(in_phase)
+        .collect();
+    if let Some(note) = steps.iter().find_map(|s| s.declined.as_deref()) {
+        return if note.contains("this kernel cannot") {
+            format!("this kernel declined what the {step} step asked: {note}")
+        } else {
+            format!("the kernel did not do what the {step} step asked: {note}")
+        };
+    }
+    let refused = steps.iter().find_map(|s| s.knob.as_ref()?.error.as_deref());
+    match refused {
+        Some(e) => {
+            format!("this kernel refused what a {step} step wrote ({e}): it changed nothing")
+        }
+        None => format!("no {step} step ran"),
+    }
 }
 
 /// The matching steps as one span: from the first's start to the last's end.

@@ -250,7 +250,7 @@ impl Run<'_> {
             minflt: res.minflt,
             majflt: res.majflt,
             knob: res.knob.clone(),
-            declined: res.declined,
+            declined: res.declined.clone(),
             immune: res.immune,
             immune_survived: res.immune_survived,
             outside_killed: res.outside_killed,

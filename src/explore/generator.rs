@@ -420,8 +420,9 @@ mod tests {
 
     /// 0xe7ad_b415_b98e_e745 from 60cc8ea (before the strategies refactor, which kept it) until
     /// the limit motif (0x290e_92d7_6e11_bde9; with the motif never drawn the old value came out)
-    /// and no unlink of a file a held task maps changed it on purpose.
-    const PINNED: u64 = 0x5a0e_dbb1_3759_146f;
+    /// and no unlink of a file a held task maps changed it on purpose (the motif then left out
+    /// leaves a task had ever been in and counted its sync).
+    const PINNED: u64 = 0x7767_a6a6_fe0f_f272;
 
     /// No case unlinks a file while a held task maps it.
     #[test]

@@ -247,7 +247,7 @@ pub fn thread_motif(
 /// limit of half of that (v2 memory.max, v1 memory.limit_in_bytes) and then none again: a limit
 /// lowered below the usage and changed back, the condition of the promises `v2.max.lowered` and
 /// `v1.limit`, which `limit-takes` judges (the kernel reclaims before the write returns) and every
-/// invariant judges after. Clean page cache and no task: reclaim can always make the usage fit,
+/// invariant judges after. Clean page cache and no task ever: reclaim can always make it fit,
 /// so the write neither OOM-kills (v2) nor fails with EBUSY (v1). Where no leaf is so (most
 /// random trees have a limit or a task on every leaf), a new top-level group that no other step
 /// uses, if the case has room for a group.
@@ -293,6 +293,7 @@ pub fn limit_motif(
     motif_phase(phases, write);
     let steps = &mut phases.last_mut().expect("the motif's phase").steps;
     steps.push(Step::Sync);
+    w.synced = true;
     steps.push(set(format!("{}M", size / 2 / MIB)));
     steps.push(set(none.to_string()));
     vec![Declared::LimitTakes(g)]
@@ -300,11 +301,12 @@ pub fn limit_motif(
 
 /// The leaves `limit_motif` may lower a limit in: no limit or memory.high on the chain, no swap
 /// limit (v1 memory.memsw.limit_in_bytes must stay at or above the memory limit), nothing that
-/// moves charges in, no task of its own, no exhaust, and room for 32 MiB.
+/// moves charges in, no exhaust, room for 32 MiB, and no held task ever (one that moved on left
+/// its anon charged there: without swap, reclaim could not make the usage fit).
 fn limitable(m: &Machine, groups: &[CgroupSpec], w: &World) -> Vec<String> {
     uncapped_leaves(m, groups, w)
         .filter(|g| g.swap && g.swap_max.is_none())
-        .filter(|g| !w.tasks.iter().any(|t| t.group == g.name))
+        .filter(|g| !w.held_in.contains(&g.name))
         .map(|g| g.name.clone())
         .collect()
 }

@@ -464,7 +464,7 @@ fn move_task(d: &mut Dice, at: At, w: &mut World) -> Option<Step> {
     {
         return None;
     }
-    w.tasks[i].group = to.clone();
+    w.move_task(i, &to);
     Some(Step::Move {
         thread: false,
         task: w.tasks[i].name.clone(),

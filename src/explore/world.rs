@@ -26,6 +26,9 @@ pub struct World {
     /// (file, group, bytes) of page cache a group's writes made that is surely still there: what
     /// a `reclaim` step may ask back (see `World::cache`).
     cache: Vec<(String, String, u64)>,
+    /// Every group a held task has been in: a task that moves on leaves its charges behind
+    /// (charges move only with v1's move_charge_at_immigrate), anon that only swap can reclaim.
+    pub held_in: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -123,6 +126,7 @@ impl World {
     pub fn hold(&mut self, g: &str, anon: u64, bytes: u64) -> String {
         let name = format!("t{}", self.next_task);
         self.next_task += 1;
+        self.held_in.push(g.to_string());
         self.tasks.push(Task {
             name: name.clone(),
             group: g.to_string(),
@@ -131,6 +135,12 @@ impl World {
             file: None,
         });
         name
+    }
+
+    /// Held task `i` moved to `to`.
+    pub fn move_task(&mut self, i: usize, to: &str) {
+        self.tasks[i].group = to.to_string();
+        self.held_in.push(to.to_string());
     }
 
     /// Whether a held task maps `file`: unlinked, its pages would outlive its name (see

@@ -96,10 +96,10 @@ pub struct StepRecord {
     /// set: what it wrote to its group's file and what the file read around the write.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub knob: Option<KnobWrite>,
-    /// advise: the kernel declined the advice (MADV_COLLAPSE without a huge page to be had, or of
-    /// a file without CONFIG_READ_ONLY_THP_FOR_FS): the step changed nothing on purpose.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub declined: bool,
+    /// advise: why the kernel declined the advice (MADV_COLLAPSE without a huge page to be had,
+    /// or of a file without CONFIG_READ_ONLY_THP_FOR_FS): the step changed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declined: Option<String>,
 }
 
 /// What a `set` step did to a file of its group: the value it wrote (none: it only read), how the

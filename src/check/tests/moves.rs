@@ -302,7 +302,7 @@ fn change_in_one_phase_judges_only_that_phases_steps() {
 #[test]
 fn change_skips_a_step_the_kernel_declined() {
     let mut rec = move_record(64 * MIB, None);
-    rec.steps[0].declined = true;
+    rec.steps[0].declined = Some("MADV_COLLAPSE: EINVAL: this kernel cannot collapse it".into());
     for total in [false, true] {
         let e = Expect {
             total,

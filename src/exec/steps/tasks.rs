@@ -195,7 +195,7 @@ pub(super) fn advise(
     }
     Ok(JobResult {
         seconds: secs,
-        declined: !note.is_empty(),
+        declined: (!note.is_empty()).then(|| note.clone()),
         ..Default::default()
     })
 }

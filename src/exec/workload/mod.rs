@@ -125,9 +125,9 @@ pub struct JobResult {
     /// set: what it wrote and what the file read around it.
     #[serde(default)]
     pub knob: Option<crate::model::KnobWrite>,
-    /// advise: the kernel declined the advice (a collapse it could not make).
+    /// advise: why the kernel declined the advice (a collapse it could not make).
     #[serde(default)]
-    pub declined: bool,
+    pub declined: Option<String>,
 }
 
 /// What a held task does besides holding its memory: how its anonymous memory is held, and the

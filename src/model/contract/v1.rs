@@ -107,7 +107,7 @@ pub const LIMIT_SUFFIX: Contract = c(
 );
 pub const LIMIT_READBACK: Contract = c(
     "v1.limit.readback",
-    "memory.limit_in_bytes, 2.5",
+    "memory.limit_in_bytes, 3",
     "A successful write to this file does not guarantee a successful setting of this limit to the value written into the file. This can be due to a number of factors, such as rounding up to page boundaries or the total availability of memory on the system. … # echo 1 > memory.limit_in_bytes # cat memory.limit_in_bytes 4096",
     "1 byte written to a limit and read back: a known failure since the page counters (3.19), which keep whole pages rounded down, so it reads 0",
     Knobs,

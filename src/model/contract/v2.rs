@@ -497,7 +497,7 @@ pub const STAT_LAZYFREE: Contract = c(
 pub const STAT_ZERO: Contract = c(
     "v2.stat.zero",
     "memory.stat",
-    "swpout_zero: Number of zero-filled pages swapped out with I/O skipped due to the content being detected as zero. swpin_zero: Number of pages swapped into memory and filled with zero, where I/O was optimized out because the page content was detected to be zero during swapout.",
+    "swpin_zero: Number of pages swapped into memory and filled with zero, where I/O was optimized out because the page content was detected to be zero during swapout. … swpout_zero: Number of zero-filled pages swapped out with I/O skipped due to the content being detected as zero.",
     "zero-filled anonymous memory paged out and touched again",
     Stat,
 );

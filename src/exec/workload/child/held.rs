@@ -111,7 +111,12 @@ pub(super) fn advise(region: Region, advice: crate::model::step::Advice) -> Resu
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
-            return Ok(last.map(|e| format!("MADV_COLLAPSE: {e}")));
+            // EINVAL: the kernel cannot collapse such a mapping at all (before 6.1, or a file
+            // without CONFIG_READ_ONLY_THP_FOR_FS); anything else five times over is this run's.
+            return Ok(last.map(|e| match e.raw_os_error() {
+                Some(libc::EINVAL) => format!("MADV_COLLAPSE: {e}: this kernel cannot collapse it"),
+                _ => format!("MADV_COLLAPSE: {e} (5 tries)"),
+            }));
         }
         Advice::Touch => {
             let mut sum = 0u8;
