@@ -205,12 +205,9 @@ pub fn change_in(
 /// own or, with `total`, as one span (none when the kernel declined one of them: the total is
 /// then not what the steps together should have made).
 fn spans(rec: &Record, (step, phase): (StepKind, Option<&str>), total: bool) -> Vec<StepRecord> {
-    let in_phase = |s: &&StepRecord| phase.is_none_or(|p| rec.phases[s.phase].name == p);
     // A write the kernel refused (a key it does not have) changed nothing on purpose.
     let done = |s: &&StepRecord| s.knob.as_ref().is_none_or(|k| k.error.is_none());
-    let all: Vec<&StepRecord> = (rec.steps.iter().filter(|s| s.kind == step))
-        .filter(in_phase)
-        .collect();
+    let all = of_kind(rec, (step, phase));
     let declined = all.iter().any(|s| s.declined.is_some());
     let matching: Vec<StepRecord> = (all.into_iter().filter(done))
         .filter(|s| s.declined.is_none())
@@ -264,10 +261,7 @@ fn wrong(
 /// declined what they asked. "this kernel" only where it lacks what was asked (a knob it does
 /// not have, a collapse it cannot make): `ci/matrix.sh` counts only such skips as n/a.
 fn none_judged(rec: &Record, (step, phase): (StepKind, Option<&str>)) -> String {
-    let in_phase = |s: &&StepRecord| phase.is_none_or(|p| rec.phases[s.phase].name == p);
-    let steps: Vec<&StepRecord> = (rec.steps.iter().filter(|s| s.kind == step))
-        .filter(in_phase)
-        .collect();
+    let steps = of_kind(rec, (step, phase));
     if let Some(note) = steps.iter().find_map(|s| s.declined.as_deref()) {
         return if note.contains("this kernel cannot") {
             format!("this kernel declined what the {step} step asked: {note}")
@@ -282,6 +276,14 @@ fn none_judged(rec: &Record, (step, phase): (StepKind, Option<&str>)) -> String 
         }
         None => format!("no {step} step ran"),
     }
+}
+
+/// The steps of kind `step` (in `phase`, if given), in the order they ran.
+fn of_kind<'r>(rec: &'r Record, (step, phase): (StepKind, Option<&str>)) -> Vec<&'r StepRecord> {
+    (rec.steps.iter())
+        .filter(|s| s.kind == step)
+        .filter(|s| phase.is_none_or(|p| rec.phases[s.phase].name == p))
+        .collect()
 }
 
 /// The matching steps as one span: from the first's start to the last's end.
