@@ -451,9 +451,10 @@ fn boot_until_quiet(
         let (mut b, result, accel) = one_boot(&o, round, side)?;
         o.accel = accel;
         let busy = b.host_busy_cpus > BUSY_CPUS;
-        // A guest that found the machine busy during every paired measurement judged nothing
-        // (125), though the boot's average load stayed low: a burst; it too runs again.
-        let crowded = b.code == exit::UNTESTABLE && result.as_ref().is_some_and(inconclusive_only);
+        // A guest that found the machine busy during its paired measurements judged none of
+        // them, though the boot's average load stayed low: a burst; it too runs again (its
+        // accounting verdicts stand: a failure is kept).
+        let crowded = b.code != exit::FAIL && result.as_ref().is_some_and(inconclusive_only);
         if ((busy && b.code != exit::UNTESTABLE) || crowded) && attempt < RETRIES {
             eprintln!(
                 "memcgtest ab: {}: its figures do not count; booting it again",
@@ -482,17 +483,16 @@ fn boot_until_quiet(
     unreachable!("the loop returns by its last attempt")
 }
 
-/// Whether every scenario of a run's result was skipped as inconclusive (its paired checks
-/// measured while the machine was busy): nothing else kept it from a verdict.
+/// Whether a run's result judged none of its performance checks, and the machine was busy
+/// during some of them (an inconclusive one): nothing else kept it from a verdict.
 fn inconclusive_only(v: &serde_json::Value) -> bool {
-    let Some(s) = v["scenarios"].as_array() else {
-        return false;
-    };
-    !s.is_empty()
-        && s.iter().all(|s| {
-            s["status"] == "skip"
-                && (s["reason"].as_str()).is_some_and(|r| r.starts_with("inconclusive"))
-        })
+    let checks = (v["scenarios"].as_array().into_iter().flatten())
+        .flat_map(|s| s["checks"].as_array().into_iter().flatten());
+    let perf: Vec<&str> = checks
+        .filter(|c| c["performance"] == true)
+        .filter_map(|c| c["outcome"].as_str())
+        .collect();
+    perf.iter().all(|o| *o != "pass" && *o != "fail") && perf.contains(&"inconclusive")
 }
 
 /// Boots once and measures what else the host did meanwhile. A run that reported nothing
@@ -589,24 +589,29 @@ pub fn render(rep: &AbReport) -> String {
 mod tests {
     use super::*;
 
-    /// A run whose every scenario was skipped as inconclusive is booted again; one with any
-    /// other skip, or a pass, is not.
+    /// A run that judged none of its performance checks, one of them inconclusive (a busy
+    /// machine), is booted again; one that judged any, or whose only trouble is a scenario it
+    /// cannot run, is not.
     #[test]
     fn only_a_run_inconclusive_throughout_is_retried() {
-        let run = |s: &[(&str, &str)]| {
-            let v: Vec<serde_json::Value> = (s.iter())
-                .map(|(status, reason)| serde_json::json!({"status": status, "reason": reason}))
-                .collect();
-            serde_json::json!({ "scenarios": v })
-        };
-        let busy = "inconclusive: the machine was busy during 9 of 10 pairs";
-        assert!(inconclusive_only(&run(&[("skip", busy)])));
-        assert!(!inconclusive_only(&run(&[
-            ("skip", busy),
-            ("skip", "needs cgroup v1")
+        let check = |performance: bool, outcome: &str| serde_json::json!({"performance": performance, "outcome": outcome});
+        let run = |checks: Vec<serde_json::Value>| serde_json::json!({ "scenarios": [{"status": "pass", "checks": checks}] });
+        let busy = check(true, "inconclusive");
+        assert!(inconclusive_only(&run(vec![
+            busy.clone(),
+            check(false, "pass")
         ])));
-        assert!(!inconclusive_only(&run(&[("pass", "")])));
-        assert!(!inconclusive_only(&run(&[])));
+        assert!(inconclusive_only(&run(vec![
+            busy.clone(),
+            check(true, "not-exercised")
+        ])));
+        assert!(!inconclusive_only(&run(vec![
+            busy.clone(),
+            check(true, "pass")
+        ])));
+        assert!(!inconclusive_only(&run(vec![check(true, "not-exercised")])));
+        assert!(!inconclusive_only(&run(vec![check(false, "inconclusive")])));
+        assert!(!inconclusive_only(&run(vec![])));
         assert!(!inconclusive_only(&serde_json::json!({})));
     }
 

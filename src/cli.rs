@@ -127,6 +127,11 @@ pub enum Command {
         /// Sampling interval overriding the scenarios' own (for measuring the sampler's cost).
         #[arg(long, value_parser = units::parse_cli_duration)]
         sample_interval: Option<std::time::Duration>,
+        /// A performance check (a paired ratio, a throughput) that reached no verdict, e.g.
+        /// inconclusive because the machine was busy, makes the run a skip (exit 125) instead of
+        /// passing on the accounting checks: for `git bisect run` over a slowdown.
+        #[arg(long)]
+        require_performance: bool,
         #[command(flatten)]
         session: SessionArgs,
     },

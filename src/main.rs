@@ -128,6 +128,7 @@ fn run_suite(cli: &Cli) -> Result<u8, Error> {
         build_id,
         quick,
         sample_interval,
+        require_performance,
         session,
     } = &cli.command
     else {
@@ -146,6 +147,7 @@ fn run_suite(cli: &Cli) -> Result<u8, Error> {
             build_id: build_id.as_deref(),
             quick: *quick,
             sample_interval: *sample_interval,
+            require_performance: *require_performance,
             ..session_options(session)
         },
     )
@@ -210,6 +212,7 @@ fn session_options(s: &cli::SessionArgs) -> suite::Options<'_> {
         no_wait: s.no_wait,
         dedicated: s.dedicated,
         strict: s.strict,
+        require_performance: false,
     }
 }
 

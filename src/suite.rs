@@ -43,6 +43,17 @@ pub struct Options<'a> {
     pub dedicated: bool,
     /// A known failure fails the run (exit 1).
     pub strict: bool,
+    /// A performance check left without a verdict makes the run a skip (125): `--require-performance`.
+    pub require_performance: bool,
+}
+
+/// What a run must have judged to count, beyond its scenarios' statuses.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Demands {
+    /// A known failure fails the run (`--strict`).
+    pub strict: bool,
+    /// Every performance check must reach a verdict (`--require-performance`).
+    pub performance: bool,
 }
 
 /// This machine cannot test at all: 125.
@@ -161,7 +172,11 @@ pub fn run_scenarios(place: &Place, o: &Options) -> Result<u8, Error> {
     let in_vm = std::env::var_os("MEMCGTEST_KMSG").is_some();
     let results = run_each(&session.ctx, &selected, o.quick, in_vm);
     let rep = session.report(results, o.quick);
-    let verdict = run_verdict(&rep.scenarios, cleanup::interrupted(), o.strict);
+    let demands = Demands {
+        strict: o.strict,
+        performance: o.require_performance,
+    };
+    let verdict = run_verdict(&rep.scenarios, cleanup::interrupted(), demands);
     close_session(&session, &rep, o, verdict)
 }
 
@@ -332,12 +347,13 @@ pub fn with_report(verdict: Result<u8, Error>, written: anyhow::Result<()>) -> R
 /// The exit of a run from its scenarios' results, in this order: interrupted by a signal: 125
 /// (the run is incomplete, whatever it saw); a failed check or a scenario the kernel stopped
 /// (`Error::Kernel`: worker killed, timeout): 1; a scenario the machine stopped: 125 with its
-/// reason; nothing passed (every scenario skipped): 125; else 0. A known failure counts as a pass,
-/// or with `strict` as a failure.
+/// reason; nothing judged (every scenario skipped, none for a busy machine only: see
+/// `ScenarioResult::judged`): 125; with `--require-performance`, a performance check without a
+/// verdict: 125; else 0. A known failure counts as a pass, or with `strict` as a failure.
 pub fn run_verdict(
     results: &[model::ScenarioResult],
     interrupted: bool,
-    strict: bool,
+    demands: Demands,
 ) -> Result<u8, Error> {
     use model::Status;
     if interrupted {
@@ -345,7 +361,7 @@ pub fn run_verdict(
     }
     let failed = |r: &&model::ScenarioResult| {
         r.status == Status::Fail
-            || (strict && r.status == Status::Known)
+            || (demands.strict && r.status == Status::Known)
             || r.error
                 .as_ref()
                 .is_some_and(|e| e.exit_code() == exit::FAIL)
@@ -360,11 +376,19 @@ pub fn run_verdict(
             other => other,
         });
     }
-    if !results
-        .iter()
-        .any(|r| matches!(r.status, Status::Pass | Status::Known))
-    {
+    if !results.iter().any(|r| r.judged()) {
         return Err(untestable("every scenario was skipped"));
+    }
+    if demands.performance {
+        let left = results.iter().find_map(|r| {
+            let c = r.performance_unjudged().next()?;
+            Some(format!("{}: {}: {}", r.name, c.name, c.detail))
+        });
+        if let Some(why) = left {
+            return Err(untestable(format!(
+                "--require-performance: a performance check reached no verdict: {why}"
+            )));
+        }
     }
     Ok(exit::OK)
 }
@@ -403,7 +427,7 @@ mod tests {
     }
 
     fn code(results: &[ScenarioResult], interrupted: bool) -> u8 {
-        match run_verdict(results, interrupted, false) {
+        match run_verdict(results, interrupted, Demands::default()) {
             Ok(v) => v,
             Err(e) => e.exit_code(),
         }
@@ -430,8 +454,45 @@ mod tests {
         assert_eq!(code(&[fail()], true), 125);
         let interrupted = result(Status::Error, Some(Error::Interrupted));
         assert_eq!(code(&[pass(), interrupted], false), 125);
-        let e = run_verdict(&[pass(), machine()], false, false).unwrap_err();
+        let e = run_verdict(&[pass(), machine()], false, Demands::default()).unwrap_err();
         assert!(e.to_string().contains("s could not run: ENOSPC"), "{e}");
+    }
+
+    /// A skip whose only unjudged purpose is inconclusive (the machine was busy) after other
+    /// checks passed judged the kernel: 0, or 125 with --require-performance; a skip for a
+    /// condition never reached judged nothing.
+    #[test]
+    fn a_busy_skip_judged_the_accounting() {
+        use crate::model::Outcome;
+        use crate::model::fixtures::check;
+        let skip = |purpose: Outcome| {
+            let mut ratio = check("ratio(p: write a/b)", purpose);
+            (ratio.purpose, ratio.performance) = (true, true);
+            let mut r = result(Status::Skip, None);
+            r.checks = vec![check("under-limit(a)", Outcome::Pass), ratio];
+            r
+        };
+        let busy = skip(Outcome::Inconclusive);
+        assert!(busy.judged());
+        assert_eq!(code(std::slice::from_ref(&busy), false), 0);
+        let perf = Demands {
+            performance: true,
+            ..Demands::default()
+        };
+        let e = run_verdict(std::slice::from_ref(&busy), false, perf).unwrap_err();
+        assert_eq!(e.exit_code(), 125);
+        assert!(e.to_string().contains("ratio(p: write a/b)"), "{e}");
+        // A failure elsewhere still blames the kernel.
+        let fail = result(Status::Fail, None);
+        assert_eq!(run_verdict(&[busy, fail], false, perf).unwrap(), 1);
+        let unreached = skip(Outcome::NotExercised);
+        assert!(!unreached.judged());
+        assert_eq!(code(&[unreached], false), 125);
+        // A pass whose performance check was inconclusive: 0, or 125 when required.
+        let mut pass = skip(Outcome::Inconclusive);
+        pass.status = Status::Pass;
+        assert_eq!(code(&[pass.clone()], false), 0);
+        assert!(run_verdict(&[pass], false, perf).is_err());
     }
 
     /// A known failure exits 0 (and counts as something tested), with --strict 1.
@@ -439,8 +500,15 @@ mod tests {
     fn a_known_failure_is_0_unless_strict() {
         let known = || result(Status::Known, None);
         let skip = || result(Status::Skip, None);
-        assert_eq!(run_verdict(&[known(), skip()], false, false).unwrap(), 0);
-        assert_eq!(run_verdict(&[known(), skip()], false, true).unwrap(), 1);
+        let strict = Demands {
+            strict: true,
+            ..Demands::default()
+        };
+        assert_eq!(
+            run_verdict(&[known(), skip()], false, Demands::default()).unwrap(),
+            0
+        );
+        assert_eq!(run_verdict(&[known(), skip()], false, strict).unwrap(), 1);
     }
 
     #[test]

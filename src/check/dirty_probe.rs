@@ -48,7 +48,7 @@ pub fn dirty_probe(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             let rows: Vec<usize> = (r0..=r).collect();
             let moved = f.moved(rec, r0, &rows);
             if moved > gtol {
-                return missing(
+                return super::inconclusive(
                     name,
                     format!(
                         "inconclusive: other writers on the machine moved {} by {} during the probe (tolerance {}), and this kernel gives no per-file truth",

@@ -1,7 +1,8 @@
 //! Checks: pure functions over a scenario's record (sampled series, phases, steps). Each returns
 //! the actual value, what was expected, the tolerance and where it came from, so a failure explains
-//! itself. A check whose precondition did not happen returns `NotExercised`, which makes the
-//! scenario `skip`, never `pass`.
+//! itself. A check whose precondition did not happen returns `NotExercised`, one the machine's
+//! other processes left without a verdict `Inconclusive`; either makes the scenario `skip` when
+//! the check is one the scenario exists for (`Check::purpose`), never `pass`.
 
 use std::any::Any;
 
@@ -82,6 +83,11 @@ pub trait CheckSpec: std::fmt::Debug + Send + Sync + SpecBase {
     }
     /// `--quick`: sizes in the scenario shrink by `divisor`; a spec that holds a size follows.
     fn scale_down(&mut self, _divisor: u64) {}
+    /// It judges speed (paired rates), not accounting: in a scenario that declares other checks
+    /// too it is not one the scenario exists for unless its table says `purpose = true`.
+    fn performance(&self) -> bool {
+        false
+    }
     /// The documented promises this check judges on `rec`: by default those of its kind
     /// (`Kind::promises`) made for the record's cgroup version.
     fn promises(&self, rec: &Record) -> Vec<&'static Contract> {
@@ -164,6 +170,9 @@ pub struct Check {
     /// The cgroup version it runs under only (a check about one version's promises in a
     /// scenario of both); None: every version the scenario runs under.
     pub only: Option<crate::model::Version>,
+    /// One of the checks the scenario exists for: not judged, the scenario is a skip (see
+    /// `purposes` for who they are when the file does not say).
+    pub purpose: bool,
 }
 
 impl Check {
@@ -173,6 +182,7 @@ impl Check {
             implied: false,
             promises: Vec::new(),
             only: None,
+            purpose: true,
         }
     }
 
@@ -183,6 +193,7 @@ impl Check {
             implied: true,
             promises: Vec::new(),
             only: None,
+            purpose: false,
         }
     }
 
@@ -192,7 +203,9 @@ impl Check {
     pub fn judge(&self, rec: &Record) -> CheckResult {
         let mut r = self.spec.evaluate(rec);
         r.implied = self.implied;
-        if r.outcome == Outcome::NotExercised {
+        r.purpose = self.purpose;
+        r.performance = self.spec.performance();
+        if !r.outcome.judged() {
             return r;
         }
         // A check that says which promises its result judged (identities: the rules whose
@@ -242,6 +255,7 @@ impl Clone for Check {
             implied: self.implied,
             promises: self.promises.clone(),
             only: self.only,
+            purpose: self.purpose,
         }
     }
 }
@@ -249,6 +263,7 @@ impl Clone for Check {
 impl PartialEq for Check {
     fn eq(&self, other: &Self) -> bool {
         self.implied == other.implied
+            && self.purpose == other.purpose
             && self.promises == other.promises
             && self.spec.same(&*other.spec)
     }
@@ -354,13 +369,21 @@ too (`\"10s\"`, at most a day). A counter is a name of the counter table (see
 [scenario-format.md](scenario-format.md)), valid under every cgroup version the scenario runs
 under. A phase is a declared `[[phase]]`; a step kind an `action` of the step table. \"The
 unflushed-stats bound\" is 2 x 64 pages x CPUs x page size: the per-CPU residue below
-MEMCG_CHARGE_BATCH plus the flush threshold MEMCG_CHARGE_BATCH x CPUs. A check that is not
-exercised makes its scenario `skip`, never `pass`.
+MEMCG_CHARGE_BATCH plus the flush threshold MEMCG_CHARGE_BATCH x CPUs. A check either reaches
+a verdict (pass, fail) or not: *not exercised* (what it needs did not happen) or *inconclusive*
+(it happened, but other processes on the machine left too little for a verdict: paired rates
+measured while the machine was busy, machine-wide counters other writers moved). A check the
+scenario exists for that reaches no verdict makes its scenario `skip`, never `pass`; any other
+is listed in the passing scenario's line.
 
 Every kind also takes `promise`: the id of a documented promise the check judges in this
 scenario (`memcgtest contracts` lists them; the promise must be made for a cgroup version the
 scenario runs under). A failure then quotes it. Each kind below names the promises it judges
 wherever it is exercised.
+
+Every kind also takes `purpose = true|false`: whether the scenario exists for this check. By
+default every check is, except the performance ones (`ratio`, `throughput`) in a scenario that
+declares other checks too; in a scenario of performance checks only, they are its purpose.
 ";
 
 /// A group's columns of `counters`, as a check names the sum it judges.
@@ -485,6 +508,22 @@ impl Gap {
 
 fn missing(name: String, why: String) -> CheckResult {
     CheckResult::new(name, Outcome::NotExercised, "-".into(), "-".into(), why)
+}
+
+/// The result of a check that ran but got no verdict because of the machine's other processes
+/// (`why` says which and how much).
+fn inconclusive(name: String, why: String) -> CheckResult {
+    CheckResult::new(name, Outcome::Inconclusive, "-".into(), "-".into(), why)
+}
+
+/// Marks which declared checks the scenario exists for, where its file left it open: every
+/// check but the performance ones, or, when it declares nothing else, its performance checks
+/// (a scenario of ratios exists for them). `explicit[i]` is check i's `purpose` key.
+pub fn purposes(checks: &mut [Check], explicit: &[Option<bool>]) {
+    let only_speed = checks.iter().all(|c| c.performance());
+    for (c, e) in checks.iter_mut().zip(explicit) {
+        c.purpose = e.unwrap_or(only_speed || !c.performance());
+    }
 }
 
 /// How a too-small throughput or ratio check gets enough samples.

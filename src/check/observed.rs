@@ -46,7 +46,7 @@ pub fn observed(
     {
         let moved = f.moved(rec, 0, &all);
         if moved > rec.machine.stat_batch_bytes() as i64 + floor {
-            return missing(
+            return super::inconclusive(
                 name,
                 format!(
                     "inconclusive: {cl} never rose above 0, but other writers on the machine moved {} by up to {} (no per-file truth on this kernel)",

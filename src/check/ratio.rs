@@ -2,7 +2,8 @@
 
 use super::args::CheckArgs;
 use super::{
-    Check, CheckResult, CheckSpec, Kind, MORE_SAMPLES, Outcome, missing, opt, ratio_tolerance, req,
+    Check, CheckResult, CheckSpec, Kind, MORE_SAMPLES, Outcome, inconclusive, missing, opt,
+    ratio_tolerance, req,
 };
 use std::collections::BTreeMap;
 
@@ -167,18 +168,24 @@ fn tolerance(min_ratio: f64) -> String {
 /// Not exercised: too few quiet pairs for a verdict (`busy` of `all` pairs left out).
 fn too_few(name: String, r: &Rates, (busy, all): (usize, usize), min_ratio: f64) -> CheckResult {
     let (a, b) = (r.a.len(), r.b.len());
-    let why = if busy == 0 {
-        format!("{}; {MORE_SAMPLES}", stats::too_few(a, b))
+    let samples = format!("{}{}", r.samples(), r.busy_text);
+    let mut res = if busy == 0 {
+        missing(
+            name,
+            format!("{}; {MORE_SAMPLES}; {samples}", stats::too_few(a, b)),
+        )
     } else {
-        format!(
-            "inconclusive: the machine was busy during {} of {} pairs, and the {} quiet ones are too few for a verdict ({})",
-            busy,
-            all,
-            all - busy,
-            stats::too_few(a, b)
+        inconclusive(
+            name,
+            format!(
+                "inconclusive: the machine was busy during {} of {} pairs, and the {} quiet ones are too few for a verdict ({}); {samples}",
+                busy,
+                all,
+                all - busy,
+                stats::too_few(a, b)
+            ),
         )
     };
-    let mut res = missing(name, format!("{why}; {}{}", r.samples(), r.busy_text));
     res.tolerance = Some(tolerance(min_ratio));
     res
 }
@@ -317,5 +324,8 @@ impl CheckSpec for Ratio {
             self.min_ratio,
             self.phase.as_deref(),
         )
+    }
+    fn performance(&self) -> bool {
+        true
     }
 }

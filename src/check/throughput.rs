@@ -52,7 +52,7 @@ pub fn throughput(
         .sum();
     let (outcome, detail) = match stats::separation(&mb.samples_mb_per_s, &mp.samples_mb_per_s) {
         Separation::TooFewSamples if busy > 0 => (
-            Outcome::NotExercised,
+            Outcome::Inconclusive,
             format!(
                 "inconclusive: {busy} repetitions were measured while the machine was busy ({}), and the quiet ones are too few for a verdict ({}); {samples}",
                 Load::thresholds(),
@@ -175,5 +175,8 @@ impl CheckSpec for Throughput {
             &self.baseline,
             self.min_ratio,
         )
+    }
+    fn performance(&self) -> bool {
+        true
     }
 }

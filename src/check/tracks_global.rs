@@ -338,7 +338,7 @@ fn verdict(
     if judged == 0
         && let Some(why) = &skipped_text
     {
-        return missing(
+        return super::inconclusive(
             name,
             format!(
                 "every window was inconclusive, so the machine-wide counters cannot be judged on this kernel (no per-file truth): {why}"

@@ -160,7 +160,7 @@ fn judged_in<'a>(
         // A failure that names the promise it broke says nothing of its other promises.
         let other = ch.broke.as_ref().is_some_and(|b| b != c.id);
         match ch.outcome {
-            Outcome::NotExercised => continue,
+            Outcome::NotExercised | Outcome::Inconclusive => continue,
             Outcome::Fail if other => continue,
             Outcome::Fail if ch.known.is_some() => known = true,
             Outcome::Fail => broken = true,

@@ -11,6 +11,27 @@ pub enum Outcome {
     Fail,
     /// What the check needs did not happen (or cannot be verified on this kernel).
     NotExercised,
+    /// It happened, but other processes on the machine left too little for a verdict: the
+    /// paired measurements were taken while the machine was busy, or other writers moved the
+    /// machine-wide counters a kernel without per-file truth is judged against.
+    Inconclusive,
+}
+
+impl Outcome {
+    /// Whether the check reached a verdict (passed or failed).
+    pub fn judged(self) -> bool {
+        matches!(self, Outcome::Pass | Outcome::Fail)
+    }
+
+    /// The word reports show for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::NotExercised => "not exercised",
+            Outcome::Inconclusive => "inconclusive",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -32,6 +53,14 @@ pub struct CheckResult {
     /// make the scenario skip.
     #[serde(default)]
     pub implied: bool,
+    /// One of the checks the scenario exists for (`purpose`): not judged, the scenario is a skip;
+    /// any other check not judged is listed in a passing scenario's line.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub purpose: bool,
+    /// It judges speed, not accounting (ratio, throughput): `run --require-performance` makes
+    /// such a check left unjudged a skip of the whole run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub performance: bool,
     /// The scenario's known issue this failure matches (see `known`): a known failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known: Option<crate::model::KnownIssue>,
@@ -67,6 +96,8 @@ impl CheckResult {
             bound: None,
             known: None,
             implied: false,
+            purpose: false,
+            performance: false,
             columns: Vec::new(),
             promises: Vec::new(),
             broke: None,

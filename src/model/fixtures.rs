@@ -62,6 +62,8 @@ pub fn check(name: &str, outcome: Outcome) -> CheckResult {
         at: None,
         bound: None,
         implied: false,
+        purpose: false,
+        performance: false,
         columns: Vec::new(),
         known: None,
         promises: Vec::new(),

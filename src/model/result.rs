@@ -4,11 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::record::{MoveRecord, PhaseMeasure, Record};
-use crate::model::CheckResult;
 use crate::model::Version;
 use crate::model::env::EnvInfo;
 use crate::model::error::Error;
 use crate::model::kcidb;
+use crate::model::{CheckResult, Outcome};
 
 /// How a scenario ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +79,29 @@ pub struct ScenarioResult {
 }
 
 impl ScenarioResult {
+    /// Whether the run judged the kernel here: the scenario passed, failed or failed as known,
+    /// or it is a skip only because checks it exists for were inconclusive (the machine was
+    /// busy) while others passed: its workload ran and what could be judged was. A skip for a
+    /// condition never reached judged nothing.
+    pub fn judged(&self) -> bool {
+        match self.status {
+            Status::Pass | Status::Fail | Status::Known => true,
+            Status::Error => false,
+            Status::Skip => {
+                let mut declared = self.checks.iter().filter(|c| !c.implied);
+                let noisy = declared.all(|c| {
+                    !c.purpose || c.outcome.judged() || c.outcome == Outcome::Inconclusive
+                });
+                noisy && self.checks.iter().any(|c| c.outcome == Outcome::Pass)
+            }
+        }
+    }
+
+    /// Its performance checks that reached no verdict (inconclusive or not exercised).
+    pub fn performance_unjudged(&self) -> impl Iterator<Item = &CheckResult> {
+        (self.checks.iter()).filter(|c| c.performance && !c.outcome.judged())
+    }
+
     /// A scenario that never ended (the VM guest died in it): failed, with why.
     pub fn unfinished(name: &str, summary: &str, reason: &str, seconds: f64) -> Self {
         let mut r = ScenarioResult::empty(name, summary, Status::Fail, reason.into());

@@ -35,6 +35,7 @@ fn outcome_cell(o: Outcome) -> &'static str {
         Outcome::Pass => "<td class=\"st pass\">ok</td>",
         Outcome::Fail => "<td class=\"st fail\">FAIL</td>",
         Outcome::NotExercised => "<td class=\"st skip\">skip</td>",
+        Outcome::Inconclusive => "<td class=\"st skip\">inconclusive</td>",
     }
 }
 
@@ -108,7 +109,7 @@ pub fn render(rep: &RunReport, files: &[Files]) -> String {
                 let class = match c.outcome {
                     Outcome::Pass => "pass",
                     Outcome::Fail => "fail",
-                    Outcome::NotExercised => "skip",
+                    Outcome::NotExercised | Outcome::Inconclusive => "skip",
                 };
                 format!("<span class=\"{class}\">{}</span>", esc(&c.name))
             })

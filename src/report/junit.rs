@@ -42,6 +42,12 @@ fn check_case(r: &ScenarioResult, c: &CheckResult) -> TestCase {
             s.set_message(format!("not exercised: {}", c.detail));
             s
         }
+        // Its detail begins with "inconclusive:" or says every window was.
+        Outcome::Inconclusive => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(c.detail.as_str()).set_type("inconclusive");
+            s
+        }
     };
     let mut tc = TestCase::new(c.name.as_str(), status);
     tc.set_classname(format!("memcgtest.{}", r.name));
@@ -55,7 +61,7 @@ fn scenario_case(r: &ScenarioResult) -> Option<TestCase> {
     let status = match r.status {
         Status::Pass => return None,
         Status::Fail | Status::Known if has(Outcome::Fail) => return None,
-        Status::Skip if has(Outcome::NotExercised) => return None,
+        Status::Skip if has(Outcome::NotExercised) || has(Outcome::Inconclusive) => return None,
         Status::Fail => TestCaseStatus::non_success(NonSuccessKind::Failure),
         Status::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
         Status::Skip | Status::Known => TestCaseStatus::skipped(),

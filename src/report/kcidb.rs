@@ -104,7 +104,7 @@ fn check_test(rep: &RunReport, r: &ScenarioResult, c: &CheckResult, path: String
         "status": match c.outcome {
             Outcome::Pass => "PASS",
             Outcome::Fail => "FAIL",
-            Outcome::NotExercised => "SKIP",
+            Outcome::NotExercised | Outcome::Inconclusive => "SKIP",
         },
         "start_time": rep.started,
         "comment": format!("{}: {}", c.name, c.detail),

@@ -63,7 +63,8 @@ fn detail_lines(r: &ScenarioResult) -> Vec<String> {
             .map(|c| c.name.as_str())
             .collect()
     };
-    let (held, idle) = (implied(Outcome::Pass), implied(Outcome::NotExercised));
+    let (held, mut idle) = (implied(Outcome::Pass), implied(Outcome::NotExercised));
+    idle.extend(implied(Outcome::Inconclusive));
     if !held.is_empty() {
         out.push(format!("invariants held: {}", held.join(", ")));
     }
@@ -83,6 +84,7 @@ fn detail_lines(r: &ScenarioResult) -> Vec<String> {
             Outcome::Fail if c.known.is_some() => "KNOWN FAIL",
             Outcome::Fail => "FAIL",
             Outcome::NotExercised => "skip",
+            Outcome::Inconclusive => "inconclusive",
         };
         out.push(format!("{tag} {}: {}", c.name, c.detail));
         if let Some(k) = &c.known {
@@ -165,6 +167,7 @@ pub fn ktap(rep: &RunReport) -> String {
         }
         let n = i + 1;
         let one_line = ktap_text;
+        s += &ktap_subtests(r);
         match r.status {
             Status::Pass => s += &format!("ok {n} {name}\n"),
             Status::Skip => s += &format!("ok {n} {name} # SKIP {}\n", one_line(&r.reason)),
@@ -187,6 +190,36 @@ pub fn ktap(rep: &RunReport) -> String {
         "# Totals: pass:{} fail:{} xfail:{} xpass:0 skip:{} error:{}\n",
         t.passed, t.failed, t.known, t.skipped, t.errors
     );
+    s
+}
+
+/// The scenario's checks as KTAP subtests (indented four spaces): every declared check and
+/// every failed invariant, `# SKIP` with its reason when it reached no verdict (not exercised,
+/// or inconclusive on a busy machine), `# XFAIL` when a known issue. None when it has none.
+fn ktap_subtests(r: &ScenarioResult) -> String {
+    let shown: Vec<_> = (r.checks.iter())
+        .filter(|c| !c.implied || c.outcome == Outcome::Fail)
+        .collect();
+    if shown.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("    KTAP version 1\n    1..{}\n", shown.len());
+    for (i, c) in shown.iter().enumerate() {
+        let (n, name) = (i + 1, ktap_text(&c.name).replace('#', "_"));
+        s += &match c.outcome {
+            Outcome::Pass => format!("    ok {n} {name}\n"),
+            Outcome::NotExercised | Outcome::Inconclusive => {
+                format!("    ok {n} {name} # SKIP {}\n", ktap_text(&c.detail))
+            }
+            Outcome::Fail => match &c.known {
+                Some(k) => format!(
+                    "    not ok {n} {name} # XFAIL {}\n",
+                    ktap_text(&k.describe())
+                ),
+                None => format!("    not ok {n} {name}\n"),
+            },
+        };
+    }
     s
 }
 
@@ -274,8 +307,10 @@ mod tests {
         assert!(lines.contains(&"not ok 2 b"));
         assert!(lines.contains(&"ok 3 c # SKIP cannot verify migration"));
         assert!(k.contains("# Totals: pass:1 fail:1 xfail:0 xpass:0 skip:1 error:0"));
-        // Every line is KTAP: a result, the plan, the header or a diagnostic.
+        // Every line is KTAP: a result, the plan, the header or a diagnostic (a subtest's
+        // indented four spaces).
         for l in lines {
+            let l = l.strip_prefix("    ").unwrap_or(l);
             assert!(
                 l.starts_with("ok ")
                     || l.starts_with("not ok ")
@@ -285,6 +320,28 @@ mod tests {
                 "{l}"
             );
         }
+    }
+
+    /// Each check is a KTAP subtest of its scenario: one that reached no verdict is `# SKIP`
+    /// with why (a passing scenario keeps its inconclusive rate visible), implied invariants only
+    /// when they failed.
+    #[test]
+    fn checks_are_ktap_subtests() {
+        let mut ratio = check("ratio(p: write a/b)", Outcome::Inconclusive);
+        ratio.detail = "inconclusive: the machine was busy during 8 of 8 pairs".into();
+        let mut held = check("hierarchy(a)", Outcome::Pass);
+        held.implied = true;
+        let mut r = result("a", Status::Pass, "ratio(p: write a/b) not judged");
+        r.checks = vec![check("settles(a)", Outcome::Pass), ratio, held];
+        let mut rep = report();
+        rep.scenarios = vec![r];
+        rep.count();
+        let k = ktap(&rep);
+        let want = "    KTAP version 1\n    1..2\n    ok 1 settles(a)\n    ok 2 ratio(p: write a/b) # SKIP inconclusive: the machine was busy during 8 of 8 pairs\nok 1 a\n";
+        assert!(k.contains(want), "{k}");
+        assert!(k.contains("inconclusive ratio(p: write a/b)"), "{k}");
+        let x = junit::render(&rep);
+        assert!(x.contains("type=\"inconclusive\""), "{x}");
     }
 
     /// A known failure: KTAP `not ok N name # XFAIL <issue>`, counted as xfail; JUnit skips its

@@ -34,11 +34,29 @@ pub(super) fn outline(cgroups: &[CgroupSpec], phases: &[Phase], versions: &[Vers
     }
 }
 
-pub(super) fn resolve_check(
+/// The `[[check]]` tables, each marked as one the scenario exists for or not (see
+/// `check::purposes`).
+pub(super) fn resolve_checks(
+    text: Text,
+    raw: &[Spanned<RawCheck>],
+    outline: &Outline,
+) -> Result<Vec<Check>, ScenarioError> {
+    let (mut checks, mut explicit) = (Vec::new(), Vec::new());
+    for c in raw {
+        let (check, purpose) = resolve_check(text, c, outline)?;
+        checks.push(check);
+        explicit.push(purpose);
+    }
+    crate::check::purposes(&mut checks, &explicit);
+    Ok(checks)
+}
+
+/// One `[[check]]` table: its check, and its `purpose` key when set.
+fn resolve_check(
     text: Text,
     c: &Spanned<RawCheck>,
     outline: &Outline,
-) -> Result<Check, ScenarioError> {
+) -> Result<(Check, Option<bool>), ScenarioError> {
     let table = c.get_ref();
     let Some((_, kind)) = table.iter().find(|(k, _)| k.get_ref() == "kind") else {
         return Err(text.err(c.span(), "missing field `kind`"));
@@ -59,9 +77,10 @@ pub(super) fn resolve_check(
         tag: "kind",
     };
     let mut names: Vec<&str> = entry.keys.iter().map(|k| k.name).collect();
-    names.push("promise");
+    names.extend(["promise", "purpose"]);
     keys.only(&names)?;
     let declared = promises(&keys, outline)?;
+    let purpose = keys.get::<bool>("purpose")?.map(Spanned::into_inner);
     // A check only about one version's promises, in a scenario of both, runs under that one:
     // its counters are read against that version's files.
     let only = only_version(&declared, outline);
@@ -77,7 +96,7 @@ pub(super) fn resolve_check(
     let mut check = (entry.parse)(&args)?;
     check.promises = declared;
     check.only = only;
-    Ok(check)
+    Ok((check, purpose))
 }
 
 /// The one cgroup version all `declared` promises are made for, where the scenario runs under

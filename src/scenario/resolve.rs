@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::checks::{outline, resolve_check};
+use super::checks::{outline, resolve_checks};
 use super::raw::{RawCgroup, RawScenario};
 use super::steps::read_step;
 use super::{
@@ -665,10 +665,7 @@ fn sampled(
         vmstat.push(cx.vmstat_key(v)?);
     }
 
-    let mut checks = Vec::new();
-    for c in &raw.check {
-        checks.push(resolve_check(*cx, c, outline)?);
-    }
+    let checks = resolve_checks(*cx, &raw.check, outline)?;
 
     Ok((counters, vmstat, checks))
 }

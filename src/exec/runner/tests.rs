@@ -126,3 +126,36 @@ fn known_issues_mark_their_failures_and_report_fixed_ones() {
     mark_known(&mut v2, &known, "6.18.44", Some(Version::V2));
     assert!(v2[0].known.is_none());
 }
+
+/// A check the scenario does not exist for (a paired rate beside accounting checks) left
+/// inconclusive: the scenario passes and its reason says what was not judged. One it exists for:
+/// a skip, whatever else passed.
+#[test]
+fn what_was_judged_decides_the_verdict() {
+    use crate::model::fixtures::check;
+    let mut ratio = check("ratio(pairs: write a/b)", Outcome::Inconclusive);
+    ratio.performance = true;
+    ratio.detail = "inconclusive: the machine was busy during 8 of 8 pairs".into();
+    let mut settles = check("settles(a)", Outcome::Pass);
+    settles.purpose = true;
+    let (st, why) = verdict(&[settles.clone(), ratio.clone()]);
+    assert_eq!(st, Status::Pass);
+    assert!(
+        why.starts_with("ratio(pairs: write a/b) not judged: inconclusive"),
+        "{why}"
+    );
+    ratio.purpose = true;
+    let (st, why) = verdict(&[settles.clone(), ratio.clone()]);
+    assert_eq!(st, Status::Skip);
+    assert!(
+        why.starts_with("inconclusive: the machine was busy"),
+        "{why}"
+    );
+    // A failure wins; an implied invariant never decides a skip.
+    let mut failed = check("no-underflow(a)", Outcome::Fail);
+    failed.purpose = true;
+    assert_eq!(verdict(&[failed, ratio.clone()]).0, Status::Fail);
+    let mut idle = check("hierarchy(a)", Outcome::NotExercised);
+    idle.implied = true;
+    assert_eq!(verdict(&[settles, idle]), (Status::Pass, String::new()));
+}

@@ -540,3 +540,56 @@ fn known_issues_name_a_check_of_the_scenario_and_kernel_releases() {
 }
 
 mod values;
+
+/// The checks a scenario exists for: by default every declared check but the performance ones,
+/// or its performance checks when it declares nothing else; `purpose` says otherwise, and a value
+/// that is not a boolean is an error at its line.
+#[test]
+fn purpose_defaults_and_overrides() {
+    let s = parse("f.toml", GOOD).unwrap();
+    let of = |s: &Scenario, kind: &str| -> Vec<bool> {
+        (s.checks.iter())
+            .filter(|c| !c.implied && c.name().starts_with(kind))
+            .map(|c| c.purpose)
+            .collect()
+    };
+    assert_eq!(of(&s, "settles"), [true]);
+    assert_eq!(of(&s, "throughput"), [false]);
+    assert!(s.checks.iter().filter(|c| c.implied).all(|c| !c.purpose));
+    let marked = GOOD.replace("min_ratio = 0.5", "min_ratio = 0.5\npurpose = true");
+    assert_eq!(of(&parse("f.toml", &marked).unwrap(), "throughput"), [true]);
+    let off = GOOD.replace(
+        "counters = [\"dirty\"]",
+        "counters = [\"dirty\"]\npurpose = false",
+    );
+    assert_eq!(of(&parse("f.toml", &off).unwrap(), "settles"), [false]);
+    let e = err(&GOOD.replace("min_ratio = 0.5", "min_ratio = 0.5\npurpose = \"yes\""));
+    assert!(e.to_string().contains("f.toml:"), "{e}");
+    let fault = load_all(None).unwrap();
+    let fo = fault.iter().find(|s| s.name == "fault-overhead").unwrap();
+    assert!(fo.checks.iter().filter(|c| !c.implied).all(|c| c.purpose));
+}
+
+/// Every built-in scenario that declares checks exists for at least one of them (one that
+/// declares none, machine-pressure, exists for the invariants), and the ones that exist for a
+/// paired rate say so: a scenario whose purpose is not judged is a skip, never a pass.
+#[test]
+fn builtin_scenarios_exist_for_a_check() {
+    for s in load_all(None).unwrap() {
+        let declared = s.checks.iter().filter(|c| !c.implied).count();
+        assert!(
+            declared == 0 || s.checks.iter().any(|c| c.purpose),
+            "{}",
+            s.name
+        );
+    }
+    let all = load_all(None).unwrap();
+    let purpose_of = |name: &str| -> Vec<bool> {
+        let s = all.iter().find(|s| s.name == name).unwrap();
+        (s.checks.iter().filter(|c| c.performance()))
+            .map(|c| c.purpose)
+            .collect()
+    };
+    assert_eq!(purpose_of("reclaim-parallel-read"), [true]);
+    assert_eq!(purpose_of("dirty-migration"), [false]);
+}
