@@ -158,8 +158,9 @@ pub enum AbVerdict {
     BaseFailed { failed: Vec<String>, new_too: bool },
     /// Nothing was measured to compare: 2.
     NothingToCompare,
-    /// No measurement had enough boots for a verdict: 125.
-    TooFewBoots { measurements: usize },
+    /// No measurement had enough boots for a verdict: 125. `busy`: the boots' measurements left
+    /// out because the guest's machine was busy through every repetition.
+    TooFewBoots { measurements: usize, busy: usize },
     /// No regression: 0.
     NoRegression { judged: usize, measurements: usize },
 }
@@ -217,9 +218,15 @@ impl std::fmt::Display for AbVerdict {
                 f,
                 "no measurement to compare (run scenarios that measure, e.g. fault-overhead)"
             ),
-            AbVerdict::TooFewBoots { measurements } => write!(
+            AbVerdict::TooFewBoots { measurements, busy } => write!(
                 f,
-                "none of {measurements} measurements had enough boots for a verdict"
+                "none of {measurements} measurements had enough boots for a verdict{}",
+                match busy {
+                    0 => String::new(),
+                    b => format!(
+                        " ({b} boots' measurements left out: measured while the machine was busy)"
+                    ),
+                }
             ),
             AbVerdict::NoRegression {
                 judged,
@@ -281,6 +288,7 @@ pub fn judge(boots: &[BootResult], rows: &[Row]) -> AbVerdict {
     if judged == 0 {
         return AbVerdict::TooFewBoots {
             measurements: rows.len(),
+            busy: rows.iter().map(|r| r.base_busy + r.new_busy).sum(),
         };
     }
     AbVerdict::NoRegression {
@@ -644,6 +652,8 @@ mod tests {
             unit: "faults/s".into(),
             base: vec![3.0; 3],
             new: vec![2.0; 3],
+            base_busy: 0,
+            new_busy: 0,
             base_median: 3.0,
             new_median: 2.0,
             change_pct: -33.3,
@@ -665,6 +675,16 @@ mod tests {
         assert_eq!(judge(&ok, &[row(Verdict::Improvement)]).exit_code(), 0);
         // Too few samples is no verdict: not a failure, and alone not a pass either.
         assert_eq!(judge(&ok, &[row(Verdict::TooFewSamples)]).exit_code(), 125);
+        // Every boot busy throughout: the rows are still there (not "nothing to compare", 2),
+        // too few to judge, and the verdict says why.
+        let mut busy = row(Verdict::TooFewSamples);
+        (busy.base, busy.new, busy.base_busy, busy.new_busy) = (vec![], vec![], 4, 4);
+        let v = judge(&ok, &[busy]);
+        assert_eq!(v.exit_code(), 125);
+        assert!(
+            v.to_string().contains("(8 boots' measurements left out"),
+            "{v}"
+        );
         let some = [
             row(Verdict::TooFewSamples),
             row(Verdict::NoSignificantChange),

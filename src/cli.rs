@@ -78,11 +78,34 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// `compare --format` and `ab --format`: text for people or one JSON document.
+/// `--format` of the subcommands that print for people or programs (`env`, `list`, `compare`,
+/// `ab`): text, or one JSON document. `run` and `explore` add the report formats
+/// (`report::Format`), `coverage` and `contracts` Markdown ([`CoverageFormat`]).
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,
     Json,
+}
+
+/// `--format human|json` of `env` and `list`, and the `--json` they took before it.
+#[derive(Args)]
+pub struct FormatArgs {
+    /// What stdout carries: text, or one JSON document.
+    #[arg(long, value_enum, default_value = "human")]
+    format: Format,
+    /// --format json (kept for scripts written before --format).
+    #[arg(long, hide = true, conflicts_with = "format")]
+    json: bool,
+}
+
+impl FormatArgs {
+    /// The format asked for, `--json` as `--format json`.
+    pub fn format(&self) -> Format {
+        match self.json {
+            true => Format::Json,
+            false => self.format,
+        }
+    }
 }
 
 /// `coverage --format` and `contracts --format`.
@@ -98,13 +121,13 @@ pub enum CoverageFormat {
 pub enum Command {
     /// Describe this machine: kernel, cgroup layout, capabilities, scratch filesystem.
     Env {
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: FormatArgs,
     },
     /// List the scenarios.
     List {
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: FormatArgs,
     },
     /// Validate scenario files.
     Check {
@@ -177,6 +200,7 @@ pub enum Command {
         /// One sample per run: the default (kept for scripts written before it was).
         #[arg(long, hide = true)]
         per_run: bool,
+        /// What stdout carries: the table, or one JSON document.
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
     },
@@ -187,6 +211,7 @@ pub enum Command {
         /// `run --format json` result files or directories of them (one table per cgroup version).
         #[arg(long, value_name = "PATH")]
         results: Vec<PathBuf>,
+        /// What stdout carries: text, one JSON document, or a Markdown page.
         #[arg(long, value_enum, default_value = "human")]
         format: CoverageFormat,
         /// Exit 2 when less than this share (percent) of the counted fields is covered (the suite
@@ -201,6 +226,7 @@ pub enum Command {
         /// `run --format json` result files or directories of them.
         #[arg(long, value_name = "PATH")]
         results: Vec<PathBuf>,
+        /// What stdout carries: text, one JSON document, or a Markdown page.
         #[arg(long, value_enum, default_value = "human")]
         format: CoverageFormat,
         /// Exit 2 when the suite judges less than this share (percent) of the promises; with
@@ -267,6 +293,7 @@ pub enum Command {
         /// Minimum change of the median, in percent, that can count as a regression.
         #[arg(long, default_value_t = 5.0, value_parser = compare::parse_threshold)]
         threshold: f64,
+        /// What stdout carries: the boots and the table, or one JSON document.
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
         /// Write every boot's report directory (DIR/base-1, DIR/new-1, ...) and console

@@ -63,8 +63,8 @@ fn run(cli: Cli) -> Result<u8, Error> {
             workload::worker_main(job).map_err(|e| Error::of_worker(&e))?;
             Ok(exit::OK)
         }
-        Command::Env { json } => show_env(&cli, *json),
-        Command::List { json } => list(&cli, *json),
+        Command::Env { output } => show_env(&cli, output.format()),
+        Command::List { output } => list(&cli, output.format()),
         Command::Check { files } => check_files(files),
         Command::Completions { shell } => {
             clap_complete::generate(
@@ -108,14 +108,13 @@ fn run(cli: Cli) -> Result<u8, Error> {
 }
 
 /// `memcgtest env`.
-fn show_env(cli: &Cli, json: bool) -> Result<u8, Error> {
+fn show_env(cli: &Cli, format: Format) -> Result<u8, Error> {
     // The charge-moving probe creates a marked group: held live while it exists.
     let _live = suite::own_liveness().ok();
     let e = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
-    if json {
-        println!("{}", serde_json::to_string_pretty(&e).map_err(internal)?);
-    } else {
-        print!("{}", report::env::render(&e));
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&e).map_err(internal)?),
+        Format::Human => print!("{}", report::env::render(&e)),
     }
     Ok(exit::OK)
 }
@@ -320,9 +319,9 @@ fn show_coverage(
 }
 
 /// `memcgtest list`.
-fn list(cli: &Cli, json: bool) -> Result<u8, Error> {
+fn list(cli: &Cli, format: Format) -> Result<u8, Error> {
     let all = scenario::load_all(cli.scenario_dir.as_deref())?;
-    if json {
+    if format == Format::Json {
         let v: Vec<serde_json::Value> = all
             .iter()
             .map(|s| {
@@ -519,7 +518,7 @@ fn run_ab(cli: &Cli) -> Result<u8, Error> {
     )?;
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rep).map_err(internal)?),
-        _ => print!("{}", ab::render(&rep)),
+        Format::Human => print!("{}", ab::render(&rep)),
     }
     eprintln!("memcgtest ab: {} (exit {})", rep.verdict, rep.exit);
     Ok(rep.exit)
@@ -543,35 +542,27 @@ fn compare_results(
         compare::Samples::Runs
     };
     let rows = compare::compare_runs(&b, &n, threshold, samples);
-    if rows.is_empty() {
+    // Busy samples make rows too few to judge, never none: no rows means other scenarios.
+    let Some(code) = compare::exit_code(&rows) else {
         return Err(Error::Usage(format!(
             "{} and {} have no measurement in common",
             base.display(),
             new.display()
         )));
-    }
+    };
     let costs = compare::costs(&b, &n);
     match format {
         Format::Json => {
             let v = serde_json::json!({ "samples": samples, "measurements": rows, "cost": costs });
             println!("{}", serde_json::to_string_pretty(&v).map_err(internal)?)
         }
-        _ => print!(
+        Format::Human => print!(
             "{}{}",
             compare::render(&rows, threshold, samples),
             compare::render_costs(&costs)
         ),
     }
-    Ok(
-        if rows
-            .iter()
-            .any(|r| r.verdict == compare::Verdict::Regression)
-        {
-            exit::FAIL
-        } else {
-            exit::OK
-        },
-    )
+    Ok(code)
 }
 
 /// A failure of memcgtest itself (serializing its own results): 125.

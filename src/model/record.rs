@@ -405,17 +405,15 @@ pub struct PhaseMeasure {
 }
 
 impl Record {
-    pub fn phase_measure(&self, phase: usize) -> PhaseMeasure {
-        let (mut bytes, mut seconds) = (0u64, 0.0f64);
-        // Per repetition: (bytes, seconds) of its write steps.
+    /// Bytes and seconds of the write steps of each repetition of phase `phase`, busy ones
+    /// included, indexed by repetition.
+    fn write_reps(&self, phase: usize) -> Vec<(u64, f64)> {
         let mut reps: Vec<(u64, f64)> = Vec::new();
         for s in self
             .steps
             .iter()
             .filter(|s| s.phase == phase && s.kind == StepKind::Write)
         {
-            bytes += s.bytes;
-            seconds += s.seconds;
             let i = s.rep as usize;
             if reps.len() <= i {
                 reps.resize(i + 1, (0, 0.0));
@@ -423,16 +421,18 @@ impl Record {
             reps[i].0 += s.bytes;
             reps[i].1 += s.seconds;
         }
-        // A repetition measured on a busy machine is no sample (see `Load`).
-        for (i, r) in reps.iter_mut().enumerate() {
-            if self.busy_rep(phase, i as u32) {
-                *r = (0, 0.0);
-            }
-        }
-        let samples: Vec<f64> = reps
-            .iter()
-            .filter(|(_, s)| *s > 0.0)
-            .map(|(b, s)| *b as f64 / s / 1e6)
+        reps
+    }
+
+    /// The write steps of phase `phase`: bytes and seconds of all, MB/s of each repetition
+    /// measured while the machine was quiet (see `Load`) and their median.
+    pub fn phase_measure(&self, phase: usize) -> PhaseMeasure {
+        let reps = self.write_reps(phase);
+        let bytes = reps.iter().map(|r| r.0).sum();
+        let seconds = reps.iter().map(|r| r.1).sum();
+        let samples: Vec<f64> = (reps.iter().enumerate())
+            .filter(|&(i, r)| r.1 > 0.0 && !self.busy_rep(phase, i as u32))
+            .map(|(_, (b, s))| *b as f64 / s / 1e6)
             .collect();
         let p = &self.phases[phase];
         PhaseMeasure {
@@ -500,12 +500,32 @@ impl Record {
     }
 }
 
-/// A named set of samples of one quantity, higher is better (for `memcgtest compare`).
+/// A named set of samples of one quantity, higher is better (for `memcgtest compare`): one per
+/// repetition (a task move: one), split by what the rest of the machine did meanwhile (see
+/// `Load::busy`). In JSON: `{"name", "unit", "samples": [quiet ones], "busy_samples": [busy
+/// ones]}`, `busy_samples` absent when none was busy (and in files written before they were kept).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Measurement {
     pub name: String,
     pub unit: String,
+    /// The samples measured while the machine was quiet: the ones `compare` judges.
     pub samples: Vec<f64>,
+    /// The samples measured while it was busy, in repetition order: kept, never judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busy_samples: Vec<f64>,
+}
+
+impl Measurement {
+    /// A measurement of (sample, measured while the machine was busy) pairs.
+    fn of(name: String, unit: &str, samples: impl IntoIterator<Item = (f64, bool)>) -> Self {
+        let (busy, quiet): (Vec<_>, Vec<_>) = samples.into_iter().partition(|s| s.1);
+        Measurement {
+            name,
+            unit: unit.into(),
+            samples: quiet.into_iter().map(|s| s.0).collect(),
+            busy_samples: busy.into_iter().map(|s| s.0).collect(),
+        }
+    }
 }
 
 /// The rate of a step: MB/s for reads and writes, faults/s for fault loops.
@@ -524,62 +544,55 @@ pub fn step_rate(s: &StepRecord) -> Option<f64> {
 impl Record {
     /// Everything measurable in the run, as sample sets: write MB/s per phase (one sample per
     /// repetition), read MB/s and faults/s (and faults per CPU-second) per phase and group, and the
-    /// MiB/s of each task move. Warm-up phases yield none.
+    /// MiB/s of each task move. Repetitions measured while the machine was busy are kept, marked
+    /// (`busy_samples`). Warm-up phases yield none.
     pub fn measurements(&self) -> Vec<Measurement> {
         let mut out = Vec::new();
         for (i, p) in self.phases.iter().enumerate() {
-            if p.warmup {
-                continue;
-            }
-            let m = self.phase_measure(i);
-            if !m.samples_mb_per_s.is_empty() {
-                out.push(Measurement {
-                    name: format!("{}: write", p.name),
-                    unit: "MB/s".into(),
-                    samples: m.samples_mb_per_s,
-                });
-            }
-            let mut keys: Vec<(StepKind, &str)> = Vec::new();
-            for s in self.steps.iter().filter(|s| {
-                s.phase == i
-                    && [StepKind::Read, StepKind::Fault, StepKind::Usemem].contains(&s.kind)
-            }) {
-                if !keys.contains(&(s.kind, s.cgroup.as_str())) {
-                    keys.push((s.kind, s.cgroup.as_str()));
-                }
-            }
-            for (kind, cg) in keys {
-                let steps: Vec<&StepRecord> = self
-                    .steps
-                    .iter()
-                    .filter(|s| s.phase == i && s.kind == kind && s.cgroup == cg)
-                    .filter(|s| !self.busy_rep(i, s.rep))
-                    .collect();
-                out.push(Measurement {
-                    name: format!("{}: {kind} in {cg}", p.name),
-                    unit: kind.rate_unit().into(),
-                    samples: steps.iter().filter_map(|s| step_rate(s)).collect(),
-                });
-                if kind == StepKind::Fault {
-                    out.push(Measurement {
-                        name: format!("{}: fault in {cg} per CPU", p.name),
-                        unit: "faults/CPU-s".into(),
-                        samples: steps
-                            .iter()
-                            .filter(|s| s.cpu_seconds > 0.0)
-                            .map(|s| s.bytes as f64 / s.cpu_seconds)
-                            .collect(),
-                    });
-                }
+            if !p.warmup {
+                self.phase_measurements(i, &mut out);
             }
         }
         for m in self.moves.iter().filter(|m| m.bytes > 0) {
-            out.push(Measurement {
-                name: format!("move {} {} -> {}", m.task, m.from, m.to),
-                unit: "MiB/s".into(),
-                samples: vec![m.mib_per_s()],
-            });
+            let name = format!("move {} {} -> {}", m.task, m.from, m.to);
+            out.push(Measurement::of(name, "MiB/s", [(m.mib_per_s(), false)]));
         }
         out
+    }
+
+    /// The measurements of phase `i`: its writes, and its reads, faults and usemem per group.
+    fn phase_measurements(&self, i: usize, out: &mut Vec<Measurement>) {
+        let name = &self.phases[i].name;
+        let writes = (self.write_reps(i).into_iter().enumerate())
+            .filter(|(_, (_, s))| *s > 0.0)
+            .map(|(r, (b, s))| (b as f64 / s / 1e6, self.busy_rep(i, r as u32)));
+        let m = Measurement::of(format!("{name}: write"), "MB/s", writes);
+        if !m.samples.is_empty() || !m.busy_samples.is_empty() {
+            out.push(m);
+        }
+        let mut keys: Vec<(StepKind, &str)> = Vec::new();
+        for s in self.steps.iter().filter(|s| {
+            s.phase == i && [StepKind::Read, StepKind::Fault, StepKind::Usemem].contains(&s.kind)
+        }) {
+            if !keys.contains(&(s.kind, s.cgroup.as_str())) {
+                keys.push((s.kind, s.cgroup.as_str()));
+            }
+        }
+        for (kind, cg) in keys {
+            let steps = || {
+                (self.steps.iter())
+                    .filter(move |s| s.phase == i && s.kind == kind && s.cgroup == cg)
+                    .map(|s| (s, self.busy_rep(i, s.rep)))
+            };
+            let rates = steps().filter_map(|(s, busy)| Some((step_rate(s)?, busy)));
+            let name_of = format!("{name}: {kind} in {cg}");
+            out.push(Measurement::of(name_of, kind.rate_unit(), rates));
+            if kind == StepKind::Fault {
+                let per_cpu = (steps().filter(|(s, _)| s.cpu_seconds > 0.0))
+                    .map(|(s, busy)| (s.bytes as f64 / s.cpu_seconds, busy));
+                let name_of = format!("{name}: fault in {cg} per CPU");
+                out.push(Measurement::of(name_of, "faults/CPU-s", per_cpu));
+            }
+        }
     }
 }

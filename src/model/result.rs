@@ -61,7 +61,7 @@ pub struct ScenarioResult {
     /// Task moves and what they cost.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moves: Vec<MoveRecord>,
-    /// Sample sets of everything measured (for `memcgtest compare`).
+    /// Sample sets of everything measured (for `memcgtest compare`), busy repetitions apart.
     pub measurements: Vec<crate::model::Measurement>,
     /// How far each counter moved in the run (as scenarios name it, `.local` included): the
     /// largest change of any group's column, for the coverage table (`memcgtest coverage`).

@@ -5,7 +5,8 @@
 //! component: `tracks-global(test)` becomes `tracks-global.test`). Statuses map pass/fail/skip/
 //! error to PASS/FAIL/SKIP/ERROR (a check that was not exercised is SKIP). `misc` carries what was
 //! measured: per check actual, expected, tolerance and details; per scenario the cgroup version,
-//! the sample count, the phases' throughput and the measurement sample sets. A known failure (a
+//! the sample count, the phases' throughput (quiet repetitions) and the measurement sample sets
+//! (`busy_samples` apart, as in results.json). A known failure (a
 //! failed check a scenario's `[[known]]` entry expects) is FAIL with an issue (once per run) and
 //! an incident on its test; a known issue whose checks passed gets an incident that is not
 //! present.

@@ -70,7 +70,10 @@ fn test_parent() -> PathBuf {
     if let Some((parent, _)) = place() {
         return parent;
     }
-    let out = bin_raw().args(["env", "--json"]).output().unwrap();
+    let out = bin_raw()
+        .args(["env", "--format", "json"])
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     PathBuf::from(v["cgroup"]["test_parent"].as_str().expect("a test parent"))
 }
@@ -399,9 +402,13 @@ fn env_describes_this_machine() {
 }
 
 fn env_checks() {
-    let o = bin().args(["env", "--json"]).output().unwrap();
+    let o = bin().args(["env", "--format", "json"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // --json: the same document (the flag env had before --format).
+    let o = bin().args(["env", "--json"]).output().unwrap();
+    let alias: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(alias["cgroup"], v["cgroup"]);
     let layout = v["cgroup"]["layout"].as_str().unwrap();
     assert!(["v1", "v2", "hybrid"].contains(&layout));
     assert_eq!(v["cgroup"]["test_parent_writable"], true);

@@ -430,6 +430,64 @@ fn warm_up_phases_yield_no_measurements() {
     assert_eq!(r.measurements()[0].samples.len(), 3);
 }
 
+/// A load that makes a step busy (see `Load::busy`).
+fn busy_load() -> crate::model::Load {
+    crate::model::Load {
+        others_cpus: 1.5,
+        ..Default::default()
+    }
+}
+
+/// Busy repetitions stay in the measurements, apart (`busy_samples`); a phase busy throughout
+/// keeps its measurement with no quiet sample; `phase_measure` still leaves them out.
+#[test]
+fn measurements_keep_busy_repetitions_marked() {
+    let mut r = with_reps(
+        record(healthy, [800.0, 820.0]),
+        [790.0, 810.0],
+        [815.0, 830.0],
+    );
+    for s in (r.steps.iter_mut()).filter(|s| (s.phase == 0 && s.rep == 1) || s.phase == 1) {
+        s.load = Some(busy_load());
+    }
+    let ms = r.measurements();
+    let round = |v: &[f64]| v.iter().map(|x| x.round()).collect::<Vec<_>>();
+    assert_eq!(ms.len(), 2, "{ms:?}");
+    assert_eq!(round(&ms[0].samples), [800.0, 810.0]);
+    assert_eq!(round(&ms[0].busy_samples), [790.0]);
+    assert_eq!(ms[1].name, "after: write");
+    assert!(ms[1].samples.is_empty());
+    assert_eq!(round(&ms[1].busy_samples), [820.0, 815.0, 830.0]);
+    assert!(r.phase_measure(1).samples_mb_per_s.is_empty());
+    assert_eq!(r.phase_measure(0).samples_mb_per_s.len(), 2);
+    // In JSON: busy_samples only where a sample was busy; a file without them reads as quiet.
+    let v = serde_json::to_value(&ms).unwrap();
+    assert_eq!(v[1]["samples"], serde_json::json!([]));
+    for s in &mut r.steps {
+        s.load = None;
+    }
+    let quiet = serde_json::to_value(r.measurements()).unwrap();
+    assert!(quiet[0].get("busy_samples").is_none(), "{quiet}");
+    let old: crate::model::Measurement =
+        serde_json::from_str(r#"{"name": "m", "unit": "MB/s", "samples": [1.0]}"#).unwrap();
+    assert!(old.busy_samples.is_empty());
+}
+
+/// Reads, faults and faults per CPU-second keep their busy repetitions apart too.
+#[test]
+fn step_measurements_keep_busy_repetitions_marked() {
+    let pairs = [(900.0, 1000.0), (910.0, 990.0), (905.0, 1010.0)];
+    let mut r = ratio_record(&[], &pairs);
+    for s in r.steps.iter_mut().filter(|s| s.rep == 0) {
+        s.load = Some(busy_load());
+    }
+    let ms = r.measurements();
+    let m = |name: &str| ms.iter().find(|m| m.name == name).unwrap();
+    assert_eq!(m("pairs: fault in inside").samples, [910.0, 905.0]);
+    assert_eq!(m("pairs: fault in inside").busy_samples, [900.0]);
+    assert_eq!(m("pairs: fault in outside per CPU").busy_samples, [1000.0]);
+}
+
 // ---- invariants (accounting issue)
 
 /// A write window 0..5 s where global nr_dirty rises 100 MiB/s; `cg(t, global_bytes)` gives the
