@@ -13,6 +13,7 @@
 #   NOISE=cpu-io ci/noise.sh 30 dirty-migration fault-overhead reclaim-parallel-read
 #   MEMCGTEST_NO_CACHESTAT=1 ci/noise.sh 3   # the fallback (machine-wide counters) under noise
 #   MEMCGTEST_RUN_ARGS=--require-performance NOISE=cpu-io ci/noise.sh 3 fault-overhead
+#   NOISE=cpu-io NOISE_HOLD=600 ci/noise.sh &   # only the load, for 10 minutes (a VM beside it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
@@ -75,6 +76,13 @@ if [ "$mode" = cpu-io ]; then
 fi
 sleep 1
 $bin env | grep -E '^(accounting oracle|other writers)'
+
+# NOISE_HOLD=SECONDS: only hold the load that long (for a VM or another command beside it).
+if [ -n "${NOISE_HOLD:-}" ]; then
+  echo "holding the load for $NOISE_HOLD s"
+  sleep "$NOISE_HOLD"
+  exit 0
+fi
 
 codes=()
 for i in $(seq 1 "$n"); do

@@ -385,8 +385,8 @@ pub fn run_verdict(
             Some(format!("{}: {}: {}", r.name, c.name, c.detail))
         });
         if let Some(why) = left {
-            return Err(untestable(format!(
-                "--require-performance: a performance check reached no verdict: {why}"
+            return Err(Error::Environment(format!(
+                "the performance was not judged (--require-performance): {why}"
             )));
         }
     }
