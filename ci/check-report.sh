@@ -3,6 +3,7 @@
 #   results.xml  parsed by Python's XML parser: one testcase per check (plus one per scenario whose
 #                status no check explains), as many failures as failed checks;
 #   kcidb.json   validated by kcidb-io (PyPI, in a virtualenv) against KCIDB's latest schema;
+#   results.ktap parsed by the kernel's KTAP parser (kunit.py parse), nested subtests included;
 #   index.html   rendered by headless Chromium: a screenshot (kept as index.png in the directory)
 #                that is not blank, and no console error or failed load.
 # Usage: ci/check-report.sh DIR
@@ -23,9 +24,28 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" fonts-dejavu-core >/dev/null
 fi
 
-for f in results.json results.xml kcidb.json index.html; do
+for f in results.json results.xml kcidb.json index.html results.ktap; do
   [ -s "$dir/$f" ] || fail "$dir/$f is missing or empty"
 done
+
+echo "--- results.ktap (the kernel's own KTAP parser, tools/testing/kunit of linux-source-6.12)"
+# Each check is a subtest of its scenario (indented two spaces, KTAP's nesting); the parser must
+# read every line without an error. (It counts an XFAIL as failed: it does not know the directive.)
+# (kunit.py wants to live under tools/testing/kunit: it finds the tree's root from its path.)
+kunit=/var/cache/memcgtest-ci/kunit-tool/tools/testing/kunit
+if [ ! -f "$kunit/kunit.py" ] && [ -f /usr/src/linux-source-6.12.tar.xz ]; then
+  mkdir -p /var/cache/memcgtest-ci/kunit-tool
+  tar -xJf /usr/src/linux-source-6.12.tar.xz -C /var/cache/memcgtest-ci/kunit-tool --strip-components=1 \
+    --wildcards '*/tools/testing/kunit/*.py'
+fi
+if [ -f "$kunit/kunit.py" ]; then
+  parsed=$(python3 "$kunit/kunit.py" parse "$dir/results.ktap" 2>&1 || true)
+  grep -q "Testing complete" <<< "$parsed" || fail "kunit.py parse did not complete: $(tail -3 <<< "$parsed")"
+  ! grep -E "\[ERROR\]|Traceback" <<< "$parsed" || fail "kunit.py parse reported errors in results.ktap"
+  grep "Testing complete" <<< "$parsed"
+else
+  echo "check-report: SKIP KTAP parse: no /usr/src/linux-source-6.12.tar.xz"
+fi
 
 echo "--- results.xml (JUnit)"
 python3 - "$dir" <<'EOF'

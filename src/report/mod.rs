@@ -193,7 +193,7 @@ pub fn ktap(rep: &RunReport) -> String {
     s
 }
 
-/// The scenario's checks as KTAP subtests (indented four spaces): every declared check and
+/// The scenario's checks as KTAP subtests (indented two spaces, as the KTAP spec says): every declared check and
 /// every failed invariant, `# SKIP` with its reason when it reached no verdict (not exercised,
 /// or inconclusive on a busy machine), `# XFAIL` when a known issue. None when it has none.
 fn ktap_subtests(r: &ScenarioResult) -> String {
@@ -203,20 +203,17 @@ fn ktap_subtests(r: &ScenarioResult) -> String {
     if shown.is_empty() {
         return String::new();
     }
-    let mut s = format!("    KTAP version 1\n    1..{}\n", shown.len());
+    let mut s = format!("  KTAP version 1\n  1..{}\n", shown.len());
     for (i, c) in shown.iter().enumerate() {
         let (n, name) = (i + 1, ktap_text(&c.name).replace('#', "_"));
         s += &match c.outcome {
-            Outcome::Pass => format!("    ok {n} {name}\n"),
+            Outcome::Pass => format!("  ok {n} {name}\n"),
             Outcome::NotExercised | Outcome::Inconclusive => {
-                format!("    ok {n} {name} # SKIP {}\n", ktap_text(&c.detail))
+                format!("  ok {n} {name} # SKIP {}\n", ktap_text(&c.detail))
             }
             Outcome::Fail => match &c.known {
-                Some(k) => format!(
-                    "    not ok {n} {name} # XFAIL {}\n",
-                    ktap_text(&k.describe())
-                ),
-                None => format!("    not ok {n} {name}\n"),
+                Some(k) => format!("  not ok {n} {name} # XFAIL {}\n", ktap_text(&k.describe())),
+                None => format!("  not ok {n} {name}\n"),
             },
         };
     }
@@ -308,9 +305,9 @@ mod tests {
         assert!(lines.contains(&"ok 3 c # SKIP cannot verify migration"));
         assert!(k.contains("# Totals: pass:1 fail:1 xfail:0 xpass:0 skip:1 error:0"));
         // Every line is KTAP: a result, the plan, the header or a diagnostic (a subtest's
-        // indented four spaces).
+        // indented two spaces).
         for l in lines {
-            let l = l.strip_prefix("    ").unwrap_or(l);
+            let l = l.strip_prefix("  ").unwrap_or(l);
             assert!(
                 l.starts_with("ok ")
                     || l.starts_with("not ok ")
@@ -337,7 +334,7 @@ mod tests {
         rep.scenarios = vec![r];
         rep.count();
         let k = ktap(&rep);
-        let want = "    KTAP version 1\n    1..2\n    ok 1 settles(a)\n    ok 2 ratio(p: write a/b) # SKIP inconclusive: the machine was busy during 8 of 8 pairs\nok 1 a\n";
+        let want = "  KTAP version 1\n  1..2\n  ok 1 settles(a)\n  ok 2 ratio(p: write a/b) # SKIP inconclusive: the machine was busy during 8 of 8 pairs\nok 1 a\n";
         assert!(k.contains(want), "{k}");
         assert!(k.contains("inconclusive ratio(p: write a/b)"), "{k}");
         let x = junit::render(&rep);
