@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What memcgtest gives the tools around it, checked quickly (about 30 s once built):
-#   - ci/lava/*.yaml and ci/examples/*.yml parse as YAML (PyYAML in the CI virtualenv);
+#   - ci/lava/*.yaml and ci/examples/*.yml parse as YAML (PyYAML in the CI virtualenv), and
+#     ci/run-examples.sh --dry-run plans the examples' jobs (ci/test.sh runs them after the VM tests);
 #   - the LAVA wrapper script is valid sh;
 #   - `memcgtest completions` prints scripts bash accepts (bash -n), for every shell clap_complete
 #     knows; `memcgtest man` prints a roff page naming every subcommand;
@@ -36,6 +37,9 @@ lava = yaml.safe_load(open("ci/lava/memcgtest.yaml"))
 assert lava["metadata"]["format"] == "Lava-Test Test Definition 1.0"
 assert any("memcgtest-lava.sh" in s for s in lava["run"]["steps"])
 EOF
+  # The examples' jobs as ci/run-examples.sh will run them (after the VM tests): every key and
+  # ${{ }} expression known to the runner, each example with an ab job.
+  MEMCGTEST_VENV=$venv ci/run-examples.sh --dry-run | grep '^run-examples:'
 else
   echo "check-ecosystem: SKIP YAML parse: PyPI is unreachable (no PyYAML)"
 fi
