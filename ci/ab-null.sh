@@ -45,7 +45,7 @@ for c in $costs; do
     kernel-patches/charging-cost.patch > "$p"
   kernel=$(ci/build-kernel.sh "$p")
   read -r rc regs < <(ab "$stock" "$kernel" "cost-$c")
-  judged=$(grep -cE '^fault-overhead .*(REGRESSION|no significant change|improvement|too few samples \(n=[0-9]+ v n=[0-9]+\))$' "$out/cost-$c.ab" || true)
+  judged=$(grep -cE '^fault-overhead .*(REGRESSION|no significant change|improvement|too few (runs|samples) \(n=[0-9]+ v n=[0-9]+[^)]*\))$' "$out/cost-$c.ab" || true)
   echo "ab-null: stock vs charging-cost at $c ns/page/level: exit $rc, $regs of $judged measurements regressed"
   awk '/REGRESSION$/ {print "  " $0}' "$out/cost-$c.ab"
 done

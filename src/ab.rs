@@ -462,7 +462,8 @@ fn boot_until_quiet(
         // A guest that found the machine busy during its paired measurements judged none of
         // them, though the boot's average load stayed low: a burst; it too runs again (its
         // accounting verdicts stand: a failure is kept).
-        let crowded = b.code != exit::FAIL && result.as_ref().is_some_and(inconclusive_only);
+        let crowded = matches!(b.code, exit::OK | exit::UNTESTABLE)
+            && result.as_ref().is_some_and(inconclusive_only);
         if ((busy && b.code != exit::UNTESTABLE) || crowded) && attempt < RETRIES {
             eprintln!(
                 "memcgtest ab: {}: its figures do not count; booting it again",

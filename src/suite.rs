@@ -380,6 +380,15 @@ pub fn run_verdict(
         return Err(untestable("every scenario was skipped"));
     }
     if demands.performance {
+        if !results
+            .iter()
+            .flat_map(|r| &r.checks)
+            .any(|c| c.performance)
+        {
+            return Err(untestable(
+                "--require-performance: no performance check (ratio, throughput) ran",
+            ));
+        }
         let left = results.iter().find_map(|r| {
             let c = r.performance_unjudged().next()?;
             Some(format!("{}: {}: {}", r.name, c.name, c.detail))
@@ -488,11 +497,31 @@ mod tests {
         let unreached = skip(Outcome::NotExercised);
         assert!(!unreached.judged());
         assert_eq!(code(&[unreached], false), 125);
+        // An accounting check left inconclusive by other writers: an accounting bug would look
+        // the same, so nothing was judged.
+        let mut blind = skip(Outcome::Pass);
+        let mut probe = check("dirty-probe(a)", Outcome::Inconclusive);
+        probe.purpose = true;
+        blind.checks.push(probe);
+        assert!(!blind.judged());
+        assert_eq!(code(&[blind], false), 125);
+        // Only implied invariants passed beside the busy rates: nothing the scenario declared.
+        let mut rates_only = skip(Outcome::Inconclusive);
+        rates_only.checks.remove(0);
+        let mut held = check("hierarchy(a)", Outcome::Pass);
+        held.implied = true;
+        rates_only.checks.push(held);
+        assert!(!rates_only.judged());
         // A pass whose performance check was inconclusive: 0, or 125 when required.
         let mut pass = skip(Outcome::Inconclusive);
         pass.status = Status::Pass;
         assert_eq!(code(&[pass.clone()], false), 0);
-        assert!(run_verdict(&[pass], false, perf).is_err());
+        assert!(run_verdict(std::slice::from_ref(&pass), false, perf).is_err());
+        // Nothing in the selection measures speed: no performance verdict at all, 125.
+        pass.checks.retain(|c| !c.performance);
+        assert_eq!(code(std::slice::from_ref(&pass), false), 0);
+        let e = run_verdict(&[pass], false, perf).unwrap_err();
+        assert!(e.to_string().contains("no performance check"), "{e}");
     }
 
     /// A known failure exits 0 (and counts as something tested), with --strict 1.

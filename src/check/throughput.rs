@@ -118,7 +118,8 @@ passes and says the difference is noise.
 With fewer samples than the sample-size rule \
 needs (the chance that the sets separate by chance
 at most 5 %: at least 3 v 3) it is \
-not exercised (\"too few samples\"). The samples are printed
+not exercised (\"too few samples\"); when repetitions measured while the machine was busy \
+(left out, see ratio) took the samples it needed, inconclusive. The samples are printed
 either way. A memcg bug \
 that throttles the group's writers (a wrong dirty count makes
 balance_dirty_pages() \

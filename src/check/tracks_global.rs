@@ -451,7 +451,7 @@ reached the counters (the reference rose by no more than the bound); without \
 per-file truth a
 window in which the rest of the machine moved by more than the \
 tolerance is inconclusive, and
-all windows inconclusive is not exercised. Each counter \
+all windows inconclusive is inconclusive. Each counter \
 is judged on its own only with per-file
 truth, or where the `global` keys are, in order, \
 the counters' own /proc/vmstat keys. Result

@@ -103,7 +103,7 @@ pub(super) fn cut_short(checks: &mut [CheckResult], cut: &Cut) {
             let implied = c.implied;
             *c = stop.clone();
             c.implied = implied;
-        } else if !cut.online.contains(&c.name) && c.outcome != Outcome::NotExercised {
+        } else if !cut.online.contains(&c.name) && c.outcome.judged() {
             c.outcome = Outcome::NotExercised;
             c.passed = false;
             c.detail = format!(

@@ -80,19 +80,25 @@ pub struct ScenarioResult {
 
 impl ScenarioResult {
     /// Whether the run judged the kernel here: the scenario passed, failed or failed as known,
-    /// or it is a skip only because checks it exists for were inconclusive (the machine was
-    /// busy) while others passed: its workload ran and what could be judged was. A skip for a
-    /// condition never reached judged nothing.
+    /// or it is a skip only because the paired rates it exists for were inconclusive (the
+    /// machine was busy) while a check it declared passed: its workload ran and its accounting
+    /// was judged. A skip for a condition never reached judged nothing, nor did one whose
+    /// accounting check was inconclusive (other writers on a kernel without per-file truth: an
+    /// accounting bug would look the same).
     pub fn judged(&self) -> bool {
         match self.status {
             Status::Pass | Status::Fail | Status::Known => true,
             Status::Error => false,
             Status::Skip => {
                 let mut declared = self.checks.iter().filter(|c| !c.implied);
-                let noisy = declared.all(|c| {
-                    !c.purpose || c.outcome.judged() || c.outcome == Outcome::Inconclusive
+                let busy_rates_only = declared.all(|c| {
+                    !c.purpose
+                        || c.outcome.judged()
+                        || (c.performance && c.outcome == Outcome::Inconclusive)
                 });
-                noisy && self.checks.iter().any(|c| c.outcome == Outcome::Pass)
+                busy_rates_only
+                    && (self.checks.iter())
+                        .any(|c| !c.implied && !c.performance && c.outcome == Outcome::Pass)
             }
         }
     }

@@ -67,6 +67,7 @@ th{background:#f3f4f6}\
 .known{background:#e0e7ff;color:#3730a3}\
 .mono{font-family:monospace;font-size:13px}\
 .reason{background:#fef2f2;border-left:4px solid #b91c1c;padding:4px 8px}\
+.note{background:#f8fafc;border-left:4px solid #64748b;padding:4px 8px}\
 pre{white-space:pre-wrap;font-size:12px;background:#f9fafb;padding:6px}\
 svg{max-width:100%;height:auto;border:1px solid #ddd}\
 section{margin-top:2em;border-top:2px solid #e5e7eb}";
@@ -194,7 +195,13 @@ fn scenario_section(r: &ScenarioResult, files: Option<&Files>, i: usize) -> Stri
         esc(&r.summary)
     );
     if !r.reason.is_empty() {
-        h += &format!("<p class=\"reason\">{}</p>\n", esc(&r.reason));
+        // A pass's reason names what was left unjudged: a note, not the red box of a failure.
+        let class = if r.status == Status::Pass {
+            "note"
+        } else {
+            "reason"
+        };
+        h += &format!("<p class=\"{class}\">{}</p>\n", esc(&r.reason));
     }
     if !r.checks.is_empty() {
         h += "<table>\n<tr><th>check</th><th></th><th>actual</th><th>expected</th><th>tolerance</th></tr>\n";

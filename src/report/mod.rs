@@ -63,8 +63,8 @@ fn detail_lines(r: &ScenarioResult) -> Vec<String> {
             .map(|c| c.name.as_str())
             .collect()
     };
-    let (held, mut idle) = (implied(Outcome::Pass), implied(Outcome::NotExercised));
-    idle.extend(implied(Outcome::Inconclusive));
+    let (held, idle) = (implied(Outcome::Pass), implied(Outcome::NotExercised));
+    let noisy = implied(Outcome::Inconclusive);
     if !held.is_empty() {
         out.push(format!("invariants held: {}", held.join(", ")));
     }
@@ -72,6 +72,12 @@ fn detail_lines(r: &ScenarioResult) -> Vec<String> {
         out.push(format!(
             "invariants not exercised (their counters did not move): {}",
             idle.join(", ")
+        ));
+    }
+    if !noisy.is_empty() {
+        out.push(format!(
+            "invariants inconclusive (the machine's other processes): {}",
+            noisy.join(", ")
         ));
     }
     for c in r

@@ -48,6 +48,19 @@ pub(super) fn resolve_checks(
         explicit.push(purpose);
     }
     crate::check::purposes(&mut checks, &explicit);
+    for v in &outline.versions {
+        let mut here = (checks.iter()).filter(|c| c.only.is_none_or(|o| o == *v));
+        let (any, purpose) = (here.clone().next().is_some(), here.any(|c| c.purpose));
+        if any && !purpose {
+            return Err(text.err(
+                raw[0].span(),
+                format!(
+                    "under cgroup {}, no check is one the scenario exists for (every one says purpose = false, or is a performance check beside others): mark one purpose = true",
+                    v.as_str()
+                ),
+            ));
+        }
+    }
     Ok(checks)
 }
 

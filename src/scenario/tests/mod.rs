@@ -565,6 +565,17 @@ fn purpose_defaults_and_overrides() {
     assert_eq!(of(&parse("f.toml", &off).unwrap(), "settles"), [false]);
     let e = err(&GOOD.replace("min_ratio = 0.5", "min_ratio = 0.5\npurpose = \"yes\""));
     assert!(e.to_string().contains("f.toml:"), "{e}");
+    // Nothing left to exist for: an error, not a scenario that could only pass vacuously.
+    let none = off.replace(
+        "vmstat = \"pgmigrate_success\"",
+        "vmstat = \"pgmigrate_success\"\npurpose = false",
+    );
+    let e = err(&none);
+    assert!(
+        e.to_string()
+            .contains("no check is one the scenario exists for"),
+        "{e}"
+    );
     let fault = load_all(None).unwrap();
     let fo = fault.iter().find(|s| s.name == "fault-overhead").unwrap();
     assert!(fo.checks.iter().filter(|c| !c.implied).all(|c| c.purpose));
