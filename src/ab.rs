@@ -460,10 +460,13 @@ fn boot_until_quiet(
         o.accel = accel;
         let busy = b.host_busy_cpus > BUSY_CPUS;
         // A guest that found the machine busy during its paired measurements judged none of
-        // them, though the boot's average load stayed low: a burst; it too runs again (its
-        // accounting verdicts stand: a failure is kept).
-        let crowded = matches!(b.code, exit::OK | exit::UNTESTABLE)
-            && result.as_ref().is_some_and(inconclusive_only);
+        // them, or judged nothing at all (125) with one of them inconclusive, though the boot's
+        // average load stayed low: a burst; it too runs again (a failure is kept).
+        let crowded = result.as_ref().is_some_and(|r| match b.code {
+            exit::OK => inconclusive_only(r),
+            exit::UNTESTABLE => any_inconclusive_rate(r),
+            _ => false,
+        });
         if ((busy && b.code != exit::UNTESTABLE) || crowded) && attempt < RETRIES {
             eprintln!(
                 "memcgtest ab: {}: its figures do not count; booting it again",
@@ -492,16 +495,26 @@ fn boot_until_quiet(
     unreachable!("the loop returns by its last attempt")
 }
 
+/// The outcomes of a run's performance checks.
+fn rate_outcomes(v: &serde_json::Value) -> Vec<&str> {
+    let checks = (v["scenarios"].as_array().into_iter().flatten())
+        .flat_map(|s| s["checks"].as_array().into_iter().flatten());
+    checks
+        .filter(|c| c["performance"] == true)
+        .filter_map(|c| c["outcome"].as_str())
+        .collect()
+}
+
 /// Whether a run's result judged none of its performance checks, and the machine was busy
 /// during some of them (an inconclusive one): nothing else kept it from a verdict.
 fn inconclusive_only(v: &serde_json::Value) -> bool {
-    let checks = (v["scenarios"].as_array().into_iter().flatten())
-        .flat_map(|s| s["checks"].as_array().into_iter().flatten());
-    let perf: Vec<&str> = checks
-        .filter(|c| c["performance"] == true)
-        .filter_map(|c| c["outcome"].as_str())
-        .collect();
+    let perf = rate_outcomes(v);
     perf.iter().all(|o| *o != "pass" && *o != "fail") && perf.contains(&"inconclusive")
+}
+
+/// Whether a performance check of a run's result was left inconclusive by a busy machine.
+fn any_inconclusive_rate(v: &serde_json::Value) -> bool {
+    rate_outcomes(v).contains(&"inconclusive")
 }
 
 /// Boots once and measures what else the host did meanwhile. A run that reported nothing
@@ -621,6 +634,15 @@ mod tests {
         assert!(!inconclusive_only(&run(vec![check(true, "not-exercised")])));
         assert!(!inconclusive_only(&run(vec![check(false, "inconclusive")])));
         assert!(!inconclusive_only(&run(vec![])));
+        // A guest that judged nothing (125) with a rate inconclusive is crowded too.
+        assert!(any_inconclusive_rate(&run(vec![
+            busy.clone(),
+            check(true, "pass")
+        ])));
+        assert!(!any_inconclusive_rate(&run(vec![check(
+            false,
+            "inconclusive"
+        )])));
         assert!(!inconclusive_only(&serde_json::json!({})));
     }
 

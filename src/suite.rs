@@ -512,6 +512,11 @@ mod tests {
         held.implied = true;
         rates_only.checks.push(held);
         assert!(!rates_only.judged());
+        // Another of its rates was judged (fault-overhead: one of three ratios quiet enough).
+        let mut judged_rate = check("ratio(q: fault a/b)", Outcome::Pass);
+        (judged_rate.purpose, judged_rate.performance) = (true, true);
+        rates_only.checks.push(judged_rate);
+        assert!(rates_only.judged());
         // A pass whose performance check was inconclusive: 0, or 125 when required.
         let mut pass = skip(Outcome::Inconclusive);
         pass.status = Status::Pass;

@@ -80,9 +80,10 @@ pub struct ScenarioResult {
 
 impl ScenarioResult {
     /// Whether the run judged the kernel here: the scenario passed, failed or failed as known,
-    /// or it is a skip only because the paired rates it exists for were inconclusive (the
-    /// machine was busy) while a check it declared passed: its workload ran and its accounting
-    /// was judged. A skip for a condition never reached judged nothing, nor did one whose
+    /// or it is a skip only because paired rates it exists for were inconclusive (the machine
+    /// was busy) while a check it declared passed (an accounting check, or another of its
+    /// rates): its workload ran and that much was judged. An implied invariant alone is not
+    /// what the scenario is about. A skip for a condition never reached judged nothing, nor did one whose
     /// accounting check was inconclusive (other writers on a kernel without per-file truth: an
     /// accounting bug would look the same).
     pub fn judged(&self) -> bool {
@@ -97,8 +98,7 @@ impl ScenarioResult {
                         || (c.performance && c.outcome == Outcome::Inconclusive)
                 });
                 busy_rates_only
-                    && (self.checks.iter())
-                        .any(|c| !c.implied && !c.performance && c.outcome == Outcome::Pass)
+                    && (self.checks.iter()).any(|c| !c.implied && c.outcome == Outcome::Pass)
             }
         }
     }
