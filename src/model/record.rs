@@ -424,15 +424,23 @@ impl Record {
         reps
     }
 
+    /// The write MB/s of each repetition of phase `phase` that wrote, and whether the machine
+    /// was busy during it (see `Load`).
+    fn write_rates(&self, phase: usize) -> Vec<(f64, bool)> {
+        (self.write_reps(phase).into_iter().enumerate())
+            .filter(|(_, (_, s))| *s > 0.0)
+            .map(|(r, (b, s))| (b as f64 / s / 1e6, self.busy_rep(phase, r as u32)))
+            .collect()
+    }
+
     /// The write steps of phase `phase`: bytes and seconds of all, MB/s of each repetition
     /// measured while the machine was quiet (see `Load`) and their median.
     pub fn phase_measure(&self, phase: usize) -> PhaseMeasure {
         let reps = self.write_reps(phase);
         let bytes = reps.iter().map(|r| r.0).sum();
         let seconds = reps.iter().map(|r| r.1).sum();
-        let samples: Vec<f64> = (reps.iter().enumerate())
-            .filter(|&(i, r)| r.1 > 0.0 && !self.busy_rep(phase, i as u32))
-            .map(|(_, (b, s))| *b as f64 / s / 1e6)
+        let samples: Vec<f64> = (self.write_rates(phase).into_iter())
+            .filter_map(|(rate, busy)| (!busy).then_some(rate))
             .collect();
         let p = &self.phases[phase];
         PhaseMeasure {
@@ -563,10 +571,7 @@ impl Record {
     /// The measurements of phase `i`: its writes, and its reads, faults and usemem per group.
     fn phase_measurements(&self, i: usize, out: &mut Vec<Measurement>) {
         let name = &self.phases[i].name;
-        let writes = (self.write_reps(i).into_iter().enumerate())
-            .filter(|(_, (_, s))| *s > 0.0)
-            .map(|(r, (b, s))| (b as f64 / s / 1e6, self.busy_rep(i, r as u32)));
-        let m = Measurement::of(format!("{name}: write"), "MB/s", writes);
+        let m = Measurement::of(format!("{name}: write"), "MB/s", self.write_rates(i));
         if !m.samples.is_empty() || !m.busy_samples.is_empty() {
             out.push(m);
         }

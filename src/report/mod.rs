@@ -80,11 +80,7 @@ fn detail_lines(r: &ScenarioResult) -> Vec<String> {
             noisy.join(", ")
         ));
     }
-    for c in r
-        .checks
-        .iter()
-        .filter(|c| !c.implied || c.outcome == Outcome::Fail)
-    {
+    for c in shown_checks(r) {
         let tag = match c.outcome {
             Outcome::Pass => "ok  ",
             Outcome::Fail if c.known.is_some() => "KNOWN FAIL",
@@ -108,6 +104,12 @@ fn detail_lines(r: &ScenarioResult) -> Vec<String> {
     }
     out.extend(r.notes.iter().map(|n| format!("note: {n}")));
     out
+}
+
+/// The checks reports show one by one: every declared check, and an invariant when it failed
+/// (the others are summed up in a line).
+fn shown_checks(r: &ScenarioResult) -> impl Iterator<Item = &crate::model::CheckResult> {
+    (r.checks.iter()).filter(|c| !c.implied || c.outcome == Outcome::Fail)
 }
 
 /// Human-readable summary.
@@ -203,9 +205,7 @@ pub fn ktap(rep: &RunReport) -> String {
 /// every failed invariant, `# SKIP` with its reason when it reached no verdict (not exercised,
 /// or inconclusive on a busy machine), `# XFAIL` when a known issue. None when it has none.
 fn ktap_subtests(r: &ScenarioResult) -> String {
-    let shown: Vec<_> = (r.checks.iter())
-        .filter(|c| !c.implied || c.outcome == Outcome::Fail)
-        .collect();
+    let shown: Vec<_> = shown_checks(r).collect();
     if shown.is_empty() {
         return String::new();
     }
