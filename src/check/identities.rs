@@ -313,6 +313,8 @@ struct Applied {
     rhs: Vec<usize>,
     tol: i64,
     bytes: bool,
+    /// Columns of the rule read twice in a sample, each with its second read.
+    again: Vec<(usize, usize)>,
     /// Seconds one side may lag the other: a memory.stat counter's own and hierarchical values
     /// come from different views (before 6.8 the own one sums the per-CPU deltas at the read,
     /// the hierarchical one is the last flush, which the periodic flush renews every 2 s: 3.5
@@ -367,6 +369,7 @@ fn applied(rec: &Record, cgroup: &str) -> Vec<Applied> {
             rhs,
             tol: tolerance(&rec.machine, r.lhs.len() + r.rhs.len(), r.slack, bytes),
             bytes,
+            again: again_of(s, [r.lhs, r.rhs].concat().iter().map(|c| col(c))),
             stale: 0.0,
             promise: of_version(r.promises, rec),
         });
@@ -404,6 +407,7 @@ fn applied(rec: &Record, cgroup: &str) -> Vec<Applied> {
             rhs: vec![total],
             tol: tolerance(&rec.machine, 2, Slack::None, bytes),
             bytes,
+            again: Vec::new(),
             stale: match crate::model::counter::counter(counter).map(|c| &c.source) {
                 Some(crate::model::counter::Source::Stat { .. }) => super::hierarchy::ANCESTOR_LAG,
                 _ => 0.0,
@@ -412,6 +416,23 @@ fn applied(rec: &Record, cgroup: &str) -> Vec<Applied> {
         });
     }
     out
+}
+
+/// The columns among `cols` that the sampler read a second time, each with that read.
+fn again_of(
+    s: &crate::model::Series,
+    cols: impl Iterator<Item = Option<usize>>,
+) -> Vec<(usize, usize)> {
+    cols.flatten()
+        .filter_map(|c| match &s.columns()[c] {
+            Column::Group {
+                group,
+                counter,
+                local: false,
+            } => Some((c, s.col(&Column::again(group, counter))?)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The promise of `list` made for the record's cgroup version.
@@ -520,21 +541,19 @@ pub fn identities(name: String, rec: &Record, cgroup: &str) -> CheckResult {
 /// rule had been off by more than its tolerance for `RUN` samples in a row.
 fn judge_rule(rec: &Record, a: &Applied, rows: &[usize]) -> Result<i64, usize> {
     let s = &rec.series;
-    let sum = |r: usize, cols: &[usize]| cols.iter().map(|&c| s.get(r, c)).sum::<i64>();
-    let gap = |l: i64, h: i64| match a.rel {
-        Rel::Eq => (l - h).abs(),
-        Rel::Le => l - h,
-    };
     let (mut run, mut top) = (0, 0i64);
     for &r in rows {
-        let (l, h) = (sum(r, &a.lhs), sum(r, &a.rhs));
-        top = top.max(l.abs()).max(h.abs());
+        let (l, h) = (a.side(s, r, &a.lhs), a.side(s, r, &a.rhs));
+        top = top.max(l.1.abs()).max(h.1.abs());
         // With a lag allowed, either side may show what the other showed up to then.
         let recent = (0..=r).rev().take_while(|&q| s.t[r] - s.t[q] <= a.stale);
         let off = recent
-            .map(|q| gap(l, sum(q, &a.rhs)).min(gap(sum(q, &a.lhs), h)))
+            .map(|q| {
+                a.gap(l, a.side(s, q, &a.rhs))
+                    .min(a.gap(a.side(s, q, &a.lhs), h))
+            })
             .min()
-            .unwrap_or_else(|| gap(l, h));
+            .unwrap_or_else(|| a.gap(l, h));
         run = if off > a.tol { run + 1 } else { 0 };
         if run >= RUN {
             return Err(r);
@@ -543,15 +562,49 @@ fn judge_rule(rec: &Record, a: &Applied, rows: &[usize]) -> Result<i64, usize> {
     Ok(top)
 }
 
+impl Applied {
+    /// A side's sum at row `r` as a range: a counter read twice in the sample (the usage, before
+    /// and after the group's other files, see `Column::Again`) held a value between its two reads
+    /// when the others were read.
+    fn side(&self, s: &crate::model::Series, r: usize, cols: &[usize]) -> (i64, i64) {
+        cols.iter().fold((0, 0), |(lo, hi), &c| {
+            let v = s.get(r, c);
+            let w = (self.again.iter())
+                .find(|(first, _)| *first == c)
+                .map_or(v, |&(_, again)| s.get(r, again));
+            (lo + v.min(w), hi + v.max(w))
+        })
+    }
+
+    /// How far the left side is off the right: for `=` the distance between the ranges, for
+    /// `<=` how far the left's least exceeds the right's most.
+    fn gap(&self, l: (i64, i64), h: (i64, i64)) -> i64 {
+        match self.rel {
+            Rel::Eq => (l.0 - h.1).max(h.0 - l.1).max(0),
+            Rel::Le => l.0 - h.1,
+        }
+    }
+}
+
 fn broken(name: String, rec: &Record, cgroup: &str, a: &Applied, r: usize) -> CheckResult {
     let s = &rec.series;
     let t = s.t[r];
+    let read = |c: usize| match a.again.iter().find(|(first, _)| *first == c) {
+        Some(&(_, again)) => format!(
+            "{} {} (read again: {})",
+            s.columns()[c],
+            amount(s.get(r, c), a.bytes),
+            amount(s.get(r, again), a.bytes)
+        ),
+        None => format!("{} {}", s.columns()[c], amount(s.get(r, c), a.bytes)),
+    };
     let side = |cols: &[usize]| {
         cols.iter()
-            .map(|&c| format!("{} {}", s.columns()[c], amount(s.get(r, c), a.bytes)))
+            .map(|&c| read(c))
             .collect::<Vec<_>>()
             .join(" + ")
     };
+    let seconds: Vec<usize> = a.again.iter().map(|&(_, again)| again).collect();
     let (l, h): (i64, i64) = (
         a.lhs.iter().map(|&c| s.get(r, c)).sum(),
         a.rhs.iter().map(|&c| s.get(r, c)).sum(),
@@ -571,9 +624,12 @@ fn broken(name: String, rec: &Record, cgroup: &str, a: &Applied, r: usize) -> Ch
             "at t={t:.3}s (phase {}) {cgroup}'s {} broke by {} for {RUN} samples in a row, though {}: {}",
             rec.phase_at(t),
             a.text,
-            amount((l - h).abs(), a.bytes),
+            amount(
+                a.gap(a.side(s, r, &a.lhs), a.side(s, r, &a.rhs)).abs(),
+                a.bytes
+            ),
             a.why,
-            s.describe_cols(r, &[a.lhs.as_slice(), a.rhs.as_slice()].concat())
+            s.describe_cols(r, &[&a.lhs[..], &a.rhs, &seconds].concat())
         ),
     );
     res.at = Some(t);
@@ -611,7 +667,9 @@ their batch is freed), each watermark at least its counter, v1's memory+swap cou
 plus swap, v1's hierarchical memory+swap limit at least its memory limit, and a group's \
 own values within its hierarchical ones (v1 memory.stat, v2 memory.events.local; equal \
 for a group without children). A rule applies where the kernel shows every counter it \
-names. It fails when a rule is broken beyond its tolerance in two samples in a row. \
+names. The usage is read before and after the group's other files; a rule holds with \
+any value between the two reads. It fails when a rule is broken beyond its tolerance in two \
+samples in a row. \
 Samples during a `move` step (v1 charge moving precharges the destination and settles \
 at the end) and its stale window after are not judged. \
 Rules whose counters never moved beyond twice their tolerance are listed as not \

@@ -86,6 +86,7 @@ fn group_sources(
     // Keys of one file are read together (memory.stat, memory.events, ...): one read a file.
     let mut keyed: Vec<(&str, Vec<(String, usize)>)> = vec![("memory.stat", Vec::new())];
     let mut single = Vec::new();
+    let (mut usage, mut usage_first) = (None, None);
     for c in &plan.counters {
         let col = columns.len();
         columns.push(Column::group(name, c));
@@ -94,7 +95,13 @@ fn group_sources(
             None => match counter::file(cg.version, c) {
                 Some(Loc { file, key: Some(k) }) => (file, k.to_string()),
                 Some(Loc { file, key: None }) => {
-                    single.push(Source::single(&cg.file(file), col)?);
+                    let src = Source::single(&cg.file(file), col)?;
+                    if c == counter::USAGE {
+                        usage = Some(file);
+                        usage_first = Some(src);
+                    } else {
+                        single.push(src);
+                    }
                     continue;
                 }
                 None => {
@@ -107,8 +114,12 @@ fn group_sources(
             None => keyed.push((file, vec![(key, col)])),
         }
     }
-    // The files of their own first (the usage before memory.stat: the checks rely on that
-    // order), then memory.stat, with memory.numa_stat around it.
+    // The files of their own first, the usage first of all, then memory.stat with
+    // memory.numa_stat around it, then the usage again: every other file of the group was read
+    // between the two usage reads (the checks rely on that order).
+    if let Some(first) = usage_first {
+        sources.push(first);
+    }
     sources.extend(single);
     let stat = keyed.remove(0).1;
     for (file, keys) in keyed {
@@ -120,6 +131,10 @@ fn group_sources(
     sources.push(Source::keyed(&cg.file("memory.stat"), stat)?);
     if numa {
         sources.push(numa_source(plan, name, cg, false, columns)?);
+    }
+    if let Some(file) = usage {
+        sources.push(Source::single(&cg.file(file), columns.len())?);
+        columns.push(Column::again(name, counter::USAGE));
     }
     if tasks {
         sources.push(tasks_source(name, groups, false, columns)?);

@@ -42,6 +42,11 @@ pub enum Column {
         counter: String,
         pre: bool,
     },
+    /// A group's usage read a second time, after its memory.stat and the files between
+    /// (`again.<group>.<counter>`): what the group's files showed was read between the two reads
+    /// of its page counter, so the counter at that moment lies between them while it moves one
+    /// way, however long the sampler was kept off the CPU in between.
+    Again { group: String, counter: String },
     /// The sampler's own meta data (`sampler.<name>`).
     Sampler(String),
 }
@@ -102,6 +107,12 @@ impl Column {
             pre,
         }
     }
+    pub fn again(group: &str, counter: &str) -> Column {
+        Column::Again {
+            group: group.into(),
+            counter: counter.into(),
+        }
+    }
     pub fn machine(which: &str, counter: &str) -> Column {
         Column::Machine {
             which: which.into(),
@@ -120,6 +131,10 @@ impl Column {
                 None => Column::vmstat(rest),
             },
             "sampler" => Column::Sampler(rest.into()),
+            "again" => {
+                let (group, counter) = rest.rsplit_once('.')?;
+                Column::again(group, counter)
+            }
             "numa" | "tasks" => {
                 let (pre, rest) = match rest.strip_prefix("pre.") {
                     Some(g) if g.contains('.') => (true, g),
@@ -183,6 +198,7 @@ impl Column {
             Column::Sampler(_) => "us",
             Column::Tasks { counter, .. } if counter == EXTRA_THREADS => "threads",
             Column::Files { .. }
+            | Column::Again { .. }
             | Column::Machine { .. }
             | Column::Numa { .. }
             | Column::Tasks { .. } => "B",
@@ -212,6 +228,7 @@ impl Column {
                 counter,
                 pre: p,
             } => format!("tasks:{}{group}.{counter}", pre(*p)),
+            Column::Again { group, counter } => format!("again:{group}.{counter}"),
             Column::Sampler(n) => format!("sampler:{n}"),
         };
         format!("{name}[{}]", self.unit())
@@ -295,6 +312,7 @@ impl fmt::Display for Column {
                 "tasks.{}{group}.{counter}",
                 if *pre { "pre." } else { "" }
             ),
+            Column::Again { group, counter } => write!(f, "again.{group}.{counter}"),
             Column::Sampler(name) => write!(f, "sampler.{name}"),
         }
     }
@@ -322,6 +340,7 @@ mod tests {
             "numa.pre.dirty",
             "tasks.p/a.anon",
             "tasks.pre.p/a.shmem",
+            "again.p/a.usage",
         ] {
             assert_eq!(Column::parse(n).unwrap().to_string(), n);
         }

@@ -422,3 +422,49 @@ fn a_leafs_own_stat_may_lead_its_hierarchical_one_by_the_flush() {
         wrong.detail
     );
 }
+
+/// The sampler reads a group's usage, its other files, then its usage again: kept off the CPU
+/// between its reads while 4 readers charged page cache on 2 CPUs (6.18 v1, CI of 2026-12-05),
+/// memory.memsw.usage_in_bytes and memory.stat showed 4 MiB that the first usage read had not
+/// seen. The usage between its two reads covers them; a memsw counter off both reads is wrong.
+#[test]
+fn the_usage_read_again_brackets_the_files_read_between() {
+    const BOTH: [&str; 6] = [
+        "a.usage",
+        "a.memsw",
+        "a.anon",
+        "a.file",
+        "a.swap",
+        "again.a.usage",
+    ];
+    let rec = |cols: &[&str], off: i64| {
+        sampled(cols, move |c, t| {
+            let before = 100 * MIB + (t * 40.0 * MIB as f64) as i64;
+            match c {
+                "a.usage" => before,
+                "again.a.usage" => before + 5 * MIB,
+                "a.memsw" => before + 4 * MIB + off,
+                "a.file" => before + 4 * MIB - MIB / 2,
+                _ => 0,
+            }
+        })
+    };
+    let i = crate::check::identities::identities("i".into(), &rec(&BOTH, 0), "a");
+    assert_eq!(i.outcome, Outcome::Pass, "{}", i.detail);
+    let u = crate::check::usage_covers::usage_covers("u".into(), &rec(&BOTH, 0), "a");
+    assert_eq!(u.outcome, Outcome::Pass, "{}", u.detail);
+    let wrong = crate::check::identities::identities("i".into(), &rec(&BOTH, 8 * MIB), "a");
+    assert_eq!(wrong.outcome, Outcome::Fail, "{}", wrong.detail);
+    assert!(
+        wrong.expected.contains("(read again: "),
+        "{}",
+        wrong.expected
+    );
+    assert!(wrong.detail.contains("again.a.usage="), "{}", wrong.detail);
+    // Without the second read, the same samples fail both checks.
+    let first_only = rec(&BOTH[..5], 0);
+    let i = crate::check::identities::identities("i".into(), &first_only, "a");
+    assert_eq!(i.outcome, Outcome::Fail, "{}", i.detail);
+    let u = crate::check::usage_covers::usage_covers("u".into(), &first_only, "a");
+    assert_eq!(u.outcome, Outcome::Fail, "{}", u.detail);
+}
