@@ -307,12 +307,56 @@ pub enum Command {
         #[arg(last = true)]
         guest: Vec<String>,
     },
+    /// Gate a patch series patch by patch: build the base and every patch on it (incrementally,
+    /// in a clone of the tree of its own under --output, with ci/kernel.config merged), boot each
+    /// in qemu under --cgroup (v1, v2 or both; auto: v2) and run the same scenarios; judge every
+    /// patch against the base and name the first bad one (exit 1). Resumable: what is built and
+    /// run is kept under --output, keyed by the commit's tree:
+    /// memcgtest series --tree DIR (--mbox FILE [--base REV] | --range BASE..HEAD) [-- run ARGS].
+    Series {
+        /// The kernel tree, a git repository. Only read: the series is applied and built in a
+        /// clone of its own (sharing its objects) under --output.
+        #[arg(long, value_name = "DIR")]
+        tree: PathBuf,
+        /// The patches as an mbox (git format-patch, b4 am), applied on --base with git am.
+        #[arg(long, value_name = "FILE", required_unless_present = "range")]
+        mbox: Option<PathBuf>,
+        /// The revision of the tree the mbox applies to.
+        #[arg(
+            long,
+            value_name = "REV",
+            default_value = "HEAD",
+            conflicts_with = "range"
+        )]
+        base: String,
+        /// The commits BASE..HEAD of the tree, the base included as patch 0.
+        #[arg(long, value_name = "BASE..HEAD", conflicts_with = "mbox")]
+        range: Option<String>,
+        /// A kernel config fragment merged after the project's (ci/kernel.config); repeatable.
+        #[arg(long = "config", value_name = "FRAGMENT")]
+        config: Vec<PathBuf>,
+        /// Where the checkout, the build directory, each patch's image, build log, runs and
+        /// consoles, and series.json go; a series run again with it continues where it stopped.
+        #[arg(long, value_name = "DIR", default_value = "memcgtest-series")]
+        output: PathBuf,
+        /// make -j (default: this machine's CPUs).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// What stdout carries: the table and the verdict, or one JSON document.
+        #[arg(long, value_enum, default_value = "human")]
+        format: Format,
+        #[command(flatten)]
+        vm: VmArgs,
+        /// The command each guest runs: run [NAMES] [RUN OPTIONS] (default: run --quick).
+        #[arg(last = true)]
+        guest: Vec<String>,
+    },
     /// Internal: run one workload job (JSON) inside the cgroup it was placed in.
     #[command(name = "__worker", hide = true)]
     Worker { job: String },
 }
 
-/// The options of the virtual machine, shared by `vm` and `ab`.
+/// The options of the virtual machine, shared by `vm`, `ab` and `series`.
 #[derive(Args)]
 pub struct VmArgs {
     /// auto tries KVM and falls back to TCG when the guest does not start under it.

@@ -12,6 +12,7 @@ pub mod explore;
 pub mod model;
 pub mod report;
 pub mod scenario;
+pub mod series;
 pub mod suite;
 pub mod sys;
 pub mod vm;

@@ -11,7 +11,7 @@ use memcgtest::suite;
 use memcgtest::sys::cgroup::detect::{self, Choice};
 use memcgtest::sys::env;
 use memcgtest::sys::{cgroup, cleanup, lock, sysctl};
-use memcgtest::{ab, compare, contracts, coverage, report, scenario, vm};
+use memcgtest::{ab, compare, contracts, coverage, report, scenario, series, vm};
 
 mod cli;
 
@@ -56,6 +56,11 @@ fn main() -> ExitCode {
 /// `exit::FAIL` (a check failed, a scenario the kernel stopped, a regression), or for `vm` the
 /// guest's code passed through. Everything else is an [`Error`], whose kind is the exit code.
 fn run(cli: Cli) -> Result<u8, Error> {
+    if cli.cgroup == Choice::Both && !matches!(cli.command, Command::Series { .. }) {
+        return Err(Error::Usage(
+            "--cgroup both is for `memcgtest series` (each patch under v1 and v2)".into(),
+        ));
+    }
     match &cli.command {
         Command::Worker { job } => {
             // Exits 1 when a system call failed for the kernel's reasons, else 125 (see
@@ -94,6 +99,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
         } => show_coverage(&cli, results, *format, *require),
         Command::Vm { .. } => run_vm(&cli),
         Command::Ab { .. } => run_ab(&cli),
+        Command::Series { .. } => run_series(&cli),
         Command::Run { .. } => run_suite(&cli),
         Command::Compare {
             base,
@@ -449,6 +455,79 @@ fn vm_options(cli: &Cli, a: &cli::VmArgs, guest: &[String]) -> vm::Options {
         guest_args: guest.to_vec(),
         qemu: a.qemu.clone(),
     }
+}
+
+/// `memcgtest series`.
+fn run_series(cli: &Cli) -> Result<u8, Error> {
+    let Command::Series {
+        tree,
+        mbox,
+        base,
+        range,
+        config,
+        output,
+        jobs,
+        format,
+        vm: a,
+        guest,
+    } = &cli.command
+    else {
+        unreachable!()
+    };
+    let guest = match guest.as_slice() {
+        [] => vec!["run".to_string(), "--quick".to_string()],
+        [first, ..] if first == "run" && !guest.iter().any(|g| g.starts_with("--format")) => {
+            guest.clone()
+        }
+        _ => {
+            return Err(Error::Usage(
+                "series: the guest command is run [NAMES] [RUN OPTIONS], without --format".into(),
+            ));
+        }
+    };
+    let source = match (mbox, range) {
+        (Some(file), None) => series::Source::Mbox {
+            file: file.clone(),
+            base: base.clone(),
+        },
+        (None, Some(r)) => match r.split_once("..") {
+            Some((b, h)) if !b.is_empty() && !h.is_empty() && !h.starts_with('.') => {
+                series::Source::Range {
+                    base: b.into(),
+                    head: h.into(),
+                }
+            }
+            _ => return Err(Error::Usage(format!("series: --range {r}: not BASE..HEAD"))),
+        },
+        _ => {
+            return Err(Error::Usage(
+                "series: give --mbox FILE or --range BASE..HEAD".into(),
+            ));
+        }
+    };
+    let cgroups = match cli.cgroup {
+        Choice::V1 => vec!["v1".to_string()],
+        Choice::Both => vec!["v1".to_string(), "v2".to_string()],
+        Choice::V2 | Choice::Auto => vec!["v2".to_string()],
+    };
+    let _live = suite::own_liveness().ok();
+    let opts = series::Options {
+        tree: tree.clone(),
+        source,
+        fragments: config.clone(),
+        cgroups,
+        output: output.clone(),
+        jobs: jobs.unwrap_or_else(|| {
+            memcgtest::sys::proc::machine(Path::new(memcgtest::sys::proc::PROC)).cpus as usize
+        }),
+        vm: vm_options(cli, a, &guest),
+    };
+    let rep = series::run(&opts)?;
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&rep).map_err(internal)?),
+        Format::Human => print!("{}", series::render::render(&rep)),
+    }
+    Ok(rep.exit)
 }
 
 /// `memcgtest vm`.

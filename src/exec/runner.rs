@@ -643,10 +643,7 @@ pub fn verdict(checks: &[CheckResult]) -> (Status, String) {
         .filter(|c| c.outcome == Outcome::Fail)
         .partition(|c| c.known.is_some());
     let reasons = |cs: &[&CheckResult]| {
-        let names: Vec<String> = cs
-            .iter()
-            .map(|c| format!("{}: {} (expected {})", c.name, c.actual, c.expected))
-            .collect();
+        let names: Vec<String> = cs.iter().map(|c| c.summary()).collect();
         names.join("; ")
     };
     // An implied invariant that was not exercised is said in its line; only the checks the

@@ -104,6 +104,14 @@ impl CheckResult {
         }
     }
 
+    /// The one-line account of a result: `name: actual (expected expected)`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{}: {} (expected {})",
+            self.name, self.actual, self.expected
+        )
+    }
+
     /// A failure that broke `promise`: named in `broke`, quoted at the end of the detail.
     pub fn breaking(mut self, promise: &crate::model::contract::Contract) -> Self {
         self.broke = Some(promise.id.to_string());

@@ -15,7 +15,7 @@ pub struct Files {
     pub csv: bool,
 }
 
-fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -55,7 +55,7 @@ fn inline_svg(svg: &str, prefix: &str) -> String {
         .replace("url(#", &format!("url(#{prefix}-"))
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#111;max-width:1200px}\
+pub const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#111;max-width:1200px}\
 table{border-collapse:collapse;margin:0.5em 0 1em}\
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top;font-size:14px}\
 th{background:#f3f4f6}\

@@ -24,7 +24,7 @@ pub const SCHEMA_MINOR: u32 = 3;
 const EXCERPT_MAX: usize = 16384;
 
 /// A path component: `[a-zA-Z0-9_-]+`, everything else becomes `_` (runs of it one `_`).
-fn component(s: &str) -> String {
+pub fn component(s: &str) -> String {
     let mut out = String::new();
     for ch in s.chars() {
         if ch.is_ascii_alphanumeric() || ch == '-' || ch == '_' {
@@ -51,7 +51,8 @@ pub fn check_path(scenario: &str, check: &str) -> String {
     p
 }
 
-fn status(s: Status) -> &'static str {
+/// A scenario's status in KCIDB.
+pub fn status(s: Status) -> &'static str {
     match s {
         Status::Pass => "PASS",
         // A known failure is still a failure of the test; the issue and incident records say

@@ -348,6 +348,8 @@ pub struct Outcome {
     pub accel: AccelChoice,
     pub report: Option<(crate::model::RunReport, crate::report::Format)>,
     pub text: String,
+    /// Why the boot ended, when the guest's own verdict does not stand (a panic, a timeout).
+    pub reason: String,
 }
 
 /// Runs the whole thing and prints its result on stdout; returns the verdict (the guest's code,
@@ -407,6 +409,7 @@ pub fn execute(opts: &Options) -> Result<Outcome> {
         },
         report: None,
         text: String::new(),
+        reason: reason.clone(),
     };
     if args[0] == "run" || args[0] == "explore" {
         (out.code, out.report) = finish_run(opts, &b, &reason, &failed, &work, code);

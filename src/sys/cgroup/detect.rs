@@ -194,6 +194,8 @@ pub enum Choice {
     Auto,
     V1,
     V2,
+    /// `series` only: every patch under v1 and under v2.
+    Both,
 }
 
 impl Layout {
@@ -214,6 +216,9 @@ impl Layout {
                     ),
                     None => "no cgroup2 filesystem is mounted".to_string(),
                 }),
+            Choice::Both => {
+                Err("--cgroup both is for `memcgtest series` (each patch under v1 and v2)".into())
+            }
             Choice::Auto => {
                 self.v2.as_ref().or(self.v1.as_ref()).ok_or_else(|| {
                     "no memory controller is mounted (neither v1 nor v2)".to_string()

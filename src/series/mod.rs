@@ -1,0 +1,319 @@
+//! `memcgtest series`: gates a patch series patch by patch. The base and every patch on it are
+//! built (incrementally, in a checkout of the series' own), booted in the VM under each chosen
+//! cgroup layout and run; each patch is judged against the base and the patch before it, and the
+//! first patch that turned a check red is named. Everything built and run is kept under the
+//! output directory, keyed by the commit's tree, so an interrupted series continues where it
+//! stopped and the same series given as an mbox and as a range shares its work.
+
+pub mod build;
+pub mod git;
+pub mod html;
+pub mod kcidb;
+pub mod render;
+pub mod verdict;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow};
+
+use crate::model::error::{Error, exit};
+use crate::sys::cleanup;
+use crate::vm;
+use build::{Builder, Built};
+use git::{Patch, Refused};
+use verdict::{LayoutRun, PatchReport, PatchVerdict, SeriesReport};
+
+/// Where the patches come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A `git format-patch` or `b4 am` mbox, applied on `base` (a revision of the tree).
+    Mbox { file: PathBuf, base: String },
+    /// The commits of `base..head` in the tree.
+    Range { base: String, head: String },
+}
+
+/// Options of `memcgtest series`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub tree: PathBuf,
+    pub source: Source,
+    /// The user's fragments, merged after the project's.
+    pub fragments: Vec<PathBuf>,
+    pub cgroups: Vec<String>,
+    pub output: PathBuf,
+    pub jobs: usize,
+    /// The VM and the guest command (`run ...`); the kernel and cgroup are set per boot.
+    pub vm: vm::Options,
+}
+
+/// Gates the series; the report is also written to OUTPUT/series.json.
+pub fn run(o: &Options) -> Result<SeriesReport> {
+    std::fs::create_dir_all(&o.output).with_context(|| format!("mkdir {}", o.output.display()))?;
+    // make and the scripts run in the checkout: every path absolute.
+    let o = &Options {
+        output: (o.output.canonicalize())
+            .with_context(|| format!("--output {}", o.output.display()))?,
+        ..o.clone()
+    };
+    let _lock = lock(&o.output)?;
+    cleanup::install_signal_handlers();
+    let builder = builder(o)?;
+    let (patches, refused) = patches(o, &builder.src)?;
+    if let Some(r) = &refused {
+        eprintln!(
+            "memcgtest series: patch {} ({}) does not apply: {}",
+            r.number, r.subject, r.error
+        );
+    }
+    eprintln!(
+        "memcgtest series: {} patches on {} {}, layouts {}",
+        patches.len() - 1,
+        patches[0].short(),
+        patches[0].subject,
+        o.cgroups.join(" ")
+    );
+    let mut reports = Vec::new();
+    let mut vm = o.vm.clone();
+    for p in &patches {
+        reports.push(gate(o, &mut vm, &builder, p, patches.len() - 1)?);
+    }
+    let red = verdict::judge(&mut reports);
+    let (code, line, first_bad) = verdict::verdict(&reports, refused.as_ref());
+    let rep = SeriesReport {
+        tool: format!("memcgtest {}", env!("CARGO_PKG_VERSION")),
+        tree: (o.tree.canonicalize().unwrap_or_else(|_| o.tree.clone()))
+            .display()
+            .to_string(),
+        cgroups: o.cgroups.clone(),
+        guest: o.vm.guest_args.clone(),
+        patches: reports,
+        refused,
+        red,
+        first_bad,
+        exit: code,
+        verdict: line,
+    };
+    save(&o.output.join("series.json"), &rep)?;
+    write_reports(o, &builder, &rep)?;
+    Ok(rep)
+}
+
+/// OUTPUT/kcidb.json and OUTPUT/index.html (linking each boot's own report).
+fn write_reports(o: &Options, b: &Builder, rep: &SeriesReport) -> Result<()> {
+    let k = o.output.join("kcidb.json");
+    std::fs::write(&k, kcidb::render(rep, crate::model::kcidb::DEFAULT_ORIGIN))
+        .with_context(|| format!("write {}", k.display()))?;
+    let link = |i: usize, cg: &str| {
+        let p = &rep.patches.iter().find(|p| p.patch.index == i)?.patch;
+        let dir = patch_dir(o, b, p).join(run_key(o, cg)).join("index.html");
+        Some(dir.strip_prefix(&o.output).ok()?.display().to_string())
+    };
+    let h = o.output.join("index.html");
+    std::fs::write(&h, html::render(rep, link)).with_context(|| format!("write {}", h.display()))
+}
+
+/// One run at a time in an output directory: its builds and checkout are shared state.
+fn lock(out: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
+    let p = out.join(".lock");
+    let f = std::fs::File::create(&p).with_context(|| format!("create {}", p.display()))?;
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|_| {
+        Error::Environment(format!(
+            "series: another run uses {} (it holds {})",
+            out.display(),
+            p.display()
+        ))
+        .into()
+    })
+}
+
+fn builder(o: &Options) -> Result<Builder> {
+    let src = git::checkout(&o.tree, &o.output)?;
+    let mut fragments = vec![(
+        "ci/kernel.config".to_string(),
+        build::PROJECT_FRAGMENT.to_string(),
+    )];
+    for f in &o.fragments {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| Error::Usage(format!("--config {}: {e}", f.display())))?;
+        fragments.push((f.display().to_string(), text));
+    }
+    Ok(Builder {
+        src,
+        build: o.output.join("build"),
+        fragments,
+        jobs: o.jobs,
+    })
+}
+
+/// The base and the patches, as commits of the series' checkout.
+fn patches(o: &Options, src: &Path) -> Result<(Vec<Patch>, Option<Refused>)> {
+    let usage =
+        |e: anyhow::Error| -> anyhow::Error { Error::Usage(format!("series: {e:#}")).into() };
+    match &o.source {
+        Source::Range { base, head } => {
+            let b = git::commit_of(&o.tree, base).map_err(usage)?;
+            let h = git::commit_of(&o.tree, head).map_err(usage)?;
+            let list = git::range(src, &b, &h).map_err(usage)?;
+            if list.len() < 2 {
+                return Err(usage(anyhow!("{base}..{head} has no commits")));
+            }
+            Ok((list, None))
+        }
+        Source::Mbox { file, base } => {
+            let b = git::commit_of(&o.tree, base).map_err(usage)?;
+            git::apply_mbox(src, &b, file, &o.output).map_err(usage)
+        }
+    }
+}
+
+/// A patch's directory: its image, build log and runs, keyed by its tree and the fragments.
+fn patch_dir(o: &Options, b: &Builder, p: &Patch) -> PathBuf {
+    o.output
+        .join("patches")
+        .join(format!("{}-{}", &p.tree[..12], &b.stamp()[..8]))
+}
+
+/// Builds (or finds built) and runs (or finds run) one patch under every layout.
+/// `vm`: the VM options, whose accelerator the first boot settles (a fallback to TCG is kept).
+fn gate(
+    o: &Options,
+    vm: &mut vm::Options,
+    b: &Builder,
+    p: &Patch,
+    n: usize,
+) -> Result<PatchReport> {
+    let dir = patch_dir(o, b, p);
+    let what = format!("#{}/{n} {} {}", p.index, p.short(), p.subject);
+    let built_file = dir.join("build.json");
+    let built: Built = match load(&built_file) {
+        Some(built) => built,
+        None => {
+            eprintln!("memcgtest series: {what}: building");
+            git::switch(&b.src, &p.commit)?;
+            let built = b.build(&dir)?;
+            interrupted()?;
+            save(&built_file, &built)?;
+            built
+        }
+    };
+    let mut runs = Vec::new();
+    if let Built::Image { image, seconds } = &built {
+        eprintln!("memcgtest series: {what}: built in {seconds:.0} s");
+        for cg in &o.cgroups {
+            runs.push(layout_run(o, vm, &dir, image, cg, &what)?);
+        }
+    } else {
+        eprintln!("memcgtest series: {what}: the build failed");
+    }
+    Ok(PatchReport {
+        patch: p.clone(),
+        build: built,
+        runs,
+        verdict: PatchVerdict::Untestable,
+    })
+}
+
+/// The key of a run: what the guest runs and the VM it runs in.
+fn run_key(o: &Options, cgroup: &str) -> String {
+    let v = &o.vm;
+    let text = format!(
+        "{cgroup} {:?} {} {} {} {}",
+        v.guest_args, v.cpus, v.memory_mib, v.swap, v.disk_mib
+    );
+    format!("{cgroup}-{:08x}", crate::model::kcidb::fnv1a(&text) as u32)
+}
+
+/// One boot of a patch's image under `cgroup`, or the one recorded.
+fn layout_run(
+    o: &Options,
+    vm: &mut vm::Options,
+    dir: &Path,
+    image: &Path,
+    cgroup: &str,
+    what: &str,
+) -> Result<LayoutRun> {
+    let key = run_key(o, cgroup);
+    let file = dir.join(format!("{key}.json"));
+    if let Some(run) = load::<LayoutRun>(&file) {
+        eprintln!(
+            "memcgtest series: {what}: {cgroup}: done before: {}",
+            run.counts()
+        );
+        return Ok(run);
+    }
+    eprintln!("memcgtest series: {what}: {cgroup}: booting");
+    let mut v = vm.clone();
+    v.kernel = image.to_path_buf();
+    v.cgroup = cgroup.into();
+    v.report = Some(dir.join(&key));
+    v.console_log = Some(dir.join(format!("{key}.console")));
+    let start = Instant::now();
+    let result = vm::execute(&v);
+    interrupted()?;
+    let secs = start.elapsed().as_secs_f64();
+    if let Ok(out) = &result {
+        vm.accel = out.accel;
+    }
+    let run = match result {
+        Ok(out) => match &out.report {
+            Some((rep, _)) => {
+                let mut run = LayoutRun::from_report(cgroup, out.code, secs, rep);
+                run.reason = out.reason.clone();
+                run
+            }
+            None if out.reason.is_empty() => {
+                untested(cgroup, out.code, secs, "the guest wrote no report".into())
+            }
+            None => untested(cgroup, out.code, secs, out.reason.clone()),
+        },
+        Err(e) => match e.downcast_ref::<Error>() {
+            Some(Error::Usage(_)) => return Err(e),
+            _ => untested(cgroup, exit::UNTESTABLE, secs, format!("{e:#}")),
+        },
+    };
+    eprintln!(
+        "memcgtest series: {what}: {cgroup}: {} in {secs:.0} s",
+        run.counts()
+    );
+    if run.code != exit::UNTESTABLE || !run.cells.is_empty() {
+        save(&file, &run)?;
+    }
+    Ok(run)
+}
+
+fn untested(cgroup: &str, code: u8, seconds: f64, reason: String) -> LayoutRun {
+    LayoutRun {
+        cgroup: cgroup.into(),
+        code,
+        seconds,
+        cells: Vec::new(),
+        reason,
+    }
+}
+
+/// A signal stops the series; what was finished is kept, the step it stopped in is done again.
+fn interrupted() -> Result<()> {
+    if cleanup::interrupted() {
+        return Err(Error::Interrupted.into());
+    }
+    Ok(())
+}
+
+fn load<T: serde::de::DeserializeOwned>(p: &Path) -> Option<T> {
+    serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
+}
+
+/// Writes `v` as JSON, through a temporary file: a run killed while writing leaves no half file.
+fn save<T: serde::Serialize>(p: &Path, v: &T) -> Result<()> {
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).with_context(|| format!("mkdir {}", d.display()))?;
+    }
+    let tmp = p.with_extension("json.tmp");
+    let text = serde_json::to_string_pretty(v)?;
+    std::fs::write(&tmp, text).with_context(|| format!("write {}", tmp.display()))?;
+    std::fs::rename(&tmp, p).with_context(|| format!("rename {}", tmp.display()))
+}
