@@ -13,8 +13,9 @@
 # Change them with MEMCGTEST_EXAMPLES_SCENARIOS, MEMCGTEST_EXAMPLES_AB_SCENARIOS and
 # MEMCGTEST_EXAMPLES_AB_ROUNDS.
 #
-# Run as root from the repository root after `cargo build --release` and ci/vm-tests.sh (which
-# installs qemu and builds the kernel): ci/run-examples.sh [--dry-run]
+# Run as root from the repository root after `cargo build --release`, ci/vm-tests.sh (which
+# installs qemu and builds the kernel) and ci/series.sh (whose repository, series and output
+# directory the series jobs use): ci/run-examples.sh [--dry-run]
 # MEMCGTEST_BIN (default target/release/memcgtest), MEMCGTEST_KERNEL (default: ci/build-kernel.sh's
 # stock image), MEMCGTEST_CI_OUT (default /tmp/memcgtest-ci; work directories and job logs go to
 # its examples/), MEMCGTEST_VENV (the virtualenv with PyYAML that ci/check-ecosystem.sh uses).
@@ -29,10 +30,18 @@ out=${MEMCGTEST_CI_OUT:-/tmp/memcgtest-ci}/examples
   "$venv/bin/pip" install -q --disable-pip-version-check pyyaml ||
   fail "no PyYAML in $venv and PyPI is unreachable"
 
+series_work=${MEMCGTEST_KERNEL_WORK:-/var/cache/memcgtest-ci}/series
 sets=(
   --set "MEMCGTEST_SCENARIOS=${MEMCGTEST_EXAMPLES_SCENARIOS:-shmem-accounting truncate-dirty}"
   --set "MEMCGTEST_AB_SCENARIOS=${MEMCGTEST_EXAMPLES_AB_SCENARIOS:-fault-overhead}"
   --set "MEMCGTEST_AB_ROUNDS=${MEMCGTEST_EXAMPLES_AB_ROUNDS:-4}"
+  # The series jobs gate the first two patches of ci/series.sh's series (green; its mutant is
+  # patch 3) in its repository and output directory: their builds and runs are kept there.
+  --set "MEMCGTEST_SERIES_TREE=${MEMCGTEST_EXAMPLES_SERIES_TREE:-$series_work/linux}"
+  --set "MEMCGTEST_SERIES_BASE=base"
+  --set "MEMCGTEST_SERIES_HEAD=ci-series~4"
+  --set "MEMCGTEST_SERIES_SCENARIOS=dirty-accounting shmem-accounting"
+  --set "MEMCGTEST_SERIES_OUTPUT=$series_work/out-ci"
 )
 
 if [ "${1:-}" = --dry-run ]; then

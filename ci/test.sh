@@ -2,8 +2,8 @@
 # The test command: installs what it needs, checks formatting and lints, runs the unit tests and the
 # root integration tests on this machine's real cgroups, then the whole suite as a user would and
 # checks its report the way CI systems read it (ci/check-report.sh), then what memcgtest gives the
-# tools around it (ci/check-ecosystem.sh), then the VM suites, the CI examples' jobs
-# (ci/run-examples.sh) and the detection matrix.
+# tools around it (ci/check-ecosystem.sh), then the VM suites, a patch series gated patch by patch
+# (ci/series.sh), the CI examples' jobs (ci/run-examples.sh) and the detection matrix.
 # Reports (with index.png, the page's screenshot) go to $MEMCGTEST_CI_OUT (default /tmp/memcgtest-ci).
 # Run as root from the repository root: ci/test.sh
 set -euo pipefail
@@ -70,6 +70,9 @@ ci/check-ecosystem.sh
 
 log "the suite in VMs: Debian 6.1 and the project's 6.12 kernel, cgroup v1 and v2"
 ci/vm-tests.sh
+
+log "series: a 6-patch series on Debian's 6.12 as a git repository (the dirty-accounting mutant third) as a range and as an mbox, a patch that does not build, an mbox that does not apply"
+ci/series.sh
 
 log "the CI examples run as GitLab CI and GitHub Actions would, the stock 6.12 kernel as base and candidate: vm jobs and an ab verdict each"
 ci/run-examples.sh

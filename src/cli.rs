@@ -345,6 +345,24 @@ pub enum Command {
         /// What stdout carries: the table and the verdict, or one JSON document.
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
+        /// Also judge each patch's performance against the base with `memcgtest ab` (rounds x 2
+        /// boots per patch, under the first layout): a regression turns the patch red.
+        #[arg(long)]
+        ab: bool,
+        /// The scenarios each A/B runs (with --quick when the series' guest has it).
+        #[arg(
+            long,
+            value_name = "NAMES",
+            value_delimiter = ',',
+            default_value = "fault-overhead"
+        )]
+        ab_scenarios: Vec<String>,
+        /// Rounds of each A/B (see ab --rounds).
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(3..=100))]
+        ab_rounds: u32,
+        /// Minimum change of a median, in percent, that can count as a regression.
+        #[arg(long, default_value_t = 5.0, value_parser = compare::parse_threshold)]
+        ab_threshold: f64,
         #[command(flatten)]
         vm: VmArgs,
         /// The command each guest runs: run [NAMES] [RUN OPTIONS] (default: run --quick).

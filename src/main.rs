@@ -468,6 +468,10 @@ fn run_series(cli: &Cli) -> Result<u8, Error> {
         output,
         jobs,
         format,
+        ab,
+        ab_scenarios,
+        ab_rounds,
+        ab_threshold,
         vm: a,
         guest,
     } = &cli.command
@@ -519,6 +523,14 @@ fn run_series(cli: &Cli) -> Result<u8, Error> {
         output: output.clone(),
         jobs: jobs.unwrap_or_else(|| {
             memcgtest::sys::proc::machine(Path::new(memcgtest::sys::proc::PROC)).cpus as usize
+        }),
+        ab: ab.then(|| series::AbOptions {
+            rounds: *ab_rounds,
+            threshold_pct: *ab_threshold,
+            guest: (["run".to_string()].into_iter())
+                .chain(guest.iter().find(|g| *g == "--quick").cloned())
+                .chain(ab_scenarios.iter().cloned())
+                .collect(),
         }),
         vm: vm_options(cli, a, &guest),
     };

@@ -23,6 +23,10 @@ pub fn render(rep: &SeriesReport, runs: impl Fn(usize, &str) -> Option<String>) 
     for cg in &rep.cgroups {
         h += &format!("<th>{}</th>", esc(cg));
     }
+    let ab = rep.patches.iter().any(|p| p.ab.is_some());
+    if ab {
+        h += "<th>ab vs base</th>";
+    }
     h += "<th>verdict</th></tr>\n";
     for p in &rep.patches {
         let build = match &p.build {
@@ -48,6 +52,16 @@ pub fn render(rep: &SeriesReport, runs: impl Fn(usize, &str) -> Option<String>) 
                     format!("<td><a href=\"{}\">{}</a></td>", esc(&link), esc(&text))
                 }
                 _ => format!("<td>{}</td>", esc(&text)),
+            };
+        }
+        if ab {
+            h += &match &p.ab {
+                Some(a) => format!(
+                    "<td title=\"{}\">{}</td>",
+                    esc(&a.verdict),
+                    super::render::ab_word(a.exit)
+                ),
+                None => "<td>-</td>".into(),
             };
         }
         let class = match p.verdict {
@@ -82,16 +96,7 @@ pub fn render(rep: &SeriesReport, runs: impl Fn(usize, &str) -> Option<String>) 
 
 /// The table scenario (layout) x patch.
 fn grid(rep: &SeriesReport) -> String {
-    let mut rows: Vec<(String, String)> = (rep.patches.iter())
-        .flat_map(|p| p.runs.iter())
-        .flat_map(|r| {
-            r.cells
-                .iter()
-                .map(|c| (c.scenario.clone(), r.cgroup.clone()))
-        })
-        .collect();
-    rows.sort();
-    rows.dedup();
+    let rows = rep.rows();
     let mut h = String::from("<h2>Scenarios</h2>\n<table>\n<tr><th>scenario (layout)</th>");
     for p in &rep.patches {
         h += &format!("<th>#{}</th>", p.patch.index);
@@ -100,10 +105,7 @@ fn grid(rep: &SeriesReport) -> String {
     for (name, cg) in &rows {
         h += &format!("<tr><td>{} ({})</td>", esc(name), esc(cg));
         for p in &rep.patches {
-            let st = (p.runs.iter().filter(|r| &r.cgroup == cg))
-                .flat_map(|r| r.cells.iter())
-                .find(|c| &c.scenario == name)
-                .map(|c| c.status);
+            let st = p.status(name, cg);
             h += &match st {
                 Some(s) => format!("<td class=\"st {0}\">{0}</td>", s.as_str()),
                 None => "<td>-</td>".into(),

@@ -48,6 +48,17 @@ pub struct Options {
     pub jobs: usize,
     /// The VM and the guest command (`run ...`); the kernel and cgroup are set per boot.
     pub vm: vm::Options,
+    /// `--ab`: each patch's A/B against the base.
+    pub ab: Option<AbOptions>,
+}
+
+/// What each patch's A/B against the base runs (`memcgtest ab`, under the first layout).
+#[derive(Debug, Clone)]
+pub struct AbOptions {
+    pub rounds: u32,
+    pub threshold_pct: f64,
+    /// The guest command: run [NAMES] [RUN OPTIONS].
+    pub guest: Vec<String>,
 }
 
 /// Gates the series; the report is also written to OUTPUT/series.json.
@@ -79,7 +90,17 @@ pub fn run(o: &Options) -> Result<SeriesReport> {
     let mut reports = Vec::new();
     let mut vm = o.vm.clone();
     for p in &patches {
-        reports.push(gate(o, &mut vm, &builder, p, patches.len() - 1)?);
+        let r = gate(o, &mut vm, &builder, p, patches.len() - 1)?;
+        // Without a base to judge them against, the patches are not built nor booted.
+        let stop = p.index == 0 && !verdict::judges(&r);
+        reports.push(r);
+        if stop {
+            eprintln!("memcgtest series: the base cannot be judged: the patches are not tested");
+            break;
+        }
+    }
+    if let Some(ab) = &o.ab {
+        ab_against_base(o, &vm, &builder, ab, &mut reports)?;
     }
     let red = verdict::judge(&mut reports);
     let (code, line, first_bad) = verdict::verdict(&reports, refused.as_ref());
@@ -213,18 +234,109 @@ fn gate(
         patch: p.clone(),
         build: built,
         runs,
+        ab: None,
         verdict: PatchVerdict::Untestable,
     })
+}
+
+/// Each built patch's A/B against the base (`memcgtest ab`, the first layout), or the one
+/// recorded: kept in the patch's directory, keyed by the base's tree and what the A/B runs.
+fn ab_against_base(
+    o: &Options,
+    vm: &vm::Options,
+    b: &Builder,
+    ab: &AbOptions,
+    reports: &mut [PatchReport],
+) -> Result<()> {
+    let Some((base, rest)) = reports.split_first_mut() else {
+        return Ok(());
+    };
+    let Built::Image {
+        image: base_image, ..
+    } = &base.build
+    else {
+        return Ok(());
+    };
+    let text = format!(
+        "{} {} {} {:?} {}",
+        base.patch.tree,
+        ab.rounds,
+        ab.threshold_pct,
+        ab.guest,
+        run_key(o, &o.cgroups[0])
+    );
+    let key = format!("ab-{:08x}", crate::model::kcidb::fnv1a(&text) as u32);
+    for p in rest.iter_mut() {
+        let Built::Image { image, .. } = &p.build else {
+            continue;
+        };
+        let dir = patch_dir(o, b, &p.patch);
+        let file = dir.join(format!("{key}.json"));
+        if let Some(done) = load(&file) {
+            p.ab = Some(done);
+            continue;
+        }
+        eprintln!(
+            "memcgtest series: #{} {}: ab against the base",
+            p.patch.index,
+            p.patch.short()
+        );
+        let mut v = vm.clone();
+        v.cgroup = o.cgroups[0].clone();
+        v.guest_args = ab.guest.clone();
+        let kernels = crate::ab::Kernels {
+            base: (base_image.clone(), None),
+            new: (image.clone(), None),
+        };
+        let start = Instant::now();
+        let rep = crate::ab::run(
+            &v,
+            &kernels,
+            ab.rounds,
+            ab.threshold_pct,
+            Some(&dir.join(&key)),
+        )?;
+        interrupted()?;
+        let done = verdict::AbSummary {
+            exit: rep.exit,
+            verdict: rep.verdict.clone(),
+            seconds: start.elapsed().as_secs_f64(),
+        };
+        eprintln!(
+            "memcgtest series: #{}: ab: {} (exit {})",
+            p.patch.index, done.verdict, done.exit
+        );
+        if done.exit != exit::UNTESTABLE {
+            save(&file, &done)?;
+        }
+        p.ab = Some(done);
+    }
+    Ok(())
 }
 
 /// The key of a run: what the guest runs and the VM it runs in.
 fn run_key(o: &Options, cgroup: &str) -> String {
     let v = &o.vm;
     let text = format!(
-        "{cgroup} {:?} {} {} {} {}",
-        v.guest_args, v.cpus, v.memory_mib, v.swap, v.disk_mib
+        "{cgroup} {:?} {} {} {} {} {}",
+        v.guest_args,
+        v.cpus,
+        v.memory_mib,
+        v.swap,
+        v.disk_mib,
+        binary_id()
     );
     format!("{cgroup}-{:08x}", crate::model::kcidb::fnv1a(&text) as u32)
+}
+
+/// This memcgtest binary, hashed: a result is reused only by the binary that judged it (another
+/// version may check more, or differently).
+fn binary_id() -> u64 {
+    static ID: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *ID.get_or_init(|| {
+        let bytes = std::fs::read("/proc/self/exe").unwrap_or_default();
+        crate::model::kcidb::fnv1a(&String::from_utf8_lossy(&bytes))
+    })
 }
 
 /// One boot of a patch's image under `cgroup`, or the one recorded.

@@ -1,7 +1,6 @@
 //! The series report for people: a line per patch (build, each layout's counts, verdict), the
 //! table scenario x patch, the checks each patch turned red, and the verdict line last.
 
-use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::build::Built;
@@ -40,6 +39,10 @@ fn patches(s: &mut String, rep: &SeriesReport) {
     for cg in &rep.cgroups {
         let _ = write!(s, "  {:<28}", format!("{cg} (boot)"));
     }
+    let ab = rep.patches.iter().any(|p| p.ab.is_some());
+    if ab {
+        let _ = write!(s, "  {:<14}", "ab vs base");
+    }
     let _ = writeln!(s, "  {:<12}  subject", "verdict");
     for p in &rep.patches {
         let build = match &p.build {
@@ -59,20 +62,20 @@ fn patches(s: &mut String, rep: &SeriesReport) {
             };
             let _ = write!(s, "  {cell:<28}");
         }
+        if ab {
+            let _ = write!(
+                s,
+                "  {:<14}",
+                p.ab.as_ref().map_or("-", |a| ab_word(a.exit))
+            );
+        }
         let _ = writeln!(s, "  {:<12}  {}", p.verdict.as_str(), p.patch.subject);
     }
 }
 
 /// The table scenario (layout) x patch: pass, FAIL, skip, known, ERROR; `-` not run.
 fn table(s: &mut String, rep: &SeriesReport) {
-    let rows: BTreeSet<(String, String)> = (rep.patches.iter())
-        .flat_map(|p| p.runs.iter())
-        .flat_map(|r| {
-            r.cells
-                .iter()
-                .map(|c| (c.scenario.clone(), r.cgroup.clone()))
-        })
-        .collect();
+    let rows = rep.rows();
     if rows.is_empty() {
         return;
     }
@@ -83,24 +86,20 @@ fn table(s: &mut String, rep: &SeriesReport) {
         .unwrap_or(0);
     let _ = write!(s, "{:<width$}", "scenario (layout)");
     for p in &rep.patches {
-        let _ = write!(s, " {:>5}", format!("#{}", p.patch.index));
+        let _ = write!(s, " {:>6}", format!("#{}", p.patch.index));
     }
     s.push('\n');
     for (name, cg) in &rows {
         let _ = write!(s, "{:<width$}", format!("{name} ({cg})"));
         for p in &rep.patches {
-            let _ = write!(s, " {:>5}", status(p, name, cg));
+            let _ = write!(s, " {:>6}", status(p, name, cg));
         }
         s.push('\n');
     }
 }
 
 fn status(p: &PatchReport, scenario: &str, cgroup: &str) -> &'static str {
-    let cell = (p.runs.iter())
-        .filter(|r| r.cgroup == cgroup)
-        .flat_map(|r| r.cells.iter())
-        .find(|c| c.scenario == scenario);
-    match cell.map(|c| c.status) {
+    match p.status(scenario, cgroup) {
         None if matches!(p.build, Built::Failed { .. }) => "build",
         None => "-",
         Some(Status::Pass) => "pass",
@@ -132,11 +131,25 @@ fn turned_red(s: &mut String, rep: &SeriesReport) {
             }
             continue;
         }
+        if r.cgroup == "ab" {
+            let _ = writeln!(s, "  {head}: ab against the base: {}", r.message);
+            continue;
+        }
         let what = if r.check.is_empty() {
             format!("{} ({})", r.scenario, r.cgroup)
         } else {
             format!("{} ({}) {}", r.scenario, r.cgroup, r.check)
         };
         let _ = writeln!(s, "  {head}: {what}: {}", r.message);
+    }
+}
+
+/// An A/B's exit code in a word.
+pub fn ab_word(code: u8) -> &'static str {
+    match code {
+        0 => "no regression",
+        1 => "REGRESSION",
+        2 => "refused",
+        _ => "inconclusive",
     }
 }

@@ -45,6 +45,7 @@ fn report(i: usize, cells: &[(&str, Status, &str)]) -> PatchReport {
             cells,
             reason: String::new(),
         }],
+        ab: None,
         verdict: PatchVerdict::Untestable,
     }
 }
@@ -76,6 +77,22 @@ fn the_first_patch_that_turned_a_check_red_is_the_bad_one() {
         line,
         format!("first bad patch: {} patch 2", &ps[2].patch.commit[..12])
     );
+}
+
+#[test]
+fn an_ab_regression_against_the_base_is_red_once() {
+    let mut ps = vec![report(0, &[OK]), report(1, &[OK]), report(2, &[OK])];
+    for p in &mut ps[1..] {
+        p.ab = Some(super::verdict::AbSummary {
+            exit: 1,
+            verdict: "regression: fault 0.80x".into(),
+            seconds: 1.0,
+        });
+    }
+    let red = judge(&mut ps);
+    assert_eq!(ps[1].verdict, PatchVerdict::Bad);
+    assert_eq!(ps[2].verdict, PatchVerdict::StillRed);
+    assert_eq!((red.len(), red[0].check.as_str()), (1, "performance"));
 }
 
 #[test]

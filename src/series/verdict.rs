@@ -118,12 +118,23 @@ impl PatchVerdict {
     }
 }
 
+/// A patch's A/B against the base (`--ab`): `ab`'s exit code and verdict line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbSummary {
+    pub exit: u8,
+    pub verdict: String,
+    pub seconds: f64,
+}
+
 /// A patch: its build, its runs and what they say.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PatchReport {
     pub patch: Patch,
     pub build: Built,
     pub runs: Vec<LayoutRun>,
+    /// Its A/B against the base, with `--ab`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<AbSummary>,
     pub verdict: PatchVerdict,
 }
 
@@ -154,10 +165,18 @@ fn failures(p: &PatchReport, base: &PatchReport) -> Vec<(Key, String)> {
     let base_failed: BTreeSet<Key> = (base.runs.iter())
         .flat_map(|r| cell_failures(r).into_iter().map(|(k, _)| k))
         .collect();
-    (p.runs.iter())
+    let mut out: Vec<(Key, String)> = (p.runs.iter())
         .flat_map(cell_failures)
         .filter(|(k, _)| !base_failed.contains(k))
-        .collect()
+        .collect();
+    // A regression against the base, or a performance scenario the patch's kernel failed.
+    if let Some(ab) = p.ab.as_ref().filter(|ab| ab.exit == exit::FAIL) {
+        out.push((
+            ("ab".into(), "ab".into(), "performance".into()),
+            ab.verdict.clone(),
+        ));
+    }
+    out
 }
 
 /// Every failure of a run: each failed check, or the scenario itself when it failed without one.
@@ -188,6 +207,11 @@ fn cell_failures(r: &LayoutRun) -> Vec<(Key, String)> {
     out
 }
 
+/// Whether a base can judge the patches: it was built and its runs tested its kernel.
+pub fn judges(base: &PatchReport) -> bool {
+    matches!(base.build, Built::Image { .. }) && tested(base)
+}
+
 /// Whether a patch's runs tested its kernel: some scenario passed or failed, or a boot failed.
 fn tested(p: &PatchReport) -> bool {
     (p.runs.iter()).any(|r| {
@@ -210,6 +234,31 @@ pub struct SeriesReport {
     pub first_bad: Option<usize>,
     pub exit: u8,
     pub verdict: String,
+}
+
+impl SeriesReport {
+    /// The rows of the table scenario (layout) x patch: every (scenario, cgroup) run, sorted.
+    pub fn rows(&self) -> Vec<(String, String)> {
+        let rows: BTreeSet<(String, String)> = (self.patches.iter())
+            .flat_map(|p| p.runs.iter())
+            .flat_map(|r| {
+                r.cells
+                    .iter()
+                    .map(|c| (c.scenario.clone(), r.cgroup.clone()))
+            })
+            .collect();
+        rows.into_iter().collect()
+    }
+}
+
+impl PatchReport {
+    /// The status of `scenario` under `cgroup` in this patch's runs.
+    pub fn status(&self, scenario: &str, cgroup: &str) -> Option<Status> {
+        (self.runs.iter().filter(|r| r.cgroup == cgroup))
+            .flat_map(|r| r.cells.iter())
+            .find(|c| c.scenario == scenario)
+            .map(|c| c.status)
+    }
 }
 
 /// Judges each patch against the base (patches[0]) and the patch before it.
