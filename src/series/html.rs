@@ -12,8 +12,8 @@ pub fn render(rep: &SeriesReport, runs: impl Fn(usize, &str) -> Option<String>) 
     h += &format!("<title>memcgtest series: {}</title>\n", esc(&rep.verdict));
     h += &format!("<style>{STYLE}</style></head><body>\n");
     h += &format!(
-        "<h1>memcgtest series: {} patches</h1>\n<p><b>{}</b> (exit {})</p>\n<p class=\"mono\">{}; each boot: {}</p>\n",
-        rep.patches.len().saturating_sub(1),
+        "<h1>memcgtest series: {}</h1>\n<p><b>{}</b> (exit {})</p>\n<p class=\"mono\">{}; each boot: {}</p>\n",
+        super::verdict::patches(rep.patches.len().saturating_sub(1)),
         esc(&rep.verdict),
         rep.exit,
         esc(&rep.tree),

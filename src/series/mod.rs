@@ -81,8 +81,8 @@ pub fn run(o: &Options) -> Result<SeriesReport> {
         );
     }
     eprintln!(
-        "memcgtest series: {} patches on {} {}, layouts {}",
-        patches.len() - 1,
+        "memcgtest series: {} on {} {}, layouts {}",
+        verdict::patches(patches.len() - 1),
         patches[0].short(),
         patches[0].subject,
         o.cgroups.join(" ")

@@ -13,8 +13,8 @@ pub fn render(rep: &SeriesReport) -> String {
     let guest = rep.guest.join(" ");
     let _ = writeln!(
         s,
-        "series of {} patches on {}; layouts {}; each boot runs: {guest}",
-        rep.patches.len().saturating_sub(1),
+        "series of {} on {}; layouts {}; each boot runs: {guest}",
+        super::verdict::patches(rep.patches.len().saturating_sub(1)),
         rep.tree,
         rep.cgroups.join(" ")
     );

@@ -347,8 +347,17 @@ pub fn verdict(patches: &[PatchReport], refused: Option<&Refused>) -> (u8, Strin
         );
         return (exit::USAGE, line, None);
     }
-    let line = format!("every patch green ({} patches)", patches.len() - 1);
+    let line = format!("every patch green ({})", self::patches(patches.len() - 1));
     (exit::OK, line, None)
+}
+
+/// "1 patch", "6 patches".
+pub fn patches(n: usize) -> String {
+    if n == 1 {
+        "1 patch".into()
+    } else {
+        format!("{n} patches")
+    }
 }
 
 pub fn first_line(s: &str) -> &str {
