@@ -84,6 +84,19 @@ k = json.load(open(sys.argv[2]))
 assert len(k["checkouts"]) == 7 and len(k["builds"]) == 7, (len(k["checkouts"]), len(k["builds"]))
 print("series.json and kcidb.json: 7 patches, first bad #3")
 EOF
+venv=${MEMCGTEST_VENV:-/var/cache/memcgtest-ci/venv}
+if "$venv/bin/python" -c 'import kcidb_io' 2>/dev/null; then
+  "$venv/bin/python" - "$out/kcidb.json" <<'EOF'
+import json, sys
+import kcidb_io
+data = json.load(open(sys.argv[1]))
+kcidb_io.schema.LATEST.validate(data)
+assert len(set(t["id"] for t in data["tests"])) == len(data["tests"]), "duplicate test ids"
+print(f"kcidb.json: valid (kcidb-io), {len(data['builds'])} builds, {len(data['tests'])} tests")
+EOF
+else
+  log "kcidb-io is not installed in $venv (ci/check-report.sh installs it): kcidb.json not validated"
+fi
 
 git -C "$tree" format-patch -q --stdout base..ci-series > "$work/ci-series.mbox"
 start=$(date +%s)
