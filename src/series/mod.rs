@@ -152,6 +152,10 @@ fn lock(out: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
 }
 
 fn builder(o: &Options) -> Result<Builder> {
+    if git::git(&o.tree, &["rev-parse", "--git-dir"]).is_err() {
+        let what = format!("series: --tree {}: not a git repository", o.tree.display());
+        return Err(Error::Usage(what).into());
+    }
     let src = git::checkout(&o.tree, &o.output)?;
     let mut fragments = vec![(
         "ci/kernel.config".to_string(),
