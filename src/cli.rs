@@ -408,4 +408,8 @@ pub struct VmArgs {
     /// The qemu binary.
     #[arg(long, default_value = "qemu-system-x86_64")]
     pub qemu: String,
+    /// More kernel command line for the guest (e.g. memcg_mutate=stat:file_dirty:drop for the
+    /// schemata kernel of kernel-patches/schemata).
+    #[arg(long, value_name = "ARGS", default_value = "")]
+    pub append: String,
 }

@@ -454,6 +454,7 @@ fn vm_options(cli: &Cli, a: &cli::VmArgs, guest: &[String]) -> vm::Options {
         scenario_dir: cli.scenario_dir.clone(),
         guest_args: guest.to_vec(),
         qemu: a.qemu.clone(),
+        append: a.append.clone(),
     }
 }
 

@@ -57,7 +57,7 @@ fn qemu_command(
         memory_mib: opts.memory_mib,
         kernel: opts.kernel.clone(),
         initrd: initrd.to_path_buf(),
-        append: qemu::kernel_cmdline(""),
+        append: qemu::kernel_cmdline(&opts.append),
         disk: disk.to_path_buf(),
         slow_disk: disk.with_file_name(SLOW_IMAGE),
         slow_disk_bps: opts.slow_disk_bps,

@@ -69,6 +69,9 @@ pub struct Options {
     /// The command the guest runs: run/env/list and their options.
     pub guest_args: Vec<String>,
     pub qemu: String,
+    /// More kernel command line (e.g. `memcg_mutate=stat:file_dirty:drop` for the schemata
+    /// kernel of kernel-patches/schemata).
+    pub append: String,
 }
 
 /// The scratch disk's image in the work directory.
