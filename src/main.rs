@@ -458,6 +458,19 @@ fn vm_options(cli: &Cli, a: &cli::VmArgs, guest: &[String]) -> vm::Options {
     }
 }
 
+/// The guest command of `ab` and `series`: `run [NAMES] [RUN OPTIONS]` (or nothing), without
+/// `--format` (the command's own `--format` chooses stdout; the guests' results come as events).
+fn check_guest_run(what: &str, guest: &[String]) -> Result<(), Error> {
+    if guest.first().is_some_and(|c| c != "run")
+        || (guest.iter()).any(|g| g == "--format" || g.starts_with("--format="))
+    {
+        return Err(Error::Usage(format!(
+            "{what}: the guest command is run [NAMES] [RUN OPTIONS], without --format ({what}'s own --format chooses stdout)"
+        )));
+    }
+    Ok(())
+}
+
 /// `memcgtest series`.
 fn run_series(cli: &Cli) -> Result<u8, Error> {
     let Command::Series {
@@ -479,31 +492,18 @@ fn run_series(cli: &Cli) -> Result<u8, Error> {
     else {
         unreachable!()
     };
+    check_guest_run("series", guest)?;
     let guest = match guest.as_slice() {
         [] => vec!["run".to_string(), "--quick".to_string()],
-        [first, ..] if first == "run" && !guest.iter().any(|g| g.starts_with("--format")) => {
-            guest.clone()
-        }
-        _ => {
-            return Err(Error::Usage(
-                "series: the guest command is run [NAMES] [RUN OPTIONS], without --format".into(),
-            ));
-        }
+        _ => guest.clone(),
     };
     let source = match (mbox, range) {
         (Some(file), None) => series::Source::Mbox {
             file: file.clone(),
             base: base.clone(),
         },
-        (None, Some(r)) => match r.split_once("..") {
-            Some((b, h)) if !b.is_empty() && !h.is_empty() && !h.starts_with('.') => {
-                series::Source::Range {
-                    base: b.into(),
-                    head: h.into(),
-                }
-            }
-            _ => return Err(Error::Usage(format!("series: --range {r}: not BASE..HEAD"))),
-        },
+        (None, Some(r)) => series::Source::range(r)
+            .ok_or_else(|| Error::Usage(format!("series: --range {r}: not BASE..HEAD")))?,
         _ => {
             return Err(Error::Usage(
                 "series: give --mbox FILE or --range BASE..HEAD".into(),
@@ -587,15 +587,7 @@ fn run_ab(cli: &Cli) -> Result<u8, Error> {
     else {
         unreachable!()
     };
-    if guest.first().is_some_and(|c| c != "run")
-        || guest
-            .iter()
-            .any(|g| g == "--format" || g.starts_with("--format="))
-    {
-        return Err(Error::Usage(
-            "ab: the guest command is run [NAMES] [RUN OPTIONS], without --format (ab's own --format chooses stdout)".into(),
-        ));
-    }
+    check_guest_run("ab", guest)?;
     let _live = suite::own_liveness().ok();
     let kernels = ab::Kernels {
         base: (base.clone(), base_modules.clone()),

@@ -69,8 +69,8 @@ fn is_id(s: &str) -> bool {
 
 /// FNV-1a, 64 bits: a stable hash for ids and keys on disk (std's hasher may change between
 /// releases).
-pub fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf29ce484222325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
+pub fn fnv1a(s: impl AsRef<[u8]>) -> u64 {
+    s.as_ref().iter().fold(0xcbf29ce484222325, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100000001b3)
     })
 }

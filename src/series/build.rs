@@ -161,9 +161,7 @@ impl Builder {
             }
             std::thread::sleep(std::time::Duration::from_millis(500));
             if tty {
-                let text = std::fs::read_to_string(&out_file).unwrap_or_default();
-                let last = text.lines().last().unwrap_or("").trim();
-                let last: String = last.chars().take(60).collect();
+                let last: String = last_line(&out_file).chars().take(60).collect();
                 eprint!(
                     "\r\x1b[K  make {}: {:.0} s {last}",
                     args.join(" "),
@@ -194,6 +192,20 @@ impl Builder {
             Err(missing.join("\n") + "\n")
         }
     }
+}
+
+/// The last line of a file that grows (make's output, read twice a second): its last 4 KiB only.
+pub(super) fn last_line(path: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut tail = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let _ = f
+            .seek(SeekFrom::End(-4096))
+            .or_else(|_| f.seek(SeekFrom::Start(0)));
+        let _ = f.read_to_end(&mut tail);
+    }
+    let text = String::from_utf8_lossy(&tail);
+    text.lines().last().unwrap_or("").trim().to_string()
 }
 
 /// The lines of a build log that say what went wrong: the compiler's and the linker's errors

@@ -117,9 +117,8 @@ pub fn checkout(tree: &Path, out: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Checks out `commit` (detached, discarding what an interrupted `git am` left).
+/// Checks out `commit` (detached, discarding changes to the checkout).
 pub fn switch(dir: &Path, commit: &str) -> Result<()> {
-    let _ = git(dir, &["am", "--abort"]);
     git(dir, &["checkout", "-q", "-f", "--detach", commit])?;
     Ok(())
 }
@@ -141,6 +140,8 @@ pub fn apply_mbox(
     mbox: &Path,
     scratch: &Path,
 ) -> Result<(Vec<Patch>, Option<Refused>)> {
+    // What an interrupted `git am` left would refuse the next one.
+    let _ = git(dir, &["am", "--abort"]);
     switch(dir, base)?;
     let split = scratch.join("mbox");
     let _ = std::fs::remove_dir_all(&split);

@@ -36,6 +36,21 @@ pub enum Source {
     Range { base: String, head: String },
 }
 
+impl Source {
+    /// `--range BASE..HEAD`; `None` when it is not that.
+    pub fn range(r: &str) -> Option<Source> {
+        match r.split_once("..") {
+            Some((b, h)) if !b.is_empty() && !h.is_empty() && !h.starts_with('.') => {
+                Some(Source::Range {
+                    base: b.into(),
+                    head: h.into(),
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Options of `memcgtest series`.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -318,12 +333,14 @@ fn ab_against_base(
     Ok(())
 }
 
-/// The key of a run: what the guest runs and the VM it runs in.
+/// The key of a run: what the guest runs, the VM it runs in (its size and the kernel command
+/// line added) and the binary that judges it.
 fn run_key(o: &Options, cgroup: &str) -> String {
     let v = &o.vm;
     let text = format!(
-        "{cgroup} {:?} {} {} {} {} {}",
+        "{cgroup} {:?} {:?} {} {} {} {} {}",
         v.guest_args,
+        v.append,
         v.cpus,
         v.memory_mib,
         v.swap,
@@ -339,7 +356,7 @@ fn binary_id() -> u64 {
     static ID: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *ID.get_or_init(|| {
         let bytes = std::fs::read("/proc/self/exe").unwrap_or_default();
-        crate::model::kcidb::fnv1a(&String::from_utf8_lossy(&bytes))
+        crate::model::kcidb::fnv1a(&bytes)
     })
 }
 

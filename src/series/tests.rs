@@ -159,6 +159,13 @@ fn subjects_and_error_lines() {
     assert_eq!(e[0], "mm/memcontrol.c:12:5: error: 'x' undeclared");
     assert_eq!(e[1], "   12 |     x = 1;");
     assert!(e.iter().any(|l| l.starts_with("make[3]: ***")), "{e:?}");
+    // The progress line reads only the log's tail.
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("make.out");
+    std::fs::write(&f, "  CC x.o\n".repeat(2000) + "  LD vmlinux\n").unwrap();
+    assert_eq!(super::build::last_line(&f), "LD vmlinux");
+    std::fs::write(&f, "  CC short.o\n").unwrap();
+    assert_eq!(super::build::last_line(&f), "CC short.o");
 }
 
 fn sh(dir: &Path, script: &str) {
@@ -239,5 +246,16 @@ pub(super) fn two_patch_report() -> super::verdict::SeriesReport {
         first_bad,
         exit,
         verdict,
+    }
+}
+
+#[test]
+fn a_range_is_base_dot_dot_head() {
+    assert!(matches!(
+        super::Source::range("v6.12..HEAD"),
+        Some(super::Source::Range { base, head }) if base == "v6.12" && head == "HEAD"
+    ));
+    for bad in ["v6.12", "..HEAD", "v6.12..", "a...b"] {
+        assert!(super::Source::range(bad).is_none(), "{bad}");
     }
 }
