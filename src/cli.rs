@@ -155,6 +155,10 @@ pub enum Command {
         /// passing on the accounting checks: for `git bisect run` over a slowdown.
         #[arg(long)]
         require_performance: bool,
+        /// Stop after the first scenario that fails (the run's verdict is then known; the
+        /// scenarios not run are not in the report). For `memcgtest mutate`.
+        #[arg(long)]
+        fail_fast: bool,
         #[command(flatten)]
         session: SessionArgs,
     },
@@ -218,6 +222,10 @@ pub enum Command {
         /// falls short, not the kernel).
         #[arg(long, value_name = "PERCENT")]
         require: Option<f64>,
+        /// A kill matrix of `memcgtest mutate` (OUTPUT/matrix-v2.json) for the proven column,
+        /// beside (and before) the ones memcgtest ships (docs/mutate/); repeatable.
+        #[arg(long, value_name = "FILE")]
+        matrix: Vec<PathBuf>,
     },
     /// Every behavioural promise of the cgroup memory documentation (v2 and v1) with the checks
     /// that judge it, the scenarios that reach its condition and the mutants written from it; for
@@ -369,6 +377,40 @@ pub enum Command {
         #[arg(last = true)]
         guest: Vec<String>,
     },
+    /// The kill matrix of the mutant schemata kernel (kernel-patches/schemata): a boot with no
+    /// mutant runs the quick suite (it must pass) and says where each field moves; then each
+    /// mutant (a kernel item of a field the suite moves and a fault: drop, leak, double, local,
+    /// fraction) boots with memcg_mutate=KIND:ITEM:MODE and runs those scenarios: killed (by
+    /// which check) or survived. Resumable; the matrix goes to OUTPUT/matrix-<cgroup>.json.
+    Mutate {
+        /// The schemata kernel (ci/build-kernel.sh kernel-patches/schemata/memcg-mutate.patch).
+        #[arg(long, value_name = "BZIMAGE")]
+        kernel: PathBuf,
+        /// Only the mutants of these fields (memory.stat:file_dirty) or kernel items
+        /// (file_dirty, pgfault, memory); repeatable.
+        #[arg(long = "field", value_name = "F")]
+        fields: Vec<String>,
+        /// Only these faults; repeatable.
+        #[arg(long = "mode", value_name = "M", value_parser = parse_mode)]
+        modes: Vec<memcgtest::model::mutant::Mode>,
+        /// A quick suite's results on this kernel and layout (run --format json), instead of the
+        /// first boot with no mutant.
+        #[arg(long, value_name = "FILE")]
+        results: Option<PathBuf>,
+        /// Where each boot's result, report and console and the matrix go; run again with it,
+        /// the matrix continues where it stopped.
+        #[arg(long, value_name = "DIR", default_value = "memcgtest-mutate")]
+        output: PathBuf,
+        /// List the mutants and the scenarios each would run; boot none (but the first, unless
+        /// --results).
+        #[arg(long)]
+        dry_run: bool,
+        /// What stdout carries: the table and the summary, or the matrix as JSON.
+        #[arg(long, value_enum, default_value = "human")]
+        format: Format,
+        #[command(flatten)]
+        vm: VmArgs,
+    },
     /// Internal: run one workload job (JSON) inside the cgroup it was placed in.
     #[command(name = "__worker", hide = true)]
     Worker { job: String },
@@ -412,4 +454,10 @@ pub struct VmArgs {
     /// schemata kernel of kernel-patches/schemata).
     #[arg(long, value_name = "ARGS", default_value = "")]
     pub append: String,
+}
+
+/// A fault of the mutant schemata.
+fn parse_mode(s: &str) -> Result<memcgtest::model::mutant::Mode, String> {
+    memcgtest::model::mutant::Mode::parse(s)
+        .ok_or_else(|| format!("{s:?}: one of drop, leak, double, local, fraction"))
 }

@@ -10,6 +10,7 @@ pub mod coverage;
 pub mod exec;
 pub mod explore;
 pub mod model;
+pub mod mutate;
 pub mod report;
 pub mod scenario;
 pub mod series;

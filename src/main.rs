@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use memcgtest::exec::workload;
+use memcgtest::model::Version;
 use memcgtest::model::error::{Error, exit};
 use memcgtest::suite;
 use memcgtest::sys::cgroup::detect::{self, Choice};
 use memcgtest::sys::env;
 use memcgtest::sys::{cgroup, cleanup, lock, sysctl};
-use memcgtest::{ab, compare, contracts, coverage, report, scenario, series, vm};
+use memcgtest::{ab, compare, contracts, coverage, mutate, report, scenario, series, vm};
 
 mod cli;
 
@@ -96,10 +97,12 @@ fn run(cli: Cli) -> Result<u8, Error> {
             results,
             format,
             require,
-        } => show_coverage(&cli, results, *format, *require),
+            matrix,
+        } => show_coverage(&cli, results, matrix, *format, *require),
         Command::Vm { .. } => run_vm(&cli),
         Command::Ab { .. } => run_ab(&cli),
         Command::Series { .. } => run_series(&cli),
+        Command::Mutate { .. } => run_mutate(&cli),
         Command::Run { .. } => run_suite(&cli),
         Command::Compare {
             base,
@@ -134,6 +137,7 @@ fn run_suite(cli: &Cli) -> Result<u8, Error> {
         quick,
         sample_interval,
         require_performance,
+        fail_fast,
         session,
     } = &cli.command
     else {
@@ -153,6 +157,7 @@ fn run_suite(cli: &Cli) -> Result<u8, Error> {
             quick: *quick,
             sample_interval: *sample_interval,
             require_performance: *require_performance,
+            fail_fast: *fail_fast,
             ..session_options(session)
         },
     )
@@ -218,6 +223,7 @@ fn session_options(s: &cli::SessionArgs) -> suite::Options<'_> {
         dedicated: s.dedicated,
         strict: s.strict,
         require_performance: false,
+        fail_fast: false,
     }
 }
 
@@ -276,6 +282,7 @@ fn show_contracts(
 fn show_coverage(
     cli: &Cli,
     results: &[PathBuf],
+    matrices: &[PathBuf],
     format: CoverageFormat,
     require: Option<f64>,
 ) -> Result<u8, Error> {
@@ -294,7 +301,8 @@ fn show_coverage(
     } else {
         None
     };
-    let tables = coverage::tables(&reports, probed, &scenarios);
+    let mut tables = coverage::tables(&reports, probed, &scenarios);
+    coverage::apply_matrices(&mut tables, &load_matrices(matrices)?);
     if tables.is_empty() {
         return Err(Error::Usage(
             "the results hold no run on a cgroup version (memcgtest run --format json)".into(),
@@ -676,4 +684,65 @@ fn cleanup_roots(parent: Option<&Path>) -> Result<Vec<cgroup::Cgroup>, Error> {
         )));
     }
     Ok(roots)
+}
+
+/// The kill matrices memcgtest ships, then those given (a later one wins).
+fn load_matrices(files: &[PathBuf]) -> Result<Vec<memcgtest::model::mutant::Matrix>, Error> {
+    let mut v = Vec::new();
+    for text in coverage::MATRICES {
+        v.push(serde_json::from_str(text).map_err(internal)?);
+    }
+    for f in files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| Error::Usage(format!("{}: {e}", f.display())))?;
+        v.push(
+            serde_json::from_str(&text)
+                .map_err(|e| Error::Usage(format!("{}: not a kill matrix: {e}", f.display())))?,
+        );
+    }
+    Ok(v)
+}
+
+/// `memcgtest mutate`.
+fn run_mutate(cli: &Cli) -> Result<u8, Error> {
+    let Command::Mutate {
+        kernel,
+        fields,
+        modes,
+        results,
+        output,
+        dry_run,
+        format,
+        vm: a,
+    } = &cli.command
+    else {
+        unreachable!()
+    };
+    let mut v = vm_options(cli, a, &[]);
+    v.kernel = kernel.clone();
+    // One mutant's few quick scenarios take a minute or two; a hung guest is a kill by timeout.
+    v.timeout = v.timeout.or(Some(std::time::Duration::from_secs(600)));
+    let _live = suite::own_liveness().ok();
+    let o = mutate::Options {
+        version: match cli.cgroup {
+            Choice::V1 => Version::V1,
+            _ => Version::V2,
+        },
+        vm: v,
+        output: output.clone(),
+        results: results.clone(),
+        fields: fields.clone(),
+        modes: modes.clone(),
+        scenario_dir: cli.scenario_dir.clone(),
+        dry_run: *dry_run,
+    };
+    let matrix = mutate::run(&o)?;
+    match format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&matrix).map_err(internal)?
+        ),
+        Format::Human => print!("{}", mutate::render::render(&matrix)),
+    }
+    Ok(exit::OK)
 }

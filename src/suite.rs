@@ -45,6 +45,8 @@ pub struct Options<'a> {
     pub strict: bool,
     /// A performance check left without a verdict makes the run a skip (125): `--require-performance`.
     pub require_performance: bool,
+    /// Stop after the first scenario that fails (`--fail-fast`).
+    pub fail_fast: bool,
 }
 
 /// What a run must have judged to count, beyond its scenarios' statuses.
@@ -170,7 +172,7 @@ pub fn run_scenarios(place: &Place, o: &Options) -> Result<u8, Error> {
     let writeback = selected.iter().any(|s| s.requires.writeback);
     let session = open_session(place, o, writeback)?;
     let in_vm = std::env::var_os("MEMCGTEST_KMSG").is_some();
-    let results = run_each(&session.ctx, &selected, o.quick, in_vm);
+    let results = run_each(&session.ctx, &selected, o, in_vm);
     let rep = session.report(results, o.quick);
     let demands = Demands {
         strict: o.strict,
@@ -282,9 +284,10 @@ fn scratch_dir(dir: &Path, flag: &str, writeback: bool) -> Result<PathBuf, Error
 fn run_each(
     ctx: &crate::exec::Context,
     selected: &[scenario::Scenario],
-    quick: bool,
+    o: &Options,
     in_vm: bool,
 ) -> Vec<model::ScenarioResult> {
+    let quick = o.quick;
     let mut durations = if in_vm {
         progress::Durations::none()
     } else {
@@ -318,7 +321,11 @@ fn run_each(
         ) {
             durations.seconds.insert(keys[i].clone(), r.seconds);
         }
+        let failed = r.status == model::Status::Fail;
         results.push(r);
+        if failed && o.fail_fast {
+            break;
+        }
     }
     ctx.progress.finish();
     durations.save();

@@ -19,7 +19,8 @@ fn rank(module: &str) -> Option<u32> {
         "check" => 2,
         "scenario" => 3,
         "exec" => 4,
-        "suite" | "vm" | "ab" | "compare" | "coverage" | "contracts" | "explore" | "series" => 5,
+        "suite" | "vm" | "ab" | "compare" | "coverage" | "contracts" | "explore" | "series"
+        | "mutate" => 5,
         _ => return None,
     })
 }

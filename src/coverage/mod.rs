@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::check::KINDS;
 use crate::model::counter::{self, Kind};
+use crate::model::mutant::{Matrix, Proof};
 use crate::model::{CheckResult, Outcome, RunReport, Version};
 use crate::scenario::Scenario;
 
@@ -250,6 +251,9 @@ pub struct Row {
     pub exercised: Vec<String>,
     /// Mutants of kernel-patches/ that prove an invariant of it.
     pub mutants: Vec<String>,
+    /// What the schemata kernel's kill matrix says of it (see `apply_matrices`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proven: Option<Proof>,
     pub status: Status,
     pub reason: Option<String>,
 }
@@ -260,6 +264,9 @@ pub struct Table {
     pub version: Version,
     pub kernel: String,
     pub rows: Vec<Row>,
+    /// When and where the kill matrix applied to the rows was measured, if one applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<String>,
 }
 
 impl Table {
@@ -272,6 +279,45 @@ impl Table {
             .filter(|r| r.status == Status::Covered)
             .count();
         100.0 * covered as f64 / counted.len().max(1) as f64
+    }
+
+    /// The share of the counted fields that are proven, in percent: every fault the kill
+    /// matrix tried on them killed (none survived), or, for a field no schemata mutant reaches
+    /// (a limit, a watermark), covered and named by a single mutant of kernel-patches/.
+    pub fn proven_pct(&self) -> f64 {
+        let counted: Vec<&Row> = self.rows.iter().filter(|r| counted(&r.field)).collect();
+        let proven = counted.iter().filter(|r| r.is_proven()).count();
+        100.0 * proven as f64 / counted.len().max(1) as f64
+    }
+}
+
+impl Row {
+    /// Proven: see [`Table::proven_pct`].
+    pub fn is_proven(&self) -> bool {
+        match &self.proven {
+            Some(p) => !p.killed.is_empty() && p.survived.is_empty(),
+            None => self.status == Status::Covered && !self.mutants.is_empty(),
+        }
+    }
+}
+
+/// The kill matrices shipped with memcgtest (`memcgtest mutate`'s full runs on the test kernel).
+pub const MATRICES: &[&str] = &[];
+
+/// Gives each table's rows their proof from the matrix of the same cgroup version and kernel
+/// series (6.12 for 6.12.118): the last of `matrices` that applies.
+pub fn apply_matrices(tables: &mut [Table], matrices: &[Matrix]) {
+    let series = |k: &str| k.split('.').take(2).collect::<Vec<_>>().join(".");
+    for t in tables {
+        let Some(m) = (matrices.iter().rev())
+            .find(|m| m.cgroup == t.version && series(&m.kernel) == series(&t.kernel))
+        else {
+            continue;
+        };
+        t.matrix = Some(format!("Linux {}, {}", m.kernel, m.measured));
+        for r in &mut t.rows {
+            r.proven = m.proof(&r.field);
+        }
     }
 }
 
@@ -362,6 +408,7 @@ pub fn tables(
             version,
             kernel,
             rows,
+            matrix: None,
         });
     }
     tables
@@ -417,6 +464,7 @@ fn row(entry: &str, version: Version, reps: &[&RunReport], scenarios: &[Scenario
         invariants,
         exercised,
         mutants,
+        proven: None,
         reason: if status == Status::Covered {
             None
         } else {

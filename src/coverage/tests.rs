@@ -81,3 +81,69 @@ fn fields_are_classified_per_version() {
         assert!(kinds().contains(&k), "{k}");
     }
 }
+
+#[test]
+fn a_kill_matrix_proves_rows() {
+    use crate::model::mutant::*;
+    let entry = |mode, fate| Entry {
+        mutant: Mutant {
+            kind: Kind::Stat,
+            item: "file_dirty".into(),
+            mode,
+        },
+        fields: vec!["memory.stat:file_dirty".into()],
+        scenarios: vec![],
+        fate,
+        scenario: None,
+        check: None,
+        message: String::new(),
+        names_field: true,
+        seconds: 1.0,
+    };
+    let row = |field: &str, mutants: Vec<String>| Row {
+        field: field.into(),
+        name: "x".into(),
+        invariants: vec!["hierarchy".into()],
+        exercised: vec!["s".into()],
+        mutants,
+        proven: None,
+        status: Status::Covered,
+        reason: None,
+    };
+    let mut tables = vec![Table {
+        version: Version::V2,
+        kernel: "6.12.118".into(),
+        rows: vec![
+            row("memory.stat:file_dirty", vec![]),
+            row("memory.max", vec!["limit-slack".into()]),
+            row("memory.stat:anon", vec![]),
+        ],
+        matrix: None,
+    }];
+    let m = Matrix {
+        cgroup: Version::V2,
+        kernel: "6.12.119".into(),
+        measured: "today".into(),
+        entries: vec![
+            entry(Mode::Drop, Fate::Killed),
+            entry(Mode::Leak, Fate::Killed),
+        ],
+        unmapped: vec![],
+    };
+    let v1 = Matrix {
+        cgroup: Version::V1,
+        ..m.clone()
+    };
+    apply_matrices(&mut tables, &[v1]);
+    assert!(tables[0].matrix.is_none(), "a v1 matrix does not prove v2");
+    apply_matrices(&mut tables, std::slice::from_ref(&m));
+    assert_eq!(tables[0].rows[0].proven.as_ref().unwrap().killed.len(), 2);
+    // file_dirty by the matrix, memory.max by its single mutant; anon by nothing.
+    assert!((tables[0].proven_pct() - 200.0 / 3.0).abs() < 0.01);
+    assert!(render(&tables).contains("drop leak"));
+    let mut m2 = m;
+    m2.entries.push(entry(Mode::Double, Fate::Survived));
+    apply_matrices(&mut tables, &[m2]);
+    assert!(!tables[0].rows[0].is_proven());
+    assert!(markdown(&tables).contains("SURVIVED: double"));
+}

@@ -14,6 +14,7 @@ pub mod fixtures;
 pub mod format;
 pub mod kcidb;
 pub mod known;
+pub mod mutant;
 pub mod record;
 pub mod result;
 pub mod series;

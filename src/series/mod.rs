@@ -153,12 +153,12 @@ fn write_reports(o: &Options, b: &Builder, rep: &SeriesReport) -> Result<()> {
 }
 
 /// One run at a time in an output directory: its builds and checkout are shared state.
-fn lock(out: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
+pub(crate) fn lock(out: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
     let p = out.join(".lock");
     let f = std::fs::File::create(&p).with_context(|| format!("create {}", p.display()))?;
     nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|_| {
         Error::Environment(format!(
-            "series: another run uses {} (it holds {})",
+            "another memcgtest run uses {} (it holds {})",
             out.display(),
             p.display()
         ))
@@ -352,7 +352,7 @@ fn run_key(o: &Options, cgroup: &str) -> String {
 
 /// This memcgtest binary, hashed: a result is reused only by the binary that judged it (another
 /// version may check more, or differently).
-fn binary_id() -> u64 {
+pub(crate) fn binary_id() -> u64 {
     static ID: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *ID.get_or_init(|| {
         let bytes = std::fs::read("/proc/self/exe").unwrap_or_default();
@@ -436,12 +436,12 @@ fn interrupted() -> Result<()> {
     Ok(())
 }
 
-fn load<T: serde::de::DeserializeOwned>(p: &Path) -> Option<T> {
+pub(crate) fn load<T: serde::de::DeserializeOwned>(p: &Path) -> Option<T> {
     serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
 }
 
 /// Writes `v` as JSON, through a temporary file: a run killed while writing leaves no half file.
-fn save<T: serde::Serialize>(p: &Path, v: &T) -> Result<()> {
+pub(crate) fn save<T: serde::Serialize>(p: &Path, v: &T) -> Result<()> {
     if let Some(d) = p.parent() {
         std::fs::create_dir_all(d).with_context(|| format!("mkdir {}", d.display()))?;
     }
