@@ -36,11 +36,7 @@ fn read_skew(rec: &Record, row: usize, cols: &[usize]) -> i64 {
 fn children(rec: &Record, parent: &str) -> Vec<String> {
     groups(rec)
         .into_iter()
-        .filter(|g| {
-            g.strip_prefix(parent)
-                .and_then(|r| r.strip_prefix('/'))
-                .is_some_and(|r| !r.contains('/'))
-        })
+        .filter(|g| crate::model::is_child(g, parent))
         .collect()
 }
 

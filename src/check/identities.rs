@@ -374,10 +374,7 @@ fn applied(rec: &Record, cgroup: &str) -> Vec<Applied> {
             promise: of_version(r.promises, rec),
         });
     }
-    let leaf = !s
-        .groups()
-        .iter()
-        .any(|g| g.strip_prefix(cgroup).is_some_and(|r| r.starts_with('/')));
+    let leaf = !(s.groups().iter()).any(|g| crate::model::is_below(g, cgroup));
     for (i, c) in s.columns().iter().enumerate() {
         let Column::Group {
             group,

@@ -409,8 +409,7 @@ fn columns(rec: &Record, cgroup: &str, counters: &[String]) -> Result<Columns, S
 /// (STALE_WINDOW), the periodic flush for a group with sampled children (ANCESTOR_LAG; see
 /// hierarchy).
 fn stale_lag(rec: &Record, cgroup: &str) -> f64 {
-    let below = format!("{cgroup}/");
-    if rec.series.groups().iter().any(|g| g.starts_with(&below)) {
+    if (rec.series.groups().iter()).any(|g| crate::model::is_below(g, cgroup)) {
         hierarchy::ANCESTOR_LAG
     } else {
         STALE_WINDOW
@@ -434,11 +433,10 @@ struct Churn {
 impl Churn {
     fn new(rec: &Record, cgroup: &str) -> Churn {
         let lag = stale_lag(rec, cgroup);
-        let below = format!("{cgroup}/");
         let faults = (rec.steps.iter().chain(&rec.stopped))
             .filter(|_| lag > STALE_WINDOW)
             .filter(|s| s.kind == StepKind::Fault)
-            .filter(|s| s.cgroup == cgroup || s.cgroup.starts_with(&below))
+            .filter(|s| s.cgroup == cgroup || crate::model::is_below(&s.cgroup, cgroup))
             .map(|s| (s.start, s.end))
             .collect();
         Churn { faults, lag }

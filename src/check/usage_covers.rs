@@ -4,7 +4,8 @@
 //! counted in the group's statistics was charged to its page counter first and is uncharged only
 //! after it left them, so the counter holds them all (and charges in flight, swap cache on top).
 //! A statistic that counts a page twice, or keeps a page that left, shows here; a missing one
-//! does not (that is `holds-files` and `tasks`).
+//! does not (that is `holds-files` and `tasks`). The same holds for its LRU lists (plus kernel
+//! memory and sockets): a list that keeps pages that left it shows here too.
 
 use super::args::CheckArgs;
 use super::{
@@ -32,7 +33,10 @@ never exceed its usage (the page counter: v1 memory.usage_in_bytes, v2 memory.cu
 Every page counted in the group's statistics was charged to its page counter first and \
 is uncharged only after it left them, so the counter holds them all (and charges in \
 flight, swap cache on top). A statistic that counts a page twice, or keeps a page that \
-left, shows here; a missing one does not (that is `holds-files` and `tasks`). The \
+left, shows here; a missing one does not (that is `holds-files` and `tasks`). The same for \
+the LRU lists (inactive_anon + active_anon + inactive_file + active_file + unevictable, plus \
+kernel memory and sockets) where all five are sampled: every page on a group's LRU lists was \
+charged to it before it was added and is uncharged only after it left them. The \
 statistics are compared with the largest usage of their stale window (0.1 s; 3 s for a \
 parent; the usage is read before and after the statistics, and the larger read counts), and an excess must last 2 samples (one that began during a `fault` loop below a \
 parent also 3 s: the parent's unflushed statistics may show a burst between two samples that \
@@ -82,9 +86,32 @@ impl CheckSpec for UsageCovers {
 /// Samples above the usage by more than the tolerance this many times in a row fail.
 const RUN: usize = 2;
 
-/// The parts a group's usage must hold, where sampled: anon and file always, kernel memory (v2
-/// `kernel`, v1 `kmem`) and socket buffers (v2 `sock`) where the kernel shows them.
-const PARTS: [&str; 5] = [ANON, FILE, "kernel", "kmem", "sock"];
+/// The sums a group's usage must hold, of the parts sampled: its statistics' anon and file, and
+/// its LRU lists (every page on a memcg's LRU lists was charged to it before it was added, and is
+/// uncharged only after it left them); each with its kernel memory (v2 `kernel`, v1 `kmem`) and
+/// socket buffers (v2 `sock`), which are charged but on no LRU list, where the kernel shows them.
+const SUMS: [&[&str]; 2] = [
+    &[ANON, FILE, "kernel", "kmem", "sock"],
+    &[
+        "inactive_anon",
+        "active_anon",
+        "inactive_file",
+        "active_file",
+        "unevictable",
+        "kernel",
+        "kmem",
+        "sock",
+    ],
+];
+
+/// The LRU lists, all of which the second sum needs.
+const LRU: [&str; 5] = [
+    "inactive_anon",
+    "active_anon",
+    "inactive_file",
+    "active_file",
+    "unevictable",
+];
 
 /// The unflushed statistics of each part plus a charge batch per CPU: the usage is read before
 /// memory.stat, so pages charged in between are in the statistics only (the per-CPU charge
@@ -103,16 +130,41 @@ fn tolerance(m: &Machine, parts: usize) -> (i64, String) {
     )
 }
 
+/// The group's usage against each sum it must hold (see `SUMS`): the first sum that broke it
+/// fails the check; else it passes on the sums that could have failed.
 pub fn usage_covers(name: String, rec: &Record, cgroup: &str) -> CheckResult {
     let want = [USAGE, ANON, FILE].map(String::from);
     let usage = match columns(rec, cgroup, &want) {
         Ok(c) => c[0].1,
         Err(e) => return missing(name, e),
     };
-    let parts: Vec<(&str, usize)> = PARTS
-        .iter()
-        .filter_map(|p| Some((*p, rec.series.col(&crate::model::Column::group(cgroup, p))?)))
-        .collect();
+    let mut results = Vec::new();
+    for (i, sum) in SUMS.iter().enumerate() {
+        let parts: Vec<(&str, usize)> = (sum.iter())
+            .filter_map(|p| Some((*p, rec.series.col(&crate::model::Column::group(cgroup, p))?)))
+            .collect();
+        // The LRU sum only with all five lists.
+        if i > 0 && parts.iter().filter(|(p, _)| LRU.contains(p)).count() < LRU.len() {
+            continue;
+        }
+        let r = covers(name.clone(), rec, cgroup, usage, parts);
+        if r.outcome == Outcome::Fail {
+            return r;
+        }
+        results.push(r);
+    }
+    let first = results.iter().position(|r| r.outcome == Outcome::Pass);
+    results.swap_remove(first.unwrap_or(0))
+}
+
+/// The usage against one sum of `parts`.
+fn covers(
+    name: String,
+    rec: &Record,
+    cgroup: &str,
+    usage: usize,
+    parts: Vec<(&str, usize)>,
+) -> CheckResult {
     let (tol, tol_text) = tolerance(&rec.machine, parts.len());
     let c = Covers {
         rec,

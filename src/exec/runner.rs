@@ -328,7 +328,16 @@ fn set_up(
         });
     }
     let plan = SamplePlan::new(sc, root.version, &present);
-    let (columns, sources) = sampler_sources(ctx, &plan, &root, &groups, &scratch, result)?;
+    // The top group first (a parent read before its children: see oracle_sources), the helpers'
+    // group, then the declared ones: the top group's hierarchy check sums them.
+    let sampled: Vec<(String, Cgroup)> = [
+        (crate::model::TOP_GROUP.to_string(), root.clone()),
+        (crate::model::HELPER_GROUP.to_string(), aux.clone()),
+    ]
+    .into_iter()
+    .chain(groups.iter().cloned())
+    .collect();
+    let (columns, sources) = sampler_sources(ctx, &plan, &root, &sampled, &scratch, result)?;
     // What the record holds besides the samples, phases, steps and moves.
     let base = Record {
         series: Series::default(),

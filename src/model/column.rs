@@ -6,6 +6,31 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// The scenario's own top group (`memcgtest-<pid>-<scenario>`), sampled beside its declared
+/// groups under this name: it holds them and the helpers' group (`aux`) and nothing else, so its
+/// hierarchical counters are theirs summed (the implied `hierarchy((top))`).
+pub const TOP_GROUP: &str = "(top)";
+
+/// The group the scenario's helpers (sync, antagonists) run in, below the top group: sampled for
+/// the top group's sum, judged by nothing of its own.
+pub const HELPER_GROUP: &str = "aux";
+
+/// Whether group `g` is below `parent` (any depth); every sampled group is below the top group.
+pub fn is_below(g: &str, parent: &str) -> bool {
+    if parent == TOP_GROUP {
+        return g != TOP_GROUP;
+    }
+    g.strip_prefix(parent).is_some_and(|r| r.starts_with('/'))
+}
+
+/// Whether group `g` is a direct child of `parent`.
+pub fn is_child(g: &str, parent: &str) -> bool {
+    if parent == TOP_GROUP {
+        return g != TOP_GROUP && !g.contains('/');
+    }
+    (g.strip_prefix(parent).and_then(|r| r.strip_prefix('/'))).is_some_and(|r| !r.contains('/'))
+}
+
 /// One column of a sampled series.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

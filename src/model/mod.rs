@@ -26,7 +26,7 @@ pub mod units;
 pub mod version;
 
 pub use check::{CheckResult, Outcome};
-pub use column::{Column, join_names, sum_label};
+pub use column::{Column, HELPER_GROUP, TOP_GROUP, is_below, is_child, join_names, sum_label};
 pub use event::Event;
 pub use format::Format;
 pub use known::{KnownIssue, Release};

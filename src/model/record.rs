@@ -466,9 +466,18 @@ impl Record {
         let s = &self.series;
         let mut out: Vec<(String, i64)> = Vec::new();
         for (i, c) in s.columns().iter().enumerate() {
-            let super::Column::Group { counter, local, .. } = c else {
+            let super::Column::Group {
+                group,
+                counter,
+                local,
+            } = c
+            else {
                 continue;
             };
+            // The helpers' group has no invariant of its own.
+            if group == super::HELPER_GROUP {
+                continue;
+            }
             let name = if *local {
                 super::counter::local(counter)
             } else {

@@ -217,7 +217,7 @@ pub const ROOT: &str = "/";
 
 /// The helper group the runner creates next to the declared ones (sync, antagonists, create
 /// steps run there); no declared group may be called so.
-pub const HELPER_GROUP: &str = "aux";
+pub const HELPER_GROUP: &str = crate::model::HELPER_GROUP;
 
 pub use crate::model::error::ScenarioError;
 

@@ -12,6 +12,7 @@ use super::{
     Antagonist, CgroupSpec, Check, Feature, HELPER_GROUP, Hold, Phase, Requires, SampleSpec,
     Scenario, ScenarioError, ScratchDisk, Step,
 };
+use crate::model::TOP_GROUP;
 use crate::model::counter::stat_key;
 use crate::model::source::{Text, is_name};
 use crate::model::step::Region;
@@ -567,8 +568,9 @@ fn phases(cx: &Text, raw: &RawScenario, groups: &[String]) -> Result<Vec<Phase>,
 /// the same check for that group: identities, monotonic, faults, usage-covers, limit-counters,
 /// numa-stat over every node counter (v2; dropped under v1), tasks (not in scenarios that move
 /// tasks: a task that moves without its charge parts from it by design), under-limit for a
-/// limited group, and hierarchy over every counter for each group with children. They judge
-/// every counter the kernel shows (see `SamplePlan`).
+/// limited group, and hierarchy over every counter for each group with children and for the
+/// scenario's own top group (`TOP_GROUP`). They judge every counter the kernel shows (see
+/// `SamplePlan`).
 fn implied(
     cgroups: &[CgroupSpec],
     phases: &[Phase],
@@ -642,6 +644,18 @@ fn implied(
                 all: true,
             }));
         }
+    }
+    // The scenario's own top group holds its groups and the helpers' and nothing else: its
+    // counters are theirs summed (a statistic not passed to the ancestors shows here).
+    if !checks
+        .iter()
+        .any(|d| d.name() == format!("hierarchy({TOP_GROUP})"))
+    {
+        out.push(Check::implied(Hierarchy {
+            parent: TOP_GROUP.to_string(),
+            counters: Vec::new(),
+            all: true,
+        }));
     }
     out
 }

@@ -289,6 +289,40 @@ fn usage_covers_anon_and_file_and_catches_pages_counted_twice() {
     );
 }
 
+/// The same group with its LRU lists: file on inactive_file, anon on active_anon, `lists(anon,
+/// file)` saying what they show (anon + file always right).
+fn lru_record(lists: impl Fn(i64, i64) -> [i64; 5]) -> Record {
+    let cols = [
+        "test.usage",
+        "test.anon",
+        "test.file",
+        "test.inactive_anon",
+        "test.active_anon",
+        "test.inactive_file",
+        "test.active_file",
+        "test.unevictable",
+    ];
+    sampled(0.01, &cols, move |t| {
+        let cache = ((t - 0.5).max(0.0) * 100.0 * MIB as f64) as i64;
+        let mut row = vec![cache + 17 * MIB, 16 * MIB, cache];
+        row.extend(lists(16 * MIB, cache));
+        row
+    })
+}
+
+#[test]
+fn usage_covers_the_lru_lists_and_catches_a_list_counted_twice() {
+    let c = usage_covers("u".into(), &lru_record(|a, f| [0, a, f, 0, 0]), "test");
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // active_anon counted twice: anon + file stay right, the lists exceed the usage.
+    let c = usage_covers("u".into(), &lru_record(|a, f| [0, 2 * a, f, 0, 0]), "test");
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert_eq!(
+        crate::model::sum_label(&c.columns),
+        "test.inactive_anon+active_anon+inactive_file+active_file+unevictable"
+    );
+}
+
 #[test]
 fn usage_covers_allows_statistics_a_moment_behind_a_falling_counter() {
     // The files are dropped at t=3: the usage falls at once, the statistics one sample later.
