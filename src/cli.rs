@@ -393,6 +393,10 @@ pub enum Command {
         /// Only these faults; repeatable.
         #[arg(long = "mode", value_name = "M", value_parser = parse_mode)]
         modes: Vec<memcgtest::model::mutant::Mode>,
+        /// Only this mutant, as the kernel command line names it (stat:file_dirty:drop);
+        /// repeatable.
+        #[arg(long = "mutant", value_name = "KIND:ITEM:MODE")]
+        mutants: Vec<String>,
         /// A quick suite's results on this kernel and layout (run --format json), instead of the
         /// first boot with no mutant.
         #[arg(long, value_name = "FILE")]

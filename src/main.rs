@@ -709,6 +709,7 @@ fn run_mutate(cli: &Cli) -> Result<u8, Error> {
         kernel,
         fields,
         modes,
+        mutants,
         results,
         output,
         dry_run,
@@ -733,6 +734,7 @@ fn run_mutate(cli: &Cli) -> Result<u8, Error> {
         results: results.clone(),
         fields: fields.clone(),
         modes: modes.clone(),
+        mutants: mutants.clone(),
         scenario_dir: cli.scenario_dir.clone(),
         dry_run: *dry_run,
     };

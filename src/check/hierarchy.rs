@@ -151,6 +151,16 @@ struct Parts {
     events: bool,
     /// (children + 1) x the unflushed-stats bound (in events for an event count).
     tol_base: i64,
+    /// The parent was flushed right before it was read (the v2 top group: see `fresh`), so it
+    /// cannot be stale.
+    fresh: bool,
+}
+
+/// Whether `parent`'s statistics were flushed right before each read: the v2 top group, whose
+/// cpu.stat the sampler reads first (reading a v2 group's cpu.stat flushes the rstat tree below
+/// it, the memcg statistics with it: cgroup_base_stat_cputime_show -> cgroup_rstat_flush).
+fn fresh(rec: &Record, parent: &str) -> bool {
+    parent == crate::model::TOP_GROUP && rec.version == crate::model::Version::V2
 }
 
 impl Parts {
@@ -192,6 +202,7 @@ impl Parts {
             usage,
             events,
             tol_base,
+            fresh: fresh(rec, parent),
         })
     }
 
@@ -218,8 +229,10 @@ struct Seen<'a> {
 impl<'a> Seen<'a> {
     /// Files counter `c` as moved (with its peak) or idle.
     fn peak(&mut self, rec: &Record, c: &'a str, x: &Parts) {
+        // The parent's or its parts' peak: a parent that never shows what its parts count (a
+        // statistic not passed up) moved all the same.
         let top = (0..rec.series.len())
-            .map(|r| rec.series.get(r, x.p))
+            .map(|r| rec.series.get(r, x.p).max(x.sum(rec, r)))
             .max()
             .unwrap_or(0);
         if top > 2 * x.tol_base {
@@ -274,7 +287,7 @@ fn follow(
         // Page counters and memory.events are raised in every ancestor at once (the charge and
         // memcg_memory_event walk up the tree): only memory.stat's counters wait for a flush, so
         // only they can be stale.
-        let stale = if flushed(c) {
+        let stale = if flushed(c) && !x.fresh {
             stale_by(rec, r, pv, &parts, tol).or(((above_usage || churn.at(since))
                 && t - since <= ANCESTOR_LAG)
                 .then_some(t - since))

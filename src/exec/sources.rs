@@ -128,6 +128,11 @@ fn group_sources(
     if numa {
         sources.push(numa_source(plan, name, cg, true, columns)?);
     }
+    // The v2 top group's cpu.stat flushes the statistics of its whole subtree (hierarchy((top))
+    // then allows it no staleness); read for that, nothing kept.
+    if name == crate::model::TOP_GROUP && cg.version == crate::model::Version::V2 {
+        sources.push(Source::keyed(&cg.file("cpu.stat"), Vec::new())?);
+    }
     sources.push(Source::keyed(&cg.file("memory.stat"), stat)?);
     if numa {
         sources.push(numa_source(plan, name, cg, false, columns)?);

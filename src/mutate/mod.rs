@@ -38,6 +38,8 @@ pub struct Options {
     pub fields: Vec<String>,
     /// Only these faults (all when empty).
     pub modes: Vec<Mode>,
+    /// Only these mutants, as the kernel command line names them (`stat:file_dirty:drop`).
+    pub mutants: Vec<String>,
     /// Where the scenarios come from (as `run --scenario-dir`).
     pub scenario_dir: Option<PathBuf>,
     /// Plan only: every mutant untested, with the scenarios it would run.
@@ -68,8 +70,8 @@ pub fn run(o: &Options) -> Result<Matrix> {
     let chosen: Vec<&Plan> = plans.iter().filter(|p| wanted(o, p)).collect();
     if chosen.is_empty() {
         return Err(Error::Usage(format!(
-            "no mutant of the fields the suite moves matches --field {:?} --mode {:?}",
-            o.fields, o.modes
+            "no mutant of the fields the suite moves matches --field {:?} --mode {:?} --mutant {:?}",
+            o.fields, o.modes, o.mutants
         ))
         .into());
     }
@@ -113,7 +115,9 @@ pub fn run(o: &Options) -> Result<Matrix> {
 fn wanted(o: &Options, p: &Plan) -> bool {
     let field_ok = o.fields.is_empty()
         || (o.fields.iter()).any(|f| p.mutant.item == *f || p.fields.contains(f));
-    field_ok && (o.modes.is_empty() || o.modes.contains(&p.mutant.mode))
+    field_ok
+        && (o.modes.is_empty() || o.modes.contains(&p.mutant.mode))
+        && (o.mutants.is_empty() || o.mutants.contains(&p.mutant.to_string()))
 }
 
 /// Date, host and accelerator of the measurement.
