@@ -3,7 +3,7 @@
 # root integration tests on this machine's real cgroups, then the whole suite as a user would and
 # checks its report the way CI systems read it (ci/check-report.sh), then what memcgtest gives the
 # tools around it (ci/check-ecosystem.sh), then the VM suites, a patch series gated patch by patch
-# (ci/series.sh), the CI examples' jobs (ci/run-examples.sh) and the detection matrix.
+# (ci/series.sh), the kill matrix's sample (ci/mutate.sh), the CI examples' jobs (ci/run-examples.sh) and the detection matrix.
 # Reports (with index.png, the page's screenshot) go to $MEMCGTEST_CI_OUT (default /tmp/memcgtest-ci).
 # Run as root from the repository root: ci/test.sh
 set -euo pipefail
@@ -73,6 +73,9 @@ ci/vm-tests.sh
 
 log "series: a 6-patch series on Debian's 6.12 as a git repository (the dirty-accounting mutant third) as a range and as an mbox, a patch that does not build, an mbox that does not apply"
 ci/series.sh
+
+log "the kill matrix's fixed sample: the mutant schemata kernel with no mutant (the quick suite green under v2), 10 v2 and 3 v1 mutants, each killed by a message naming its field"
+ci/mutate.sh
 
 log "the CI examples run as GitLab CI and GitHub Actions would, the stock 6.12 kernel as base and candidate: vm jobs and an ab verdict each"
 ci/run-examples.sh

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The kill matrix's fixed sample in CI (docs/mutate.md): the mutant schemata kernel
+# (kernel-patches/schemata/memcg-mutate.patch, built and cached by ci/build-kernel.sh):
+#   1. v2, no mutant chosen: the quick suite green (the patch with nothing chosen is the stock
+#      kernel), then SAMPLE_V2, one boot each: every one killed, its killing message naming the
+#      field;
+#   2. v1: SAMPLE_V1 the same, on the quick suite's v1 results of ci/vm-tests.sh (no baseline boot);
+#   3. coverage reads the matrix: the proven column and the headline.
+# Every boot runs again (a fresh output directory). About 7 minutes on this 2-CPU machine (TCG).
+# Run as root from the repository root after ci/vm-tests.sh: ci/mutate.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$PWD/target/release/memcgtest
+out=${MEMCGTEST_CI_OUT:-/tmp/memcgtest-ci}
+dir=$out/mutate
+log() { echo "mutate: $*" >&2; }
+fail() { echo "mutate: FAIL: $*" >&2; exit 1; }
+rm -rf "$dir"
+mkdir -p "$dir"
+kernel=$(ci/build-kernel.sh kernel-patches/schemata/memcg-mutate.patch)
+
+# One of each kind and fault, the new invariants' mutants among them (usage-covers' LRU sum:
+# active_anon double; hierarchy((top)): a statistic not passed up, file_mapped local).
+SAMPLE_V2=(
+  stat:file_dirty:drop
+  stat:anon:leak
+  stat:active_anon:double
+  stat:file_mapped:local
+  event:pgfault:double
+  event:pgmajfault:local
+  memevent:oom_kill:drop
+  memevent:max:local
+  counter:memory:fraction
+  counter:swap:double
+)
+SAMPLE_V1=(
+  stat:file_writeback:drop
+  stat:shmem:leak
+  counter:memsw:fraction
+)
+
+judge() { # $1 matrix file, $2 how many mutants it must hold
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+want = int(sys.argv[2])
+es = m["entries"]
+bad = [e for e in es if e["fate"] != "killed" or not e["names_field"]]
+for e in es:
+    mt = e["mutant"]
+    print(f'  {mt["kind"]}:{mt["item"]}:{mt["mode"]}: {e["fate"]} in {e["seconds"]:.0f} s by {e.get("scenario")} {e.get("check")}: {e["message"][:120]}')
+if len(es) != want:
+    sys.exit(f"{len(es)} mutants in the matrix, not {want}")
+if bad:
+    sys.exit("not killed, or killed by a message that does not name the field: " + ", ".join(f'{e["mutant"]["item"]}:{e["mutant"]["mode"]}' for e in bad))
+EOF
+}
+
+args=()
+for m in "${SAMPLE_V2[@]}"; do args+=(--mutant "$m"); done
+log "v2: no mutant (the quick suite must pass), then ${#SAMPLE_V2[@]} mutants"
+start=$SECONDS
+"$bin" --cgroup v2 mutate --kernel "$kernel" --output "$dir" "${args[@]}" > "$dir/v2.txt" 2> "$dir/v2.err" \
+  || { tail -20 "$dir/v2.err"; fail "mutate v2 exited $?"; }
+tail -1 "$dir/v2.txt"
+judge "$dir/matrix-v2.json" "${#SAMPLE_V2[@]}" || fail "v2 sample"
+log "v2 in $((SECONDS - start)) s"
+
+args=()
+for m in "${SAMPLE_V1[@]}"; do args+=(--mutant "$m"); done
+log "v1: ${#SAMPLE_V1[@]} mutants on ci/vm-tests.sh's v1 results"
+start=$SECONDS
+"$bin" --cgroup v1 mutate --kernel "$kernel" --output "$dir" --results "$out/linux-6.12-v1/results.json" \
+  "${args[@]}" > "$dir/v1.txt" 2> "$dir/v1.err" || { tail -20 "$dir/v1.err"; fail "mutate v1 exited $?"; }
+tail -1 "$dir/v1.txt"
+judge "$dir/matrix-v1.json" "${#SAMPLE_V1[@]}" || fail "v1 sample"
+log "v1 in $((SECONDS - start)) s"
+
+# The proven column from the sample's matrix: file_dirty is proven for drop.
+"$bin" coverage --results "$out/linux-6.12-v2/results.json" --matrix "$dir/matrix-v2.json" > "$dir/coverage.txt"
+grep -q '% proven' "$dir/coverage.txt" || fail "coverage's headline names no share proven"
+grep -E '^memory.stat:file_dirty ' "$dir/coverage.txt" | grep -q ' drop' \
+  || fail "coverage's proven column of memory.stat:file_dirty lacks drop"
+echo "mutate: PASS"
