@@ -44,7 +44,10 @@ swap holds what its tasks swapped out (VmSwap: the swap entries in their page ta
 memory.swap.current is charged when a page enters the swap cache, before its entry goes \
 into the page table, and stays charged until the slot is freed; v1 counts total_swap only \
 once the page left the swap cache, so there total_swapcached is added (a lower bound only: \
-a swapped-in page keeps its slot). cgroup.procs is opened on every pass (cgroup v1 serves \
+a swapped-in page keeps its slot). And, where the kernel shows it (v2), the group's \
+pagetables equal its tasks' VmPTE (the mm's own count of its page table pages: they are \
+allocated in the task's context, so charged to its group, and both counts rise and fall \
+with them; the pgd is in neither), within the unflushed-stats bound + 16 pages. cgroup.procs is opened on every pass (cgroup v1 serves \
 a kept descriptor its first pid list again), and the tasks are read just before and after \
 the group files. A gap must last 2 samples beyond the group's stale window (0.1 s; 3 s for \
 a parent), and for a parent also 3 s when it began during a `fault` loop below it (its \
@@ -216,7 +219,11 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         Ok(s) => s,
         Err(f) => return *f,
     };
-    if most <= 2 * tol && swapped.is_none() {
+    let tables = match pagetables(&name, rec, cgroup, &rows, lag) {
+        Ok(t) => t,
+        Err(f) => return *f,
+    };
+    if most <= 2 * tol && swapped.is_none() && tables.is_none() {
         return missing(
             name,
             format!(
@@ -232,7 +239,15 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
                 human_bytes(most)
             )
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+        + &tables
+            .map(|most| {
+                format!(
+                    "; its pagetables equalled its tasks' VmPTE (up to {})",
+                    human_bytes(most)
+                )
+            })
+            .unwrap_or_default();
     let mut res = CheckResult::new(
         name,
         Outcome::Pass,
@@ -357,3 +372,79 @@ fn swap(
     }
     Ok((most > 2 * tol).then_some(most))
 }
+
+/// The group's page tables are its tasks' (v2 memory.stat pagetables against the sum of VmPTE):
+/// a task's page table pages are allocated in its own context, so charged to its group, and
+/// both counts rise and fall with them (the pgd is in neither). Tolerance: the unflushed-stats
+/// bound + 16 pages. Ok: None when the group shows no pagetables or its tasks never held more
+/// than twice the tolerance, else the most they held.
+fn pagetables(
+    name: &str,
+    rec: &Record,
+    cgroup: &str,
+    rows: &[usize],
+    lag: f64,
+) -> Result<Option<i64>, Box<CheckResult>> {
+    let s = &rec.series;
+    let (Some(g), Some(pre), Some(post)) = (
+        s.col(&Column::group(cgroup, TABLES)),
+        s.col(&Column::tasks(cgroup, TABLES, true)),
+        s.col(&Column::tasks(cgroup, TABLES, false)),
+    ) else {
+        return Ok(None);
+    };
+    let tol = (rec.machine.stat_batch_bytes() + 16 * rec.machine.page_size) as i64;
+    let lo = |r: usize| s.get(r, pre).min(s.get(r, post));
+    let hi = |r: usize| s.get(r, pre).max(s.get(r, post));
+    let (mut run, mut most) = (0, 0);
+    for &r in rows {
+        let window = (0..=r).rev().take_while(|&q| s.t[r] - s.t[q] <= lag);
+        let (floor, ceil) = (
+            window.clone().map(lo).min().unwrap_or(0),
+            window.map(hi).max().unwrap_or(0),
+        );
+        most = most.max(hi(r));
+        let v = s.get(r, g);
+        run = if v < floor - tol || v > ceil + tol {
+            run + 1
+        } else {
+            0
+        };
+        if run >= RUN {
+            let t = s.t[r];
+            let mut res = CheckResult::new(
+                name.to_string(),
+                Outcome::Fail,
+                format!("{cgroup}.{TABLES} {}", human_bytes(v)),
+                format!(
+                    "its tasks' VmPTE {}..{} +- {}",
+                    human_bytes(floor),
+                    human_bytes(ceil),
+                    human_bytes(tol)
+                ),
+                format!(
+                    "at t={t:.3}s (phase {}) {cgroup}'s pagetables were {} what its tasks counted of their page tables (VmPTE in /proc/PID/status) at any time in the {:.0} ms before, for {RUN} samples in a row: {}",
+                    rec.phase_at(t),
+                    if v < floor {
+                        format!("{} short of", human_bytes(floor - v))
+                    } else {
+                        format!("{} above", human_bytes(v - ceil))
+                    },
+                    lag * 1000.0,
+                    s.describe_row(r)
+                ),
+            );
+            res.at = Some(t);
+            res.columns = vec![Column::group(cgroup, TABLES)];
+            res.tolerance = Some(format!(
+                "{} = the unflushed-stats bound + 16 pages",
+                human_bytes(tol)
+            ));
+            return Err(Box::new(res));
+        }
+    }
+    Ok((most > 2 * tol).then_some(most))
+}
+
+/// The group counter and task column of page tables.
+const TABLES: &str = "pagetables";

@@ -212,6 +212,34 @@ fn tasks_passes_when_the_group_counts_what_its_tasks_hold() {
     assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
 }
 
+/// The same tasks with page tables growing at 4 MiB/s; the group shows `pt(tasks' VmPTE)`.
+fn tables_record(pt: impl Fn(i64) -> i64) -> Record {
+    let cols = [
+        "tasks.pre.test.anon",
+        "tasks.pre.test.pagetables",
+        "test.anon",
+        "test.pagetables",
+        "tasks.test.anon",
+        "tasks.test.pagetables",
+    ];
+    sampled(0.01, &cols, move |t| {
+        let anon = ((t - 0.5).max(0.0) * 100.0 * MIB as f64) as i64;
+        let tables = ((t - 0.5).max(0.0) * 4.0 * MIB as f64) as i64;
+        vec![anon, tables, anon, pt(tables), anon, tables]
+    })
+}
+
+#[test]
+fn tasks_holds_the_page_tables_to_the_tasks_vmpte() {
+    let c = tasks_check(&tables_record(|pt| pt));
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    assert!(c.detail.contains("pagetables equalled"), "{}", c.detail);
+    let c = tasks_check(&tables_record(|pt| 2 * pt));
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(c.detail.contains("VmPTE"), "{}", c.detail);
+    assert_eq!(crate::model::sum_label(&c.columns), "test.pagetables");
+}
+
 #[test]
 fn tasks_catches_a_group_that_misses_half_of_its_tasks_anon() {
     let c = tasks_check(&tasks_record(|_, anon| anon / 2));

@@ -17,11 +17,13 @@ use crate::exec::workload::FORKED_NAME;
 /// The counters this source fills for the group, in column order: the tasks' anonymous memory
 /// (RssAnon), their swapped-out anonymous pages (VmSwap: swap entries in their page tables) and
 /// their threads beyond the first (`Threads:` - 1 per task: before 6.2 each thread caches up to
-/// 64 events of its mm's counters, and a sleeping thread never passes them on).
-pub const COUNTERS: [&str; 3] = [
+/// 64 events of its mm's counters, and a sleeping thread never passes them on), and their page
+/// tables (VmPTE: the mm's own count of its page table pages, raised and lowered with them).
+pub const COUNTERS: [&str; 4] = [
     crate::model::counter::ANON,
     crate::model::counter::SWAP,
     EXTRA_THREADS,
+    "pagetables",
 ];
 
 use crate::model::column::EXTRA_THREADS;
@@ -55,7 +57,7 @@ impl TaskMemory {
     /// cgroup.procs read and its status read counts 0 (its memory is going too). The status
     /// files are opened on every pass (tasks come and go); scenarios that use this hold few.
     pub fn read_into(&self, row: &mut [i64]) -> Result<(), String> {
-        let (mut anon, mut swap, mut threads) = (0, 0, 0);
+        let (mut anon, mut swap, mut threads, mut tables) = (0, 0, 0, 0);
         for path in &self.procs {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("read {}: {e}", path.display()))?;
@@ -74,11 +76,13 @@ impl TaskMemory {
                 anon += status_kb(&s, "RssAnon:");
                 swap += status_kb(&s, "VmSwap:");
                 threads += status_count(&s, "Threads:").saturating_sub(1);
+                tables += status_kb(&s, "VmPTE:");
             }
         }
         row[self.col] = anon;
         row[self.col + 1] = swap;
         row[self.col + 2] = threads;
+        row[self.col + 3] = tables;
         Ok(())
     }
 }
@@ -120,7 +124,8 @@ mod tests {
             std::fs::write(
                 proc_root.join(pid.to_string()).join("status"),
                 format!(
-                    "Name:\tx\nVmRSS:\t 999 kB\nRssAnon:\t {anon} kB\nRssFile:\t 7 kB\nVmSwap:\t {} kB\nThreads:\t{}\n",
+                    "Name:\tx\nVmRSS:\t 999 kB\nRssAnon:\t {anon} kB\nRssFile:\t 7 kB\nVmPTE:\t {} kB\nVmSwap:\t {} kB\nThreads:\t{}\n",
+                    anon / 25,
                     anon / 10,
                     anon / 50
                 ),
@@ -144,12 +149,12 @@ mod tests {
         std::fs::write(&child, "11\n").unwrap();
         let empty = dir.path().join("empty.procs");
         std::fs::write(&empty, "").unwrap();
-        let mut row = vec![-1i64; 6];
+        let mut row = vec![-1i64; 8];
         let t = TaskMemory::new(vec![procs, child], 0, &proc_root).unwrap();
         t.read_into(&mut row).unwrap();
-        let t = TaskMemory::new(vec![empty], 3, &proc_root).unwrap();
+        let t = TaskMemory::new(vec![empty], 4, &proc_root).unwrap();
         t.read_into(&mut row).unwrap();
-        assert_eq!(row, vec![150 * 1024, 15 * 1024, 1, 0, 0, 0]);
+        assert_eq!(row, vec![150 * 1024, 15 * 1024, 1, 6 * 1024, 0, 0, 0, 0]);
     }
 
     #[test]
