@@ -78,6 +78,11 @@ pub fn items(field: &str, version: Version) -> Result<Vec<(Kind, String)>, &'sta
         "memory.kmem.usage_in_bytes" => one(Kind::Counter, "kmem"),
         "memory.events" | "memory.events.local" => one(Kind::Memevent, key),
         "memory.swap.events" => one(Kind::Memevent, &format!("swap_{key}")),
+        "memory.kmem.tcp.usage_in_bytes" => Err(
+            "v1's tcp page counter: the schemata patch mutates the memory, swap, memsw and kmem counters only",
+        ),
+        // v1 prints the OOM kill count of memory.events there.
+        "memory.oom_control" if key == "oom_kill" => one(Kind::Memevent, "oom_kill"),
         "memory.stat" => stat_items(key, version),
         "memory.numa_stat" => numa_items(key, version),
         _ => Err(NOT_A_COUNT),
