@@ -78,6 +78,10 @@ pub fn run(o: &Options) -> Result<Matrix> {
     let names: BTreeMap<String, String> = (table.rows.iter())
         .map(|r| (r.field.clone(), r.name.replace(" (per node)", "")))
         .collect();
+    // What the suite judges now: a recorded kill stands only while its check still exists.
+    let judged: std::collections::BTreeSet<(String, String)> = (scenarios.iter())
+        .flat_map(|sc| sc.checks.iter().map(|c| (sc.name.clone(), c.name())))
+        .collect();
     let mut vm = o.vm.clone();
     let mut entries = Vec::new();
     for (i, p) in chosen.iter().enumerate() {
@@ -85,7 +89,7 @@ pub fn run(o: &Options) -> Result<Matrix> {
             true if p.equivalent.is_none() => {
                 untested(p, 0.0, format!("planned: {}", p.scenarios.join(" ")))
             }
-            _ => mutant_entry(o, &mut vm, &dir, p, &names)?,
+            _ => mutant_entry(o, &mut vm, &dir, p, (&names, &judged))?,
         };
         eprintln!(
             "memcgtest mutate: [{}/{}] {}: {}",
@@ -193,7 +197,10 @@ fn mutant_entry(
     vm: &mut vm::Options,
     dir: &Path,
     p: &Plan,
-    names: &BTreeMap<String, String>,
+    (names, judged): (
+        &BTreeMap<String, String>,
+        &std::collections::BTreeSet<(String, String)>,
+    ),
 ) -> Result<Entry> {
     if let Some(why) = p.equivalent {
         return Ok(pairs::equivalent_entry(p, why));
@@ -210,7 +217,7 @@ fn mutant_entry(
     let stem = p.mutant.to_string().replace(':', "-");
     let file = dir.join(format!("{stem}-{}.json", key(&v)));
     match load::<Recorded>(&file) {
-        Some(r) if r.entry.fate == Fate::Killed || r.binary == binary_id() => return Ok(r.entry),
+        Some(r) if r.binary == binary_id() || stands(&r.entry, judged) => return Ok(r.entry),
         _ => {}
     }
     v.report = Some(dir.join(&stem));
@@ -240,8 +247,19 @@ fn mutant_entry(
     Ok(e)
 }
 
-/// A mutant's boot as kept under the output directory: a kill stands; a survivor is booted again
-/// by another memcgtest binary (it may check more).
+/// Whether a kill recorded by another binary stands: the kernel died, or the check that killed it
+/// is still one of its scenario's.
+fn stands(e: &Entry, judged: &std::collections::BTreeSet<(String, String)>) -> bool {
+    e.fate == Fate::Killed
+        && match (&e.scenario, &e.check) {
+            (Some(s), Some(c)) => judged.contains(&(s.clone(), c.clone())),
+            (Some(s), None) => s == "boot",
+            _ => false,
+        }
+}
+
+/// A mutant's boot as kept under the output directory: a kill stands while its check does (see
+/// `stands`); anything else is booted again by another memcgtest binary (it may check more).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Recorded {
     binary: u64,

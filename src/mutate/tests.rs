@@ -172,3 +172,23 @@ fn a_boot_is_judged_by_its_first_failed_check() {
     let e = judge(&the_plan(), &outcome(125, Some(rep), ""), 5.0, &names);
     assert_eq!(e.fate, Fate::Untested);
 }
+
+#[test]
+fn a_kill_stands_while_its_check_is_judged() {
+    let scenarios = crate::scenario::load_all(None).unwrap();
+    let judged: std::collections::BTreeSet<(String, String)> = (scenarios.iter())
+        .flat_map(|sc| sc.checks.iter().map(|c| (sc.name.clone(), c.name())))
+        .collect();
+    // Implied checks are the scenario's too.
+    assert!(judged.contains(&("swap-out".into(), "hierarchy((top))".into())));
+    let mut e = pairs::equivalent_entry(&the_plan(), "");
+    e.fate = Fate::Killed;
+    e.scenario = Some("swap-out".into());
+    e.check = Some("hierarchy((top))".into());
+    assert!(stands(&e, &judged));
+    e.check = Some("change(s.nothing at hold)".into());
+    assert!(!stands(&e, &judged));
+    e.scenario = Some("boot".into());
+    e.check = None;
+    assert!(stands(&e, &judged));
+}
