@@ -76,6 +76,9 @@ fn proven_word(r: &Row) -> String {
     let mut s = list(&p.killed);
     if !p.survived.is_empty() {
         s += &format!("; SURVIVED: {}", list(&p.survived));
+        if !p.reasons.is_empty() {
+            s += &format!(" ({})", p.reasons.join("; "));
+        }
     }
     if s.is_empty() && !p.equivalent.is_empty() {
         s = format!("equivalent: {}", list(&p.equivalent));

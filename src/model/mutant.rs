@@ -145,12 +145,24 @@ pub struct Matrix {
     pub unmapped: Vec<(String, String)>,
 }
 
-/// How a field stands in a matrix: the modes whose mutant was killed, and those that survived.
+/// How a field stands in a matrix: the modes whose mutant was killed, and those that survived
+/// (with why no check of the suite kills them, where that is known: see `SURVIVORS`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Proof {
     pub killed: Vec<Mode>,
     pub survived: Vec<Mode>,
     pub equivalent: Vec<Mode>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+}
+
+/// Why a mutant survives the suite, for those the matrices found alive (`KIND:ITEM:MODE`, why).
+pub const SURVIVORS: &[(&str, &str)] = &[];
+
+/// The reason a surviving mutant is left so, if one is given.
+pub fn survivor_reason(mutant: &Mutant) -> Option<&'static str> {
+    let m = mutant.to_string();
+    SURVIVORS.iter().find(|(k, _)| *k == m).map(|(_, why)| *why)
 }
 
 impl Matrix {
@@ -172,6 +184,11 @@ impl Matrix {
             }
             if of.iter().any(|e| e.fate == Fate::Survived) {
                 p.survived.push(mode);
+                for e in of.iter().filter(|e| e.fate == Fate::Survived) {
+                    if let Some(why) = survivor_reason(&e.mutant) {
+                        p.reasons.push(format!("{}: {why}", e.mutant));
+                    }
+                }
             } else if of.iter().any(|e| e.fate == Fate::Killed) {
                 p.killed.push(mode);
             } else if of.iter().all(|e| e.fate == Fate::Equivalent) {

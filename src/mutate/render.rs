@@ -13,7 +13,14 @@ pub fn fate_line(e: &Entry) -> String {
             e.check.as_deref().unwrap_or(""),
             e.message
         ),
-        Fate::Survived => format!("SURVIVED in {:.0} s: {}", e.seconds, e.message),
+        Fate::Survived => format!(
+            "SURVIVED in {:.0} s: {}{}",
+            e.seconds,
+            e.message,
+            crate::model::mutant::survivor_reason(&e.mutant)
+                .map(|why| format!(" (why: {why})"))
+                .unwrap_or_default()
+        ),
         Fate::Equivalent => e.message.clone(),
         Fate::Untested => format!("untested in {:.0} s: {}", e.seconds, e.message),
     }
@@ -52,8 +59,12 @@ pub fn failures(rep: &RunReport) -> String {
 pub fn summary(m: &Matrix) -> String {
     let [killed, survived, equivalent, untested] = m.counts();
     let judged = killed + survived;
+    let reasoned = (m.entries.iter())
+        .filter(|e| e.fate == Fate::Survived)
+        .filter(|e| crate::model::mutant::survivor_reason(&e.mutant).is_some())
+        .count();
     format!(
-        "cgroup {} on Linux {} ({}): {killed} of {judged} mutants killed ({:.0} %), {survived} survived, {equivalent} equivalent, {untested} untested; {} fields the suite moves have no mutant",
+        "cgroup {} on Linux {} ({}): {killed} of {judged} mutants killed ({:.0} %), {survived} survived ({reasoned} with a reason), {equivalent} equivalent, {untested} untested; {} fields the suite moves have no mutant",
         m.cgroup.as_str(),
         m.kernel,
         m.measured,
@@ -73,6 +84,10 @@ pub fn render(m: &Matrix) -> String {
                 e.check.as_deref().unwrap_or(""),
                 e.message
             ),
+            Fate::Survived => match crate::model::mutant::survivor_reason(&e.mutant) {
+                Some(why) => format!("{} (why: {why})", e.message),
+                None => e.message.clone(),
+            },
             _ => e.message.clone(),
         };
         s += &format!(
