@@ -157,7 +157,140 @@ pub struct Proof {
 }
 
 /// Why a mutant survives the suite, for those the matrices found alive (`KIND:ITEM:MODE`, why).
-pub const SURVIVORS: &[(&str, &str)] = &[];
+pub const SURVIVORS: &[(&str, &str)] = &[
+    (
+        "stat:file_thp:drop",
+        "when a file's huge pages appear is the kernel's choice (6.12 maps them at the fault, through a MADV_HUGEPAGE mapping's readahead; 6.1 declines the collapse): no step says how many there must be",
+    ),
+    (
+        "stat:file_thp:leak",
+        "a file's huge pages stay cached after their task, and no scenario drops them while it samples",
+    ),
+    (
+        "stat:percpu:drop",
+        "500 new groups charge 2.8 MiB of percpu on 2 CPUs; no step can state the amount: it scales with the possible CPUs, the tolerance with the online ones",
+    ),
+    (
+        "stat:percpu:leak",
+        "the 500 groups are removed only after the scenario stopped sampling",
+    ),
+    (
+        "stat:percpu:double",
+        "2.8 MiB more stays within the kernel-parts rule's tolerance (six unflushed counters: 6.5 MiB on 2 CPUs)",
+    ),
+    (
+        "stat:percpu:local",
+        "2.8 MiB stays within hierarchy((top))'s tolerance (4 groups x 1 MiB unflushed on 2 CPUs)",
+    ),
+    (
+        "stat:slab_reclaimable:double",
+        "kernel-memory's 5 MiB more stays within the kernel-parts rule's tolerance (6.5 MiB on 2 CPUs)",
+    ),
+    (
+        "stat:slab_unreclaimable:double",
+        "kernel-memory's 5.4 MiB more stays within the kernel-parts rule's tolerance (6.5 MiB on 2 CPUs)",
+    ),
+    (
+        "stat:swapcached:leak",
+        "no rule bounds swapcached from above on both versions (within swap on v2 only: v1 counts swap once the page left the swap cache)",
+    ),
+    (
+        "stat:swapcached:double",
+        "no rule bounds swapcached from above on both versions (within swap on v2 only: v1 counts swap once the page left the swap cache)",
+    ),
+    (
+        "stat:unevictable:drop",
+        "the quick scenarios' mlocked pages are fewer than the LRU rule's tolerance (isolated and batched pages, a huge page per CPU: 12 MiB on 2 CPUs)",
+    ),
+    (
+        "stat:unevictable:double",
+        "the quick scenarios' mlocked pages are fewer than the tolerance of the lists within the usage (7.5 MiB on 2 CPUs)",
+    ),
+    (
+        "stat:workingset_activate_anon:drop",
+        "activations are refaults the kernel judged part of the working set: activations <= refaults is all that holds, no step says how many",
+    ),
+    (
+        "stat:workingset_activate_anon:double",
+        "activations are refaults the kernel judged part of the working set: activations <= refaults is all that holds, no step says how many",
+    ),
+    (
+        "stat:workingset_activate_file:drop",
+        "activations are refaults the kernel judged part of the working set: activations <= refaults is all that holds, no step says how many",
+    ),
+    (
+        "stat:workingset_activate_file:double",
+        "activations are refaults the kernel judged part of the working set: activations <= refaults is all that holds, no step says how many",
+    ),
+    (
+        "stat:workingset_restore_anon:drop",
+        "restores are refaults of pages that were active when evicted: restores <= refaults is all that holds",
+    ),
+    (
+        "stat:workingset_restore_file:drop",
+        "restores are refaults of pages that were active when evicted: restores <= refaults is all that holds",
+    ),
+    (
+        "stat:workingset_restore_file:double",
+        "restores are refaults of pages that were active when evicted: restores <= refaults is all that holds",
+    ),
+    (
+        "stat:workingset_nodereclaim:drop",
+        "shadow nodes are reclaimed under slab pressure at the kernel's choice: no step says how many",
+    ),
+    (
+        "stat:workingset_nodereclaim:double",
+        "shadow nodes are reclaimed under slab pressure at the kernel's choice: no step says how many",
+    ),
+    (
+        "stat:workingset_nodereclaim:local",
+        "the few shadow node reclaims stay within hierarchy((top))'s tolerance",
+    ),
+    (
+        "stat:workingset_refault_anon:double",
+        "refaults bound activations and restores from above; nothing bounds them (which evicted pages left a shadow entry is the kernel's)",
+    ),
+    (
+        "stat:workingset_refault_file:double",
+        "refaults bound activations and restores from above; nothing bounds them (which evicted pages left a shadow entry is the kernel's)",
+    ),
+    (
+        "event:pgactivate:double",
+        "LRU aging events are the kernel's choice: no step says how many activations it makes",
+    ),
+    (
+        "event:pgdeactivate:double",
+        "LRU aging events are the kernel's choice: no step says how many deactivations it makes",
+    ),
+    (
+        "event:pgrefill:drop",
+        "LRU aging events are the kernel's choice: no step says how many active pages reclaim scans",
+    ),
+    (
+        "event:pgrefill:double",
+        "LRU aging events are the kernel's choice: no step says how many active pages reclaim scans",
+    ),
+    (
+        "event:pglazyfree:double",
+        "swap-out's MADV_FREE is not yet held to its page count (pglazyfreed <= pglazyfree is all that holds)",
+    ),
+    (
+        "event:pglazyfreed:drop",
+        "lazily freed pages are reclaimed at the kernel's pace: pglazyfreed <= pglazyfree is all that holds",
+    ),
+    (
+        "event:pgmajfault:drop",
+        "the tasks' own major faults are no truth (a retried fault is major for the task, not the memcg) and no step says how many pages it reads in",
+    ),
+    (
+        "event:pgmajfault:double",
+        "the tasks' own major faults are no truth (a retried fault is major for the task, not the memcg) and no step says how many pages it reads in",
+    ),
+    (
+        "event:pgscan_direct:double",
+        "how many pages reclaim scans is its own choice: pgsteal <= pgscan is all that holds",
+    ),
+];
 
 /// The reason a surviving mutant is left so, if one is given.
 pub fn survivor_reason(mutant: &Mutant) -> Option<&'static str> {
