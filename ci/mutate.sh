@@ -6,7 +6,8 @@
 #      field;
 #   2. v1: SAMPLE_V1 the same, on the quick suite's v1 results of ci/vm-tests.sh (no baseline boot);
 #   3. coverage reads the matrix: the proven column and the headline.
-# Every boot runs again (a fresh output directory). About 7 minutes on this 2-CPU machine (TCG).
+# Every boot runs again (a fresh output directory). 5 min 46 s on this 2-CPU machine (TCG,
+# 2026-12-05).
 # Run as root from the repository root after ci/vm-tests.sh: ci/mutate.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,18 +20,19 @@ rm -rf "$dir"
 mkdir -p "$dir"
 kernel=$(ci/build-kernel.sh kernel-patches/schemata/memcg-mutate.patch)
 
-# One of each kind and fault, the new invariants' mutants among them (usage-covers' LRU sum:
-# active_anon double; hierarchy((top)): a statistic not passed up, file_mapped local).
+# Each kind and fault, the new invariants' mutants among them (usage-covers' LRU sum:
+# active_anon double; hierarchy((top)): a statistic not passed up, file_mapped and file_dirty
+# local); each killed in the full matrix by a wide margin (a kill by a hair would be flaky).
 SAMPLE_V2=(
   stat:file_dirty:drop
   stat:anon:leak
   stat:active_anon:double
   stat:file_mapped:local
+  stat:file_dirty:local
   event:pgfault:double
-  event:pgmajfault:local
   memevent:oom_kill:drop
-  memevent:max:local
-  counter:memory:fraction
+  memevent:oom_kill:double
+  counter:memory:double
   counter:swap:double
 )
 SAMPLE_V1=(
