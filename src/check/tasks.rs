@@ -232,22 +232,7 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             ),
         );
     }
-    let swap_text = swapped
-        .map(|most| {
-            format!(
-                "; its swap held what its tasks had swapped out (up to {})",
-                human_bytes(most)
-            )
-        })
-        .unwrap_or_default()
-        + &tables
-            .map(|most| {
-                format!(
-                    "; its pagetables equalled its tasks' VmPTE (up to {})",
-                    human_bytes(most)
-                )
-            })
-            .unwrap_or_default();
+    let also = also_held(swapped, tables);
     let mut res = CheckResult::new(
         name,
         Outcome::Pass,
@@ -258,7 +243,7 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         ),
         format!("{col} = its tasks' RssAnon; swap >= their VmSwap"),
         format!(
-            "{col} equalled what its tasks counted of their own anonymous memory (up to {}) at every sample{swap_text}",
+            "{col} equalled what its tasks counted of their own anonymous memory (up to {}) at every sample{also}",
             human_bytes(most)
         ),
     );
@@ -276,6 +261,23 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
         }
     ));
     res
+}
+
+/// The pass line's words on the swap and page tables judged (the most the tasks had of each).
+fn also_held(swapped: Option<i64>, tables: Option<i64>) -> String {
+    let swap = swapped.map(|most| {
+        format!(
+            "; its swap held what its tasks had swapped out (up to {})",
+            human_bytes(most)
+        )
+    });
+    let tables = tables.map(|most| {
+        format!(
+            "; its pagetables equalled its tasks' VmPTE (up to {})",
+            human_bytes(most)
+        )
+    });
+    swap.unwrap_or_default() + &tables.unwrap_or_default()
 }
 
 /// What the tasks' threads may hold back of their mm's counters at row r: before 6.2 each thread

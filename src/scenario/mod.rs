@@ -736,6 +736,7 @@ pub fn load_all(dir: Option<&Path>) -> Result<Vec<Scenario>, ScenarioError> {
 
 mod checks;
 mod describe;
+mod implied;
 pub mod plan;
 mod raw;
 pub mod render;

@@ -6,13 +6,13 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::checks::{outline, resolve_checks};
+use super::implied::implied;
 use super::raw::{RawCgroup, RawScenario};
 use super::steps::read_step;
 use super::{
     Antagonist, CgroupSpec, Check, Feature, HELPER_GROUP, Hold, Phase, Requires, SampleSpec,
     Scenario, ScenarioError, ScratchDisk, Step,
 };
-use crate::model::TOP_GROUP;
 use crate::model::counter::stat_key;
 use crate::model::source::{Text, is_name};
 use crate::model::step::Region;
@@ -562,102 +562,6 @@ fn phases(cx: &Text, raw: &RawScenario, groups: &[String]) -> Result<Vec<Phase>,
         return Err(cx.err(0..0, "a scenario needs at least one [[phase]]"));
     }
     Ok(phases)
-}
-
-/// The invariants every scenario gets, for every group it declares, unless the file declares
-/// the same check for that group: identities, monotonic, faults, usage-covers, limit-counters,
-/// numa-stat over every node counter (v2; dropped under v1), tasks (not in scenarios that move
-/// tasks: a task that moves without its charge parts from it by design), under-limit for a
-/// limited group, and hierarchy over every counter for each group with children and for the
-/// scenario's own top group (`TOP_GROUP`). They judge every counter the kernel shows (see
-/// `SamplePlan`).
-fn implied(
-    cgroups: &[CgroupSpec],
-    phases: &[Phase],
-    checks: &[Check],
-    versions: &[Version],
-) -> Vec<Check> {
-    use crate::check::{
-        DirtyDomain, Faults, Hierarchy, Identities, LimitCounters, Monotonic, Notifies, NumaStat,
-        Tasks, UnderLimit, UsageCovers,
-    };
-    let moves = phases
-        .iter()
-        .flat_map(|p| &p.steps)
-        .any(|s| matches!(s, Step::Move { .. }));
-    let has_children = |p: &str| {
-        cgroups.iter().any(|c| {
-            c.name
-                .strip_prefix(p)
-                .and_then(|r| r.strip_prefix('/'))
-                .is_some_and(|r| !r.contains('/'))
-        })
-    };
-    // The least memory.max or memory.high of a group and its ancestors (see `dirty-domain`).
-    let has_ceiling = |g: &str| {
-        cgroups.iter().any(|c| {
-            (c.name == g || g.starts_with(&format!("{}/", c.name)))
-                && (c.limit.is_some() || c.high.is_some())
-        })
-    };
-    let versions_v2 = versions.contains(&Version::V2);
-    let mut out: Vec<Check> = Vec::new();
-    for c in cgroups {
-        let g = c.name.clone();
-        let mut add = |chk: Check| {
-            if !checks.iter().any(|d| d.name() == chk.name()) {
-                out.push(chk);
-            }
-        };
-        add(Check::implied(Identities { cgroup: g.clone() }));
-        add(Check::implied(Monotonic { cgroup: g.clone() }));
-        add(Check::implied(Faults { cgroup: g.clone() }));
-        add(Check::implied(UsageCovers { cgroup: g.clone() }));
-        add(Check::implied(LimitCounters {
-            cgroup: g.clone(),
-            hit: false,
-        }));
-        add(Check::implied(NumaStat {
-            cgroup: g.clone(),
-            counters: Vec::new(),
-            all: true,
-        }));
-        if !moves {
-            add(Check::implied(Tasks {
-                cgroup: g.clone(),
-                needs_moving: false,
-            }));
-        }
-        if versions_v2 && has_ceiling(&g) {
-            add(Check::implied(DirtyDomain { cgroup: g.clone() }));
-        }
-        if versions_v2 {
-            add(Check::implied(Notifies { cgroup: g.clone() }));
-        }
-        if c.limit.is_some() || c.swap_max.is_some() {
-            add(Check::implied(UnderLimit { cgroup: g.clone() }));
-        }
-        if has_children(&g) {
-            add(Check::implied(Hierarchy {
-                parent: g.clone(),
-                counters: Vec::new(),
-                all: true,
-            }));
-        }
-    }
-    // The scenario's own top group holds its groups and the helpers' and nothing else: its
-    // counters are theirs summed (a statistic not passed to the ancestors shows here).
-    if !checks
-        .iter()
-        .any(|d| d.name() == format!("hierarchy({TOP_GROUP})"))
-    {
-        out.push(Check::implied(Hierarchy {
-            parent: TOP_GROUP.to_string(),
-            counters: Vec::new(),
-            all: true,
-        }));
-    }
-    out
 }
 
 /// What `[sample]` lists, and the checks (whose needs are sampled too: see `SamplePlan`).

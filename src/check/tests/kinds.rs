@@ -5,7 +5,7 @@ use super::*;
 use crate::model::CgroupSpec;
 use crate::model::StepKind;
 
-fn cycles(settled: &[i64]) -> Record {
+pub(super) fn cycles(settled: &[i64]) -> Record {
     let mut series = Series::new(vec!["test.dirty".into(), "test.writeback".into()]);
     let mut steps = Vec::new();
     for (i, v) in settled.iter().enumerate() {
@@ -114,57 +114,6 @@ fn broken_hierarchy_fails() {
         "{}",
         c.detail
     );
-}
-
-/// The top group stuck at 0 while its child `a` (and the helpers' `aux`) count 16 MiB for half a
-/// second: what a statistic not passed to the ancestors looks like.
-fn top_tree(version: crate::model::Version, top: i64) -> Record {
-    let mut series = Series::new(vec![
-        "(top).dirty".into(),
-        "aux.dirty".into(),
-        "a.dirty".into(),
-        "a/b.dirty".into(),
-        "sampler.pass_us".into(),
-    ]);
-    for i in 0..100 {
-        let t = i as f64 * 0.01;
-        let a = if (0.2..0.7).contains(&t) { 16 * MIB } else { 0 };
-        let top = if top < 0 { a + MIB } else { top };
-        series.push(t, &[top, MIB, a, a, 50]);
-    }
-    let mut r = cycles(&[0]);
-    r.series = series;
-    r.version = version;
-    r
-}
-
-#[test]
-fn the_top_group_sums_its_groups_and_on_v2_is_never_stale() {
-    use crate::model::{TOP_GROUP, Version};
-    let c = hierarchy(
-        "h".into(),
-        &top_tree(Version::V2, -1),
-        TOP_GROUP,
-        &["dirty".into()],
-    );
-    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
-    // Stuck at 0: a stale parent for under 3 s on v1 (it shows what its parts showed before); on
-    // v2 its cpu.stat read flushed it, so it is wrong at the second sample.
-    let c = hierarchy(
-        "h".into(),
-        &top_tree(Version::V1, 0),
-        TOP_GROUP,
-        &["dirty".into()],
-    );
-    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
-    let c = hierarchy(
-        "h".into(),
-        &top_tree(Version::V2, 0),
-        TOP_GROUP,
-        &["dirty".into()],
-    );
-    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
-    assert!(c.actual.contains("(top).dirty = 0 B"), "{}", c.actual);
 }
 
 #[test]

@@ -652,6 +652,7 @@ mod contracts;
 mod fields;
 mod kinds;
 mod moves;
+mod top;
 mod truth;
 
 /// A pair measured while other processes kept the machine busy is left out; with too few quiet
