@@ -14,7 +14,6 @@ mod tests;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 
@@ -22,7 +21,6 @@ use crate::model::error::{Error, exit};
 use crate::model::mutant::{Entry, Fate, Matrix, Mode};
 use crate::model::{Outcome, RunReport, Status, Version};
 use crate::series::{binary_id, load, lock, save};
-use crate::sys::cleanup;
 use crate::vm;
 use pairs::Plan;
 
@@ -157,10 +155,8 @@ fn baseline(o: &Options, dir: &Path) -> Result<RunReport> {
         return Ok(rep);
     }
     eprintln!("memcgtest mutate: no mutant: the quick suite (it must be green)");
-    v.report = Some(dir.join("baseline"));
-    v.console_log = Some(dir.join("baseline.console"));
-    let out = vm::execute(&v)?;
-    interrupted()?;
+    let mut kept = v.clone();
+    let out = vm::boot_recorded(&mut kept, v, dir, "baseline")?.0?;
     let Some((rep, _)) = out.report else {
         return Err(Error::Environment(format!(
             "no mutant: the guest wrote no report: {}",
@@ -220,15 +216,7 @@ fn mutant_entry(
         Some(r) if r.binary == binary_id() || stands(&r.entry, judged) => return Ok(r.entry),
         _ => {}
     }
-    v.report = Some(dir.join(&stem));
-    v.console_log = Some(dir.join(format!("{stem}.console")));
-    let start = Instant::now();
-    let result = vm::execute(&v);
-    interrupted()?;
-    let secs = start.elapsed().as_secs_f64();
-    if let Ok(out) = &result {
-        vm.accel = out.accel;
-    }
+    let (result, secs) = vm::boot_recorded(vm, v, dir, &stem)?;
     let e = match result {
         Ok(out) => judge(p, &out, secs, names),
         Err(err) => match err.downcast_ref::<Error>() {
@@ -327,12 +315,4 @@ fn untested(p: &Plan, secs: f64, reason: String) -> Entry {
         seconds: secs,
         ..pairs::equivalent_entry(p, "")
     }
-}
-
-/// A signal stops the matrix; what was finished is kept.
-fn interrupted() -> Result<()> {
-    if cleanup::interrupted() {
-        return Err(Error::Interrupted.into());
-    }
-    Ok(())
 }

@@ -382,15 +382,7 @@ fn layout_run(
     let mut v = vm.clone();
     v.kernel = image.to_path_buf();
     v.cgroup = cgroup.into();
-    v.report = Some(dir.join(&key));
-    v.console_log = Some(dir.join(format!("{key}.console")));
-    let start = Instant::now();
-    let result = vm::execute(&v);
-    interrupted()?;
-    let secs = start.elapsed().as_secs_f64();
-    if let Ok(out) = &result {
-        vm.accel = out.accel;
-    }
+    let (result, secs) = vm::boot_recorded(vm, v, dir, &key)?;
     let run = match result {
         Ok(out) => match &out.report {
             Some((rep, _)) => {

@@ -368,6 +368,29 @@ pub fn run(opts: &Options) -> Result<u8> {
     Ok(out.code)
 }
 
+/// One boot of `v` whose report directory and console go to DIR/STEM and DIR/STEM.console (for
+/// `series` and `mutate`): its outcome and wall time. The accelerator it ran under is kept in
+/// `kept` for the next boot (no KVM retry after a TCG fallback); a signal during the boot is
+/// `Error::Interrupted`.
+pub fn boot_recorded(
+    kept: &mut Options,
+    mut v: Options,
+    dir: &Path,
+    stem: &str,
+) -> Result<(Result<Outcome>, f64)> {
+    v.report = Some(dir.join(stem));
+    v.console_log = Some(dir.join(format!("{stem}.console")));
+    let start = std::time::Instant::now();
+    let result = execute(&v);
+    if cleanup::interrupted() {
+        return Err(crate::model::error::Error::Interrupted.into());
+    }
+    if let Ok(out) = &result {
+        kept.accel = out.accel;
+    }
+    Ok((result, start.elapsed().as_secs_f64()))
+}
+
 /// Boots the kernel, runs the guest command and writes `--report`; stdout is the caller's. The
 /// verdict and diagnosis go to stderr.
 pub fn execute(opts: &Options) -> Result<Outcome> {
