@@ -161,9 +161,24 @@ pub fn modes(kind: Kind, item: &str) -> Vec<(Mode, Option<&'static str>)> {
 pub fn plan(table: &Table, seconds: &BTreeMap<String, f64>) -> (Vec<Plan>, Vec<(String, String)>) {
     let mut plans: BTreeMap<Mutant, Plan> = BTreeMap::new();
     let mut unmapped = Vec::new();
-    for row in table.rows.iter().filter(|r| r.status == Status::Covered) {
-        let its = match items(&row.field, table.version) {
-            Ok(its) => its,
+    let covered: Vec<&crate::coverage::Row> = (table.rows.iter())
+        .filter(|r| r.status == Status::Covered)
+        .collect();
+    // The items that are covered fields of their own: a part of a sum (v2's pgscan) is a mutant
+    // only where it is covered itself, and runs only where it moved itself (pgscan_khugepaged
+    // moves in machine-pressure alone, pgscan in every reclaim).
+    let alone: Vec<(Kind, String)> = (covered.iter())
+        .filter_map(|r| items(&r.field, table.version).ok())
+        .filter(|its| its.len() == 1)
+        .flatten()
+        .collect();
+    for row in covered {
+        let (its, sum) = match items(&row.field, table.version) {
+            Ok(its) if its.len() > 1 => (
+                its.into_iter().filter(|i| alone.contains(i)).collect(),
+                true,
+            ),
+            Ok(its) => (its, false),
             Err(why) => {
                 unmapped.push((row.field.clone(), why.to_string()));
                 continue;
@@ -183,7 +198,8 @@ pub fn plan(table: &Table, seconds: &BTreeMap<String, f64>) -> (Vec<Plan>, Vec<(
                     equivalent,
                 });
                 push_new(&mut p.fields, &row.field);
-                for s in &row.exercised {
+                // A part runs where it moved itself, not everywhere its sum did.
+                for s in row.exercised.iter().filter(|_| !sum) {
                     push_new(&mut p.scenarios, s);
                 }
             }

@@ -192,3 +192,38 @@ fn a_kill_stands_while_its_check_is_judged() {
     e.check = None;
     assert!(stands(&e, &judged));
 }
+
+#[test]
+fn a_part_of_a_sum_runs_where_it_moved_itself() {
+    use crate::coverage::Status::*;
+    let table = Table {
+        version: Version::V2,
+        kernel: "6.12.118".into(),
+        rows: vec![
+            row("memory.stat:pgscan", "pgscan", Covered, &["a", "b"]),
+            row(
+                "memory.stat:pgscan_direct",
+                "pgscan_direct",
+                Covered,
+                &["a"],
+            ),
+            row(
+                "memory.stat:pgscan_kswapd",
+                "pgscan_kswapd",
+                NotExercised,
+                &[],
+            ),
+        ],
+        matrix: None,
+    };
+    let (plans, _) = plan(&table, &BTreeMap::new());
+    assert!(
+        plans.iter().all(|p| p.mutant.item == "pgscan_direct"),
+        "{plans:?}"
+    );
+    assert_eq!(plans[0].scenarios, ["a"]);
+    assert_eq!(
+        plans[0].fields,
+        ["memory.stat:pgscan", "memory.stat:pgscan_direct"]
+    );
+}
