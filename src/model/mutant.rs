@@ -290,6 +290,142 @@ pub const SURVIVORS: &[(&str, &str)] = &[
         "event:pgscan_direct:double",
         "how many pages reclaim scans is its own choice: pgsteal <= pgscan is all that holds",
     ),
+    (
+        "event:pgscan_khugepaged:double",
+        "khugepaged reclaims a few pages in machine-pressure only: within the tolerance of every rule over them",
+    ),
+    (
+        "event:pgscan_khugepaged:local",
+        "khugepaged reclaims a few pages in machine-pressure only: within the tolerance of every rule over them",
+    ),
+    (
+        "event:pgscan_kswapd:double",
+        "how many pages reclaim scans and steals is its own choice: pgsteal <= pgscan is all that holds",
+    ),
+    (
+        "event:pgsteal_direct:drop",
+        "how many pages reclaim scans and steals is its own choice: pgsteal <= pgscan is all that holds",
+    ),
+    (
+        "event:pgsteal_khugepaged:drop",
+        "khugepaged reclaims a few pages in machine-pressure only: within the tolerance of every rule over them",
+    ),
+    (
+        "event:pgsteal_khugepaged:local",
+        "khugepaged reclaims a few pages in machine-pressure only: within the tolerance of every rule over them",
+    ),
+    (
+        "event:pgsteal_kswapd:drop",
+        "how many pages reclaim scans and steals is its own choice: pgsteal <= pgscan is all that holds",
+    ),
+    (
+        "event:swpin_zero:double",
+        "swap-out's zero-filled pages are not yet held to their count",
+    ),
+    (
+        "event:swpout_zero:double",
+        "swap-out's zero-filled pages are not yet held to their count",
+    ),
+    (
+        "event:thp_collapse_alloc:drop",
+        "MADV_COLLAPSE's allocations are not yet held to the collapses a step made (huge-pages judges the sizes)",
+    ),
+    (
+        "event:thp_collapse_alloc:double",
+        "MADV_COLLAPSE's allocations are not yet held to the collapses a step made (huge-pages judges the sizes)",
+    ),
+    (
+        "event:thp_collapse_alloc:local",
+        "MADV_COLLAPSE's allocations are not yet held to the collapses a step made (huge-pages judges the sizes)",
+    ),
+    (
+        "event:thp_fault_alloc:double",
+        "held to at least the huge pages made (16): a double passes, and 16 events are within hierarchy((top))'s event tolerance (256 on 2 CPUs)",
+    ),
+    (
+        "event:thp_fault_alloc:local",
+        "held to at least the huge pages made (16): a double passes, and 16 events are within hierarchy((top))'s event tolerance (256 on 2 CPUs)",
+    ),
+    (
+        "event:thp_swpout:double",
+        "held to at least the huge pages made (16): a double passes, and 16 events are within hierarchy((top))'s event tolerance (256 on 2 CPUs)",
+    ),
+    (
+        "event:thp_swpout:local",
+        "held to at least the huge pages made (16): a double passes, and 16 events are within hierarchy((top))'s event tolerance (256 on 2 CPUs)",
+    ),
+    (
+        "event:thp_swpout_fallback:drop",
+        "no step says how many huge pages fail to be swapped out whole",
+    ),
+    (
+        "event:thp_swpout_fallback:double",
+        "no step says how many huge pages fail to be swapped out whole",
+    ),
+    (
+        "event:thp_swpout_fallback:local",
+        "no step says how many huge pages fail to be swapped out whole",
+    ),
+    (
+        "memevent:high:double",
+        "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
+    ),
+    (
+        "memevent:high:local",
+        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
+    ),
+    (
+        "memevent:low:double",
+        "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
+    ),
+    (
+        "memevent:max:double",
+        "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
+    ),
+    (
+        "memevent:oom:double",
+        "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
+    ),
+    (
+        "memevent:oom:local",
+        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
+    ),
+    (
+        "memevent:oom_group_kill:local",
+        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
+    ),
+    (
+        "memevent:oom_kill:local",
+        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
+    ),
+    (
+        "memevent:swap_fail:double",
+        "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
+    ),
+    (
+        "memevent:swap_fail:local",
+        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
+    ),
+    (
+        "memevent:swap_high:drop",
+        "no check asks for this event where the suite makes it",
+    ),
+    (
+        "memevent:swap_high:double",
+        "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
+    ),
+    (
+        "memevent:swap_high:local",
+        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
+    ),
+    (
+        "memevent:swap_max:drop",
+        "no check asks for this event where the suite makes it",
+    ),
+    (
+        "memevent:swap_max:local",
+        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
+    ),
 ];
 
 /// The reason a surviving mutant is left so, if one is given.
