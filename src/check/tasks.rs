@@ -195,20 +195,14 @@ pub fn tasks(name: String, rec: &Record, cgroup: &str) -> CheckResult {
             .any(|st| NOT_JUDGED.contains(&st.kind) && st.start <= t && t <= st.end + lag)
     };
     let rows: Vec<usize> = (0..s.len()).filter(|&r| !skipped(s.t[r])).collect();
-    // The tasks' count at the group read lies between the reads around it; a group count the
-    // tasks had at any moment of the last `lag` seconds is stale, not wrong.
-    let lo = |r: usize| s.get(r, pre).min(s.get(r, post));
-    let hi = |r: usize| s.get(r, pre).max(s.get(r, post));
     let threads = thread_slack(rec, cgroup);
     let mut gap = super::Gap::new(rec, cgroup);
     let (mut most, mut worst) = (0, 0);
     for &r in &rows {
-        let window = (0..=r).rev().take_while(|&q| s.t[r] - s.t[q] <= lag);
-        let floor = window.clone().map(lo).min().unwrap_or(0);
-        let ceil = window.map(hi).max().unwrap_or(0);
+        let (floor, ceil) = tasks_window(s, (pre, post), r, lag);
         let v = s.get(r, g);
         let off = (floor - v).max(v - ceil);
-        most = most.max(hi(r));
+        most = most.max(s.get(r, pre).max(s.get(r, post)));
         worst = worst.max(off);
         if gap.confirmed(s.t[r], off > tol + threads(r), RUN) {
             let window = (floor, ceil, tol, lag);
@@ -280,6 +274,25 @@ fn also_held(swapped: Option<i64>, tables: Option<i64>) -> String {
     swap.unwrap_or_default() + &tables.unwrap_or_default()
 }
 
+/// What the tasks counted (columns `pre` and `post`, read just before and after the group's
+/// files) over the `lag` seconds up to row `r`: the least and the most. The count at the group
+/// read lies between the reads around it, and a group count the tasks had at any moment of the
+/// window is stale, not wrong.
+fn tasks_window(
+    s: &crate::model::Series,
+    (pre, post): (usize, usize),
+    r: usize,
+    lag: f64,
+) -> (i64, i64) {
+    (0..=r).rev().take_while(|&q| s.t[r] - s.t[q] <= lag).fold(
+        (i64::MAX, i64::MIN),
+        |(lo, hi), q| {
+            let (a, b) = (s.get(q, pre), s.get(q, post));
+            (lo.min(a.min(b)), hi.max(a.max(b)))
+        },
+    )
+}
+
 /// What the tasks' threads may hold back of their mm's counters at row r: before 6.2 each thread
 /// beyond the first caches up to 64 events (SPLIT_RSS_COUNTING), and a sleeping one never passes
 /// them on (768 threads of a task that made kernel stacks: RssAnon 2.2 MiB below the group's anon
@@ -330,15 +343,9 @@ fn swap(
     };
     let held = |r: usize| cols.iter().map(|&c| s.get(r, c)).sum::<i64>();
     let threads = thread_slack(rec, cgroup);
-    let lo = |r: usize| s.get(r, pre).min(s.get(r, post));
     let (mut run, mut most) = (0, 0);
     for &r in rows {
-        let floor = (0..=r)
-            .rev()
-            .take_while(|&q| s.t[r] - s.t[q] <= lag)
-            .map(lo)
-            .min()
-            .unwrap_or(0);
+        let floor = tasks_window(s, (pre, post), r, lag).0;
         most = most.max(s.get(r, pre).max(s.get(r, post)));
         let v = held(r);
         run = if floor - v > tol + threads(r) {
@@ -396,16 +403,10 @@ fn pagetables(
         return Ok(None);
     };
     let tol = (rec.machine.stat_batch_bytes() + 16 * rec.machine.page_size) as i64;
-    let lo = |r: usize| s.get(r, pre).min(s.get(r, post));
-    let hi = |r: usize| s.get(r, pre).max(s.get(r, post));
     let (mut run, mut most) = (0, 0);
     for &r in rows {
-        let window = (0..=r).rev().take_while(|&q| s.t[r] - s.t[q] <= lag);
-        let (floor, ceil) = (
-            window.clone().map(lo).min().unwrap_or(0),
-            window.map(hi).max().unwrap_or(0),
-        );
-        most = most.max(hi(r));
+        let (floor, ceil) = tasks_window(s, (pre, post), r, lag);
+        most = most.max(s.get(r, pre).max(s.get(r, post)));
         let v = s.get(r, g);
         run = if v < floor - tol || v > ceil + tol {
             run + 1
