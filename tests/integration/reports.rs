@@ -33,12 +33,15 @@ fn ktap_and_report_dir() {
         }
         let csv = std::fs::read_to_string(rep.path().join("dirty-migration.csv")).unwrap();
         // The per-file truth is read first (where cachestat exists), then /proc/vmstat, the
-        // groups, /proc/vmstat again and the truth again; every header carries its unit.
+        // scenario's top group and aux (hierarchy((top))), the declared groups, /proc/vmstat
+        // again and the truth again; every header carries its unit.
         let header = csv.lines().next().unwrap();
         for part in [
-            "vmstat:pre:nr_dirty[pages],vmstat:pre:nr_writeback[pages],tasks:pre:test.anon[B],",
-            "tasks:pre:test.extra_threads[threads],test.dirty[B],test.writeback[B],test.file[B],test.usage[B],",
-            "tasks:pre:control.extra_threads[threads],control.dirty[B],",
+            "vmstat:pre:nr_dirty[pages],vmstat:pre:nr_writeback[pages],(top).dirty[B],",
+            "again:(top).usage[B],aux.dirty[B],",
+            "again:aux.usage[B],tasks:pre:test.anon[B],",
+            "tasks:pre:test.pagetables[B],test.dirty[B],test.writeback[B],test.file[B],test.usage[B],",
+            "tasks:pre:control.pagetables[B],control.dirty[B],",
         ] {
             assert!(header.contains(part), "{part} not in {header}");
         }
