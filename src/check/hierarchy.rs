@@ -52,6 +52,13 @@ fn flushed(c: &str) -> bool {
     }
 }
 
+/// Whether `c` is an event count the kernel keeps exact in every ancestor (memory.events:
+/// memcg_memory_event raises the group's and each ancestor's atomic count at once), so a
+/// parent's differs from its parts' by read skew only.
+fn exact(c: &str) -> bool {
+    counter::counter(c).is_some_and(|k| k.unit == counter::Unit::Events) && !flushed(c)
+}
+
 /// How long a parent's hierarchical counters may lag its children's: the memcg's periodic flush
 /// of the whole tree (FLUSH_TIME, 2 s in mm/memcontrol.c) plus 1 s for the deferrable work to run
 /// on a busy or emulated machine. A read flushes only what the kernel thinks is pending; on 6.18
@@ -149,7 +156,8 @@ struct Parts {
     usage: Option<usize>,
     /// A count of events, not a size.
     events: bool,
-    /// (children + 1) x the unflushed-stats bound (in events for an event count).
+    /// (children + 1) x the unflushed-stats bound (in events for an event count); 0 for
+    /// memory.events, which have no per-CPU residue.
     tol_base: i64,
     /// The parent was flushed right before it was read (the v2 top group: see `fresh`), so it
     /// cannot be stale.
@@ -173,7 +181,13 @@ impl Parts {
             } else {
                 1
             };
-        let tol_base = batch * (children.len() as i64 + 1);
+        // memory.events are exact in every ancestor (memcg_memory_event raises the group's
+        // and each ancestor's count at once, atomically): only read skew separates them.
+        let tol_base = if exact(c) {
+            0
+        } else {
+            batch * (children.len() as i64 + 1)
+        };
         let column = Column::group(parent, c);
         let Some(p) = rec.series.col(&column) else {
             return Err(format!("column {column} was not sampled"));
@@ -420,10 +434,14 @@ fn broken(name: String, rec: &Record, column: &Column, c: &str, b: Broken) -> Ch
             rec.series.describe_row(r)
         ),
     );
+    let base = if exact(c) {
+        "no per-CPU residue (memory.events: each event raises every ancestor's count at once)"
+            .to_string()
+    } else {
+        format!("{} groups x {}", kids + 1, rec.machine.stat_batch_explained())
+    };
     res.tolerance = Some(format!(
-        "{} groups x {} plus read skew (rate of change x sampler pass time), in two consecutive samples (one pass reads the files one after another, so a burst between two reads shows in one sample only); a parent equal to what its parts summed to up to {ANCESTOR_LAG:.0} s earlier is stale, not wrong (the periodic flush, every 2 s, bounds that)",
-        kids + 1,
-        rec.machine.stat_batch_explained()
+        "{base} plus read skew (rate of change x sampler pass time), in two consecutive samples (one pass reads the files one after another, so a burst between two reads shows in one sample only); a parent equal to what its parts summed to up to {ANCESTOR_LAG:.0} s earlier is stale, not wrong (the periodic flush, every 2 s, bounds that)"
     ));
     res.at = Some(t);
     res.columns = vec![column.clone()];
@@ -503,7 +521,8 @@ different states at every sample (Debian 6.1: 6 MiB, the region, in consecutive 
 The pass line says \
 how long the parent lagged. Tolerance: \
 (children + 1) × the unflushed-stats bound + read skew (rate of change × the sampler's \
-pass time). Not exercised when the parent has no sampled child groups. Every declared \
+pass time); for memory.events read skew only (they have no per-CPU residue: an event \
+raises the group's count and each ancestor's at once). Not exercised when the parent has no sampled child groups. Every declared \
 group with declared children gets a `hierarchy` check of the scenario's sampled \
 memory.stat counters unless the file has one for it; so does the scenario's own top group \
 (`hierarchy((top))`): the runner's `memcgtest-<pid>-<scenario>` group, sampled as `(top)`, \

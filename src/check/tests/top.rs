@@ -49,3 +49,37 @@ fn every_group_is_below_the_top_group_and_only_top_level_ones_are_its_children()
     assert!(is_child("a", TOP_GROUP) && !is_child("a/b", TOP_GROUP));
     assert!(is_child("a/b", "a") && !is_child("a/b/c", "a") && !is_child("ab", "a"));
 }
+
+/// memory.events `max` of the top group (own 0) against `a`'s, which rises by 40 events in
+/// 0.2..0.5 s; the top group shows `a`'s count less `short`.
+fn top_events(short: i64) -> Record {
+    let mut series = Series::new(vec![
+        "(top).limit_hits".into(),
+        "(top).limit_hits.local".into(),
+        "aux.limit_hits".into(),
+        "a.limit_hits".into(),
+        "sampler.pass_us".into(),
+    ]);
+    for i in 0..100 {
+        let t = i as f64 * 0.01;
+        let a = ((t - 0.2).clamp(0.0, 0.3) / 0.3 * 40.0) as i64;
+        series.push(t, &[(a - short).max(0), 0, 0, a, 50]);
+    }
+    let mut r = cycles(&[0]);
+    r.series = series;
+    r.version = Version::V2;
+    r
+}
+
+#[test]
+fn memory_events_are_exact_in_every_ancestor() {
+    let hits = ["limit_hits".to_string()];
+    let c = hierarchy("h".into(), &top_events(0), TOP_GROUP, &hits);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // Three events fewer than its parts, long after they stopped rising: the statistics'
+    // tolerance (3 groups x 256 events on 2 CPUs) would hide it; memory.events have none.
+    let c = hierarchy("h".into(), &top_events(3), TOP_GROUP, &hits);
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(c.expected.contains("+- 0"), "{}", c.expected);
+    assert!(c.tolerance.unwrap().contains("no per-CPU residue"));
+}
