@@ -462,12 +462,16 @@ pub struct Hierarchy {
 /// The counters that sum over the tree, of those sampled for `parent`: memory.stat's (not the
 /// limits v1 derives), the files of their own whose own value is sampled too (v2 memory.events
 /// with memory.events.local), and the page counters where the parent has no value of its own
-/// to miss (v2: a parent holds no tasks; there no memory.stat counter has a `.local`). Not the
+/// to miss (v2: a parent holds no tasks; there no memory.stat counter has a `.local`), and on v2
+/// every event file of the top group (no tasks, no limits: no event of its own). Not the
 /// watermarks: a peak is no sum.
 fn additive(rec: &Record, parent: &str) -> Vec<String> {
     use counter::{Kind, Source};
     let s = &rec.series;
     let sampled = |c: &Column| s.col(c).is_some();
+    // The v2 top group holds no tasks and has no limits of its own, so none of its events
+    // (memory.swap.events has no .local twin) are its own.
+    let top = parent == crate::model::TOP_GROUP;
     let v2 = !s
         .columns()
         .iter()
@@ -491,7 +495,9 @@ fn additive(rec: &Record, parent: &str) -> Vec<String> {
                 _ if name.ends_with("peak") => false,
                 (Source::Stat { .. }, _) => true,
                 (Source::File { .. }, _) => {
-                    sampled(&Column::local(parent, name)) || (v2 && k.kind == Kind::Size)
+                    sampled(&Column::local(parent, name))
+                        || (v2 && k.kind == Kind::Size)
+                        || (v2 && top && k.unit == counter::Unit::Events)
                 }
             }
         })
@@ -527,7 +533,9 @@ group with declared children gets a `hierarchy` check of the scenario's sampled 
 memory.stat counters unless the file has one for it; so does the scenario's own top group \
 (`hierarchy((top))`): the runner's `memcgtest-<pid>-<scenario>` group, sampled as `(top)`, \
 holds the declared top-level groups and the helpers' group `aux` (sampled too) and nothing \
-else, so a statistic the kernel does not pass to the ancestors shows there in every scenario. \
+else, so a statistic the kernel does not pass to the ancestors shows there in every scenario \
+(on v2 its memory.events and memory.swap.events too: it holds no tasks and no limits, so no \
+event is its own). \
 On v2 the sampler reads the top group's cpu.stat before its memory.stat (that read flushes \
 the statistics of its whole subtree: cgroup_rstat_flush), so the top group cannot be stale \
 and gets no 3 s allowance. Result name: `hierarchy(<parent>)`.",
