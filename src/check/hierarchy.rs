@@ -182,8 +182,14 @@ impl Parts {
                 1
             };
         // memory.events are exact in every ancestor (memcg_memory_event raises the group's
-        // and each ancestor's count at once, atomically): only read skew separates them.
-        let tol_base = if exact(c) {
+        // and each ancestor's count at once, atomically): only read skew separates them. So are
+        // memory.stat's events at a freshly flushed top group (`fresh`): the flush leaves no
+        // per-CPU residue anywhere below it, and the top group, holding no tasks and no pages,
+        // raises none of its own. Its sizes keep the bound: creating a child charges the
+        // child's memcg structures (slab, percpu) to the parent (mem_cgroup_css_alloc:
+        // set_active_memcg(parent)), a size of the top group's own that no child shows.
+        let fresh = fresh(rec, parent);
+        let tol_base = if exact(c) || (events && fresh) {
             0
         } else {
             batch * (children.len() as i64 + 1)
@@ -216,7 +222,7 @@ impl Parts {
             usage,
             events,
             tol_base,
-            fresh: fresh(rec, parent),
+            fresh,
         })
     }
 
@@ -330,6 +336,7 @@ fn follow(
                 gap,
                 tol,
                 kids: x.kids.len(),
+                exact: x.tol_base == 0,
             });
         }
     }
@@ -386,6 +393,8 @@ struct Broken {
     gap: i64,
     tol: i64,
     kids: usize,
+    /// No per-CPU residue to allow for (see `Parts::tol_base`).
+    exact: bool,
 }
 
 /// The failure for a difference that is neither a one-sample burst nor a stale parent.
@@ -398,6 +407,7 @@ fn broken(name: String, rec: &Record, column: &Column, c: &str, b: Broken) -> Ch
         gap,
         tol,
         kids,
+        exact,
     } = b;
     let t = rec.series.t[r];
     // Events are counts, sizes bytes.
@@ -434,8 +444,8 @@ fn broken(name: String, rec: &Record, column: &Column, c: &str, b: Broken) -> Ch
             rec.series.describe_row(r)
         ),
     );
-    let base = if exact(c) {
-        "no per-CPU residue (memory.events: each event raises every ancestor's count at once)"
+    let base = if exact {
+        "no per-CPU residue (memory.events raise every ancestor's count at once; on v2 the top group's statistics are flushed right before it is read)"
             .to_string()
     } else {
         format!("{} groups x {}", kids + 1, rec.machine.stat_batch_explained())

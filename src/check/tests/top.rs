@@ -83,3 +83,28 @@ fn memory_events_are_exact_in_every_ancestor() {
     assert!(c.expected.contains("+- 0"), "{}", c.expected);
     assert!(c.tolerance.unwrap().contains("no per-CPU residue"));
 }
+
+#[test]
+fn the_v2_top_groups_statistics_events_have_no_residue_to_allow_for() {
+    // thp_fault_alloc, a memory.stat event: 4 faults fewer than its parts at the flushed top.
+    let mut r = top_events(4);
+    let mut s = Series::new(vec![
+        "(top).thp_fault_alloc".into(),
+        "aux.thp_fault_alloc".into(),
+        "a.thp_fault_alloc".into(),
+        "sampler.pass_us".into(),
+    ]);
+    for i in 0..r.series.len() {
+        let row: Vec<i64> = [0, 2, 3, 4].iter().map(|&c| r.series.get(i, c)).collect();
+        s.push(r.series.t[i], &row);
+    }
+    r.series = s;
+    let thp = ["thp_fault_alloc".to_string()];
+    let c = hierarchy("h".into(), &r, TOP_GROUP, &thp);
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    // Any other parent keeps the statistics' bound (3 groups x 256 events on 2 CPUs): 40
+    // events could not show a wrong sum there.
+    r.version = Version::V1;
+    let c = hierarchy("h".into(), &r, TOP_GROUP, &thp);
+    assert_eq!(c.outcome, Outcome::NotExercised, "{c:?}");
+}
