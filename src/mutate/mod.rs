@@ -177,8 +177,9 @@ fn baseline(o: &Options, dir: &Path) -> Result<RunReport> {
     Ok(rep)
 }
 
-/// A run's key: what the guest runs, in which VM on which kernel. (Not the binary: a matrix
-/// outlives its builds; a survivor is judged again by another binary, see `Recorded`.)
+/// A run's key: what the guest runs, in which VM on which kernel (a mutant's boot is kept under
+/// the key without the guest's arguments: see `recorded`). Not the binary: a matrix outlives its
+/// builds; a survivor is judged again by another binary, see `Recorded`.
 fn key(v: &vm::Options) -> String {
     let text = format!(
         "{} {:?} {:?} {} {} {} {} {:?}",
@@ -211,11 +212,14 @@ fn mutant_entry(
         .trim()
         .to_string();
     let stem = p.mutant.to_string().replace(':', "-");
-    let file = dir.join(format!("{stem}-{}.json", key(&v)));
-    match load::<Recorded>(&file) {
-        Some(r) if r.binary == binary_id() || stands(&r.entry, judged) => return Ok(r.entry),
-        _ => {}
+    let setup = key(&vm::Options {
+        guest_args: Vec::new(),
+        ..v.clone()
+    });
+    if let Some(e) = recorded(dir, &stem, &setup, p, judged) {
+        return Ok(e);
     }
+    let file = dir.join(format!("{stem}-{setup}.json"));
     let (result, secs) = vm::boot_recorded(vm, v, dir, &stem)?;
     let e = match result {
         Ok(out) => judge(p, &out, secs, names),
@@ -227,12 +231,44 @@ fn mutant_entry(
     if e.fate != Fate::Untested {
         let r = Recorded {
             binary: binary_id(),
+            setup,
             entry: e,
         };
         save(&file, &r)?;
         return Ok(r.entry);
     }
     Ok(e)
+}
+
+/// A boot of this mutant kept under `dir` in the same VM setup that still holds: this binary's
+/// over the same scenarios (their order follows the baseline's timings, so it is not compared),
+/// or a kill by any binary that `stands`.
+fn recorded(
+    dir: &Path,
+    stem: &str,
+    setup: &str,
+    p: &Plan,
+    judged: &std::collections::BTreeSet<(String, String)>,
+) -> Option<Entry> {
+    let set = |v: &[String]| v.iter().cloned().collect::<std::collections::BTreeSet<_>>();
+    let prefix = format!("{stem}-");
+    let mut kept: Vec<Recorded> = (std::fs::read_dir(dir).ok()?.flatten())
+        .filter(|f| {
+            let n = f.file_name().to_string_lossy().to_string();
+            n.strip_prefix(&prefix)
+                .and_then(|r| r.strip_suffix(".json"))
+                .is_some_and(|k| k.len() == 8 && k.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+        .filter_map(|f| load::<Recorded>(&f.path()))
+        // Boots recorded before the setup was kept were all of this output directory's setup.
+        .filter(|r| r.setup.is_empty() || r.setup == setup)
+        .collect();
+    let same =
+        |r: &Recorded| r.binary == binary_id() && set(&r.entry.scenarios) == set(&p.scenarios);
+    kept.sort_by_key(|r| !same(r));
+    kept.into_iter()
+        .find(|r| same(r) || stands(&r.entry, judged))
+        .map(|r| r.entry)
 }
 
 /// Whether a kill recorded by another binary stands: the kernel died, or the check that killed it
@@ -251,6 +287,9 @@ fn stands(e: &Entry, judged: &std::collections::BTreeSet<(String, String)>) -> b
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Recorded {
     binary: u64,
+    /// The VM setup's key (`key` without the guest's arguments).
+    #[serde(default)]
+    setup: String,
     entry: Entry,
 }
 

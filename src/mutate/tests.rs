@@ -194,6 +194,40 @@ fn a_kill_stands_while_its_check_is_judged() {
 }
 
 #[test]
+fn a_boot_is_found_again_whatever_order_its_scenarios_ran_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let judged = std::collections::BTreeSet::from([("b".to_string(), "c(x)".to_string())]);
+    let keep = |name: &str, binary: u64, setup: &str, e: &Entry| {
+        let r = Recorded {
+            binary,
+            setup: setup.into(),
+            entry: e.clone(),
+        };
+        crate::series::save(&dir.path().join(name), &r).unwrap();
+    };
+    let mut plan = the_plan();
+    let mut e = pairs::equivalent_entry(&plan, "");
+    e.fate = Fate::Survived;
+    e.scenarios = vec!["b".into(), "a".into()];
+    // This binary's survivor over the same scenarios, run in another order: found.
+    keep("stat-file_dirty-drop-00000001.json", binary_id(), "s1", &e);
+    let found = recorded(dir.path(), "stat-file_dirty-drop", "s1", &plan, &judged);
+    assert_eq!(found.map(|e| e.fate), Some(Fate::Survived));
+    // Not in another VM setup, nor over other scenarios.
+    assert!(recorded(dir.path(), "stat-file_dirty-drop", "s2", &plan, &judged).is_none());
+    plan.scenarios.push("c".into());
+    assert!(recorded(dir.path(), "stat-file_dirty-drop", "s1", &plan, &judged).is_none());
+    // Another binary's kill whose check is still judged stands, whatever was run with it.
+    e.fate = Fate::Killed;
+    (e.scenario, e.check) = (Some("b".into()), Some("c(x)".into()));
+    keep("stat-file_dirty-drop-00000002.json", 7, "", &e);
+    let found = recorded(dir.path(), "stat-file_dirty-drop", "s1", &plan, &judged);
+    assert_eq!(found.map(|e| e.fate), Some(Fate::Killed));
+    // Other mutants' files are not looked at.
+    assert!(recorded(dir.path(), "stat-file_dirty", "s1", &plan, &judged).is_none());
+}
+
+#[test]
 fn a_part_of_a_sum_runs_where_it_moved_itself() {
     use crate::coverage::Status::*;
     let table = Table {
