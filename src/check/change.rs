@@ -19,6 +19,9 @@ pub struct Expect {
     pub tolerance: Option<u64>,
     /// Only falling short of `by` fails; going beyond it passes with a note.
     pub at_least: bool,
+    /// Only going beyond `by` fails; falling short of it passes with a note (a count the
+    /// kernel may not reach in full, but can never exceed).
+    pub at_most: bool,
     /// Judge the change across all the matching steps together (from before the first to after
     /// the last), not across each.
     pub total: bool,
@@ -31,6 +34,7 @@ impl Expect {
             by,
             tolerance: None,
             at_least: false,
+            at_most: false,
             total: false,
         }
     }
@@ -71,6 +75,9 @@ impl Expect {
         if self.at_least {
             // Short when it did not get within tol of `by` in its direction.
             (d - self.by) * self.by.signum() < -tol
+        } else if self.at_most {
+            // Beyond when it went more than tol past `by` in its direction.
+            (d - self.by) * self.by.signum() > tol
         } else {
             (d - self.by).abs() > tol
         }
@@ -133,7 +140,7 @@ pub fn change_in(
     let human_bytes = |v: i64| amount(v, events);
     let signed = |v: i64| signed_amount(v, events);
     // A tolerance of half the change or more would pass a kernel that did half of it.
-    if (by != 0 || expect.at_least) && 2 * tol >= by.abs() {
+    if (by != 0 || expect.at_least || expect.at_most) && 2 * tol >= by.abs() {
         return missing(
             name,
             format!(
@@ -146,6 +153,8 @@ pub fn change_in(
     let mut seen = Vec::new();
     let wanted = if expect.at_least {
         format!("{} or beyond, within {}", signed(by), human_bytes(tol))
+    } else if expect.at_most {
+        format!("{} or short of it, within {}", signed(by), human_bytes(tol))
     } else {
         format!("{} +- {}", signed(by), human_bytes(tol))
     };
@@ -164,7 +173,7 @@ pub fn change_in(
             res.tolerance = Some(tol_text);
             return res;
         }
-        if expect.at_least && (d - by).abs() > tol {
+        if (expect.at_least || expect.at_most) && (d - by).abs() > tol {
             beyond.push(format!(
                 "{} at t={:.3}s",
                 human_bytes((d - by).abs()),
@@ -194,7 +203,17 @@ pub fn change_in(
     res.tolerance = Some(tol_text);
     if !beyond.is_empty() {
         res.detail += &format!(
-            "; beyond what was asked (allowed here: at_least): {}",
+            "; {} what was asked (allowed here: {}): {}",
+            if expect.at_least {
+                "beyond"
+            } else {
+                "short of"
+            },
+            if expect.at_least {
+                "at_least"
+            } else {
+                "at_most"
+            },
             beyond.join(", ")
         );
     }
@@ -351,7 +370,9 @@ MiB that exits, a move with charge moving, a truncate of a known file, a \
 memory.reclaim request) changes the group's count by that amount. Default tolerance: \
 the unflushed-stats bound + 1/32 of |by| (the task's own kernel memory, page tables \
 and such, stays where it was charged). With `at_least = true` only a change short of \
-`by` in its direction fails; going beyond passes and the detail says by how much. Not \
+`by` in its direction fails; going beyond passes and the detail says by how much; with \
+`at_most = true` the other way round (a count the kernel may not reach in full but can \
+never exceed: 16 MiB of zero-filled pages swap out as at most 4096 zero pages). Not \
 exercised when the tolerance is half of |by| or more (a step that did half would pass: \
 a machine with many CPUs under `--quick`), when no such step ran, or, with `needs = \
 \"charge-moving\"`, where charges cannot move. `--quick` divides `by` like the sizes. \
@@ -374,6 +395,10 @@ Result name: `change(<cgroup>.<counter> at <step>)`, or `change(<cgroup>.<counte
             "at_least",
             "only falling short of `by` fails; needs a non-zero `by` (default `false`)",
         ),
+        opt(
+            "at_most",
+            "only going beyond `by` fails; needs a non-zero `by` (default `false`)",
+        ),
         opt("phase", "only steps of this declared phase"),
         opt(
             "total",
@@ -395,6 +420,15 @@ pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
         }
         a => a.is_some_and(|a| a.into_inner()),
     };
+    let at_most = match i.get::<bool>("at_most")? {
+        Some(a) if *a.get_ref() && (by == 0 || at_least) => {
+            return Err(i.err(
+                a.span(),
+                "at_most needs a non-zero `by` and no at_least (say `by` alone for both bounds)",
+            ));
+        }
+        a => a.is_some_and(|a| a.into_inner()),
+    };
     Ok(Check::new(Change {
         cgroup: i.cgroup("cgroup")?,
         counter,
@@ -404,6 +438,7 @@ pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
             by,
             tolerance: i.size("tolerance")?,
             at_least,
+            at_most,
             total: i.get::<bool>("total")?.is_some_and(|t| t.into_inner()),
         },
         needs_moving,

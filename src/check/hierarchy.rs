@@ -448,7 +448,11 @@ fn broken(name: String, rec: &Record, column: &Column, c: &str, b: Broken) -> Ch
         "no per-CPU residue (memory.events raise every ancestor's count at once; on v2 the top group's statistics are flushed right before it is read)"
             .to_string()
     } else {
-        format!("{} groups x {}", kids + 1, rec.machine.stat_batch_explained())
+        format!(
+            "{} groups x {}",
+            kids + 1,
+            rec.machine.stat_batch_explained()
+        )
     };
     res.tolerance = Some(format!(
         "{base} plus read skew (rate of change x sampler pass time), in two consecutive samples (one pass reads the files one after another, so a burst between two reads shows in one sample only); a parent equal to what its parts summed to up to {ANCESTOR_LAG:.0} s earlier is stale, not wrong (the periodic flush, every 2 s, bounds that)"

@@ -45,6 +45,8 @@ struct Rule {
     why: &'static str,
     /// The documented promises (of either version) whose meaning it holds the counters to.
     promises: &'static [&'static Contract],
+    /// Only under cgroup v2 (the counters exist in v1 too but mean otherwise there).
+    v2_only: bool,
 }
 
 const fn rule(
@@ -62,6 +64,7 @@ const fn rule(
         slack,
         why,
         promises,
+        v2_only: false,
     }
 }
 
@@ -154,6 +157,17 @@ const RULES: &[Rule] = &[
         "slab objects, kernel stacks, page tables, percpu and accounted vmalloc memory are charged as kernel memory (MEMCG_KMEM), in whole pages",
         &[&v2::STAT_KERNEL],
     ),
+    Rule {
+        v2_only: true,
+        ..rule(
+            &["swapcached"],
+            Rel::Le,
+            &["swap"],
+            Slack::Charge,
+            "v2 charges a page's swap slot from swap-out until the slot is freed, and a page leaves the swap cache before its slot goes (v1 uncharges the slot of a page swapped in: it may be cached without it)",
+            &[&v2::STAT_SWAPCACHED],
+        )
+    },
     rule(
         &["swap_max_events"],
         Rel::Le,
@@ -349,6 +363,9 @@ fn applied(rec: &Record, cgroup: &str) -> Vec<Applied> {
     };
     let mut out = Vec::new();
     for r in RULES {
+        if r.v2_only && rec.version != crate::model::Version::V2 {
+            continue;
+        }
         let (Some(lhs), Some(rhs)) = (
             r.lhs.iter().map(|c| col(c)).collect::<Option<Vec<_>>>(),
             r.rhs.iter().map(|c| col(c)).collect::<Option<Vec<_>>>(),
@@ -654,7 +671,7 @@ pub const KIND: Kind = Kind {
     doc: "What a group's counters must say of each other at every sample, by how the kernel \
 keeps and prints them: parts within their totals (anon_thp within anon, file_thp, shmem, \
 mapped and dirty within file, writeback within file + swapcached, slab, kernel stacks, \
-page tables, percpu and vmalloc within kernel, swap.max events within swap fail events, \
+page tables, percpu and vmalloc within kernel, swap.max events within swap fail events, the swap cache within swap (v2), \
 group OOM kills within OOM kills), sums that are sums (slab, pgscan, pgsteal), \
 reclaim's and the working set's events within what they count (pgsteal <= pgscan, \
 pgmajfault <= pgfault, activations and restores <= refaults, pglazyfreed <= pglazyfree), \

@@ -4,7 +4,7 @@
 use super::moves::move_record;
 use super::*;
 use crate::check::CheckSpec;
-use crate::model::CgroupSpec;
+use crate::model::{CgroupSpec, Version};
 
 /// A record of group `a` with `cols` sampled every 0.1 s for 3 s, each value from `at(col, t)`.
 fn sampled(cols: &[&str], at: impl Fn(&str, f64) -> i64) -> Record {
@@ -467,4 +467,33 @@ fn the_usage_read_again_brackets_the_files_read_between() {
     assert_eq!(i.outcome, Outcome::Fail, "{}", i.detail);
     let u = crate::check::usage_covers::usage_covers("u".into(), &first_only, "a");
     assert_eq!(u.outcome, Outcome::Fail, "{}", u.detail);
+}
+
+/// v2 charges a swap cache page's slot until the slot is freed: a group caching 32 MiB of swap
+/// it no longer holds (a swap cache count never decremented) fails; v1, which uncharges the
+/// slot of a page swapped in, does not have the rule.
+#[test]
+fn the_swap_cache_is_within_swap_on_v2_only() {
+    let rec = |version, leak: i64| {
+        let mut r = sampled(&["a.swapcached", "a.swap"], |c, t| {
+            let swap = if t < 1.5 { 32 * MIB } else { 0 };
+            match c {
+                "a.swapcached" => swap / 2 + if t >= 1.5 { leak } else { 0 },
+                _ => swap,
+            }
+        });
+        r.version = version;
+        r
+    };
+    let i = crate::check::identities::identities("i".into(), &rec(Version::V2, 0), "a");
+    assert_eq!(i.outcome, Outcome::Pass, "{}", i.detail);
+    let leak = crate::check::identities::identities("i".into(), &rec(Version::V2, 32 * MIB), "a");
+    assert_eq!(leak.outcome, Outcome::Fail, "{}", leak.detail);
+    assert!(
+        leak.detail.contains("swapcached <= swap"),
+        "{}",
+        leak.detail
+    );
+    let v1 = crate::check::identities::identities("i".into(), &rec(Version::V1, 32 * MIB), "a");
+    assert_ne!(v1.outcome, Outcome::Fail, "{}", v1.detail);
 }

@@ -123,6 +123,7 @@ fn at_least_fails_only_short_of_what_was_asked() {
         by,
         tolerance: None,
         at_least: true,
+        at_most: false,
         total: false,
     };
     let check = |col: &str, e| change("c".into(), &rec, &col.into(), StepKind::Move, e, false);
@@ -149,6 +150,25 @@ fn at_least_fails_only_short_of_what_was_asked() {
     assert_eq!(c.outcome, Outcome::NotExercised, "{}", c.detail);
     let c = check("a.anon", at_least(0));
     assert_eq!(c.outcome, Outcome::NotExercised, "{}", c.detail);
+}
+
+#[test]
+fn at_most_fails_only_beyond_what_was_asked() {
+    // b.anon rises by 64 MiB across the step.
+    let rec = move_record(64 * MIB, None);
+    let at_most = |by| Expect {
+        at_most: true,
+        ..Expect::exactly(by)
+    };
+    let check = |e| change("c".into(), &rec, &"b.anon".into(), StepKind::Move, e, false);
+    // At most 128 MiB, rose by 64: short, allowed, said in the detail.
+    let c = check(at_most(128 * MIB));
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    assert!(c.detail.contains("short of what was asked"), "{}", c.detail);
+    // At most 32 MiB, rose by 64: beyond.
+    let c = check(at_most(32 * MIB));
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(c.expected.contains("or short of it"), "{}", c.expected);
 }
 
 #[test]
