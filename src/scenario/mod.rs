@@ -209,6 +209,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "collapse-foreign.toml",
         include_str!("../../scenarios/collapse-foreign.toml"),
     ),
+    ("mlock.toml", include_str!("../../scenarios/mlock.toml")),
 ];
 
 /// The group name a `set` step (and the `knob` check) gives the root of the cgroup hierarchy: only
