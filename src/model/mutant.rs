@@ -183,43 +183,11 @@ pub const SURVIVORS: &[(&str, &str)] = &[
         "2.8 MiB stays within hierarchy((top))'s tolerance (4 groups x 1 MiB unflushed on 2 CPUs)",
     ),
     (
-        "stat:slab_reclaimable:double",
-        "kernel-memory's 5 MiB more stays within the kernel-parts rule's tolerance (6.5 MiB on 2 CPUs)",
-    ),
-    (
         "stat:slab_unreclaimable:double",
         "kernel-memory's 5.4 MiB more stays within the kernel-parts rule's tolerance (6.5 MiB on 2 CPUs)",
     ),
     (
-        "stat:swapcached:leak",
-        "no rule bounds swapcached from above on both versions (within swap on v2 only: v1 counts swap once the page left the swap cache)",
-    ),
-    (
-        "stat:swapcached:double",
-        "no rule bounds swapcached from above on both versions (within swap on v2 only: v1 counts swap once the page left the swap cache)",
-    ),
-    (
-        "stat:unevictable:drop",
-        "the quick scenarios' mlocked pages are fewer than the LRU rule's tolerance (isolated and batched pages, a huge page per CPU: 12 MiB on 2 CPUs)",
-    ),
-    (
-        "stat:unevictable:double",
-        "the quick scenarios' mlocked pages are fewer than the tolerance of the lists within the usage (7.5 MiB on 2 CPUs)",
-    ),
-    (
         "stat:workingset_activate_anon:drop",
-        "activations are refaults the kernel judged part of the working set: activations <= refaults is all that holds, no step says how many",
-    ),
-    (
-        "stat:workingset_activate_anon:double",
-        "activations are refaults the kernel judged part of the working set: activations <= refaults is all that holds, no step says how many",
-    ),
-    (
-        "stat:workingset_activate_file:drop",
-        "activations are refaults the kernel judged part of the working set: activations <= refaults is all that holds, no step says how many",
-    ),
-    (
-        "stat:workingset_activate_file:double",
         "activations are refaults the kernel judged part of the working set: activations <= refaults is all that holds, no step says how many",
     ),
     (
@@ -231,10 +199,6 @@ pub const SURVIVORS: &[(&str, &str)] = &[
         "restores are refaults of pages that were active when evicted: restores <= refaults is all that holds",
     ),
     (
-        "stat:workingset_restore_file:double",
-        "restores are refaults of pages that were active when evicted: restores <= refaults is all that holds",
-    ),
-    (
         "stat:workingset_nodereclaim:drop",
         "shadow nodes are reclaimed under slab pressure at the kernel's choice: no step says how many",
     ),
@@ -243,44 +207,12 @@ pub const SURVIVORS: &[(&str, &str)] = &[
         "shadow nodes are reclaimed under slab pressure at the kernel's choice: no step says how many",
     ),
     (
-        "stat:workingset_nodereclaim:local",
-        "the few shadow node reclaims stay within hierarchy((top))'s tolerance",
-    ),
-    (
-        "stat:workingset_refault_anon:double",
-        "refaults bound activations and restores from above; nothing bounds them (which evicted pages left a shadow entry is the kernel's)",
-    ),
-    (
-        "stat:workingset_refault_file:double",
-        "refaults bound activations and restores from above; nothing bounds them (which evicted pages left a shadow entry is the kernel's)",
-    ),
-    (
         "event:pgactivate:double",
         "LRU aging events are the kernel's choice: no step says how many activations it makes",
     ),
     (
-        "event:pgdeactivate:double",
-        "LRU aging events are the kernel's choice: no step says how many deactivations it makes",
-    ),
-    (
-        "event:pgrefill:drop",
-        "LRU aging events are the kernel's choice: no step says how many active pages reclaim scans",
-    ),
-    (
         "event:pgrefill:double",
         "LRU aging events are the kernel's choice: no step says how many active pages reclaim scans",
-    ),
-    (
-        "event:pglazyfree:double",
-        "swap-out's MADV_FREE is not yet held to its page count (pglazyfreed <= pglazyfree is all that holds)",
-    ),
-    (
-        "event:pglazyfreed:drop",
-        "lazily freed pages are reclaimed at the kernel's pace: pglazyfreed <= pglazyfree is all that holds",
-    ),
-    (
-        "event:pgmajfault:drop",
-        "the tasks' own major faults are no truth (a retried fault is major for the task, not the memcg) and no step says how many pages it reads in",
     ),
     (
         "event:pgmajfault:double",
@@ -295,15 +227,7 @@ pub const SURVIVORS: &[(&str, &str)] = &[
         "khugepaged reclaims a few pages in machine-pressure only: within the tolerance of every rule over them",
     ),
     (
-        "event:pgscan_khugepaged:local",
-        "khugepaged reclaims a few pages in machine-pressure only: within the tolerance of every rule over them",
-    ),
-    (
         "event:pgscan_kswapd:double",
-        "how many pages reclaim scans and steals is its own choice: pgsteal <= pgscan is all that holds",
-    ),
-    (
-        "event:pgsteal_direct:drop",
         "how many pages reclaim scans and steals is its own choice: pgsteal <= pgscan is all that holds",
     ),
     (
@@ -311,75 +235,15 @@ pub const SURVIVORS: &[(&str, &str)] = &[
         "khugepaged reclaims a few pages in machine-pressure only: within the tolerance of every rule over them",
     ),
     (
-        "event:pgsteal_khugepaged:local",
-        "khugepaged reclaims a few pages in machine-pressure only: within the tolerance of every rule over them",
-    ),
-    (
         "event:pgsteal_kswapd:drop",
         "how many pages reclaim scans and steals is its own choice: pgsteal <= pgscan is all that holds",
-    ),
-    (
-        "event:swpin_zero:double",
-        "swap-out's zero-filled pages are not yet held to their count",
-    ),
-    (
-        "event:swpout_zero:double",
-        "swap-out's zero-filled pages are not yet held to their count",
-    ),
-    (
-        "event:thp_collapse_alloc:drop",
-        "MADV_COLLAPSE's allocations are not yet held to the collapses a step made (huge-pages judges the sizes)",
-    ),
-    (
-        "event:thp_collapse_alloc:double",
-        "MADV_COLLAPSE's allocations are not yet held to the collapses a step made (huge-pages judges the sizes)",
-    ),
-    (
-        "event:thp_collapse_alloc:local",
-        "MADV_COLLAPSE's allocations are not yet held to the collapses a step made (huge-pages judges the sizes)",
-    ),
-    (
-        "event:thp_fault_alloc:double",
-        "held to at least the huge pages made (16): a double passes, and 16 events are within hierarchy((top))'s event tolerance (256 on 2 CPUs)",
-    ),
-    (
-        "event:thp_fault_alloc:local",
-        "held to at least the huge pages made (16): a double passes, and 16 events are within hierarchy((top))'s event tolerance (256 on 2 CPUs)",
-    ),
-    (
-        "event:thp_swpout:double",
-        "held to at least the huge pages made (16): a double passes, and 16 events are within hierarchy((top))'s event tolerance (256 on 2 CPUs)",
-    ),
-    (
-        "event:thp_swpout:local",
-        "held to at least the huge pages made (16): a double passes, and 16 events are within hierarchy((top))'s event tolerance (256 on 2 CPUs)",
-    ),
-    (
-        "event:thp_swpout_fallback:drop",
-        "no step says how many huge pages fail to be swapped out whole",
-    ),
-    (
-        "event:thp_swpout_fallback:double",
-        "no step says how many huge pages fail to be swapped out whole",
-    ),
-    (
-        "event:thp_swpout_fallback:local",
-        "no step says how many huge pages fail to be swapped out whole",
     ),
     (
         "memevent:high:double",
         "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
     ),
     (
-        "memevent:high:local",
-        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
-    ),
-    (
         "memevent:low:double",
-        "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
-    ),
-    (
-        "memevent:max:double",
         "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
     ),
     (
@@ -387,44 +251,12 @@ pub const SURVIVORS: &[(&str, &str)] = &[
         "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
     ),
     (
-        "memevent:oom:local",
-        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
-    ),
-    (
-        "memevent:oom_group_kill:local",
-        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
-    ),
-    (
-        "memevent:oom_kill:local",
-        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
-    ),
-    (
         "memevent:swap_fail:double",
         "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
     ),
     (
-        "memevent:swap_fail:local",
-        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
-    ),
-    (
-        "memevent:swap_high:drop",
-        "no check asks for this event where the suite makes it",
-    ),
-    (
         "memevent:swap_high:double",
         "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
-    ),
-    (
-        "memevent:swap_high:local",
-        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
-    ),
-    (
-        "memevent:swap_max:drop",
-        "no check asks for this event where the suite makes it",
-    ),
-    (
-        "memevent:swap_max:local",
-        "memory.events are raised in every ancestor at once, but hierarchy((top)) gives them the statistics' tolerance (256 events on 2 CPUs): the few events a scenario makes are within it",
     ),
 ];
 

@@ -80,7 +80,6 @@ fn memory_events_are_exact_in_every_ancestor() {
     // tolerance (3 groups x 256 events on 2 CPUs) would hide it; memory.events have none.
     let c = hierarchy("h".into(), &top_events(3), TOP_GROUP, &hits);
     assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
-    assert!(c.expected.contains("+- 0"), "{}", c.expected);
     assert!(c.tolerance.unwrap().contains("no per-CPU residue"));
 }
 
@@ -107,4 +106,33 @@ fn the_v2_top_groups_statistics_events_have_no_residue_to_allow_for() {
     r.version = Version::V1;
     let c = hierarchy("h".into(), &r, TOP_GROUP, &thp);
     assert_eq!(c.outcome, Outcome::NotExercised, "{c:?}");
+}
+
+/// A slow, steady count read parent first: the parts are one event ahead of the parent in every
+/// sample while a huge page is faulted every pass (read skew, not a lost event); once the
+/// faults stop the parent must have them all.
+#[test]
+fn a_steady_count_one_ahead_in_its_parts_is_read_skew() {
+    let steady = |lost: i64| {
+        let mut s = Series::new(vec![
+            "(top).thp_fault_alloc".into(),
+            "aux.thp_fault_alloc".into(),
+            "a.thp_fault_alloc".into(),
+            "sampler.pass_us".into(),
+        ]);
+        for i in 0..100i64 {
+            let parts = i.min(50);
+            let top = if i < 50 { (i - 1).max(0) } else { 50 - lost };
+            s.push(i as f64 * 0.02, &[top, 0, parts, 50]);
+        }
+        let mut r = cycles(&[0]);
+        r.series = s;
+        r.version = Version::V2;
+        r
+    };
+    let thp = ["thp_fault_alloc".to_string()];
+    let c = hierarchy("h".into(), &steady(0), TOP_GROUP, &thp);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    let c = hierarchy("h".into(), &steady(1), TOP_GROUP, &thp);
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
 }
