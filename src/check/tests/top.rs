@@ -21,6 +21,11 @@ fn top_tree(version: Version, top: i64) -> Record {
         let top = if top < 0 { a + MIB } else { top };
         series.push(t, &[top, MIB, a, a, 50]);
     }
+    sampled(series, version)
+}
+
+/// A record of `series` under `version`.
+fn sampled(series: Series, version: Version) -> Record {
     let mut r = cycles(&[0]);
     r.series = series;
     r.version = version;
@@ -65,10 +70,7 @@ fn top_events(short: i64) -> Record {
         let a = ((t - 0.2).clamp(0.0, 0.3) / 0.3 * 40.0) as i64;
         series.push(t, &[(a - short).max(0), 0, 0, a, 50]);
     }
-    let mut r = cycles(&[0]);
-    r.series = series;
-    r.version = Version::V2;
-    r
+    sampled(series, Version::V2)
 }
 
 #[test]
@@ -125,10 +127,7 @@ fn a_steady_count_one_ahead_in_its_parts_is_read_skew() {
             let top = if i < 50 { (i - 1).max(0) } else { 50 - lost };
             s.push(i as f64 * 0.02, &[top, 0, parts, 50]);
         }
-        let mut r = cycles(&[0]);
-        r.series = s;
-        r.version = Version::V2;
-        r
+        sampled(s, Version::V2)
     };
     let thp = ["thp_fault_alloc".to_string()];
     let c = hierarchy("h".into(), &steady(0), TOP_GROUP, &thp);
