@@ -26,6 +26,9 @@ pub struct Needs {
     pub local_counters: Vec<String>,
     /// /proc/vmstat keys.
     pub vmstat: Vec<String>,
+    /// /proc/vmstat keys read before the group files as well as after (`nr_*` levels always
+    /// are): what the node counted between two samples lies between the two reads.
+    pub vmstat_pre: Vec<String>,
     /// The group whose dirty and writeback are compared with a reference: the per-file truth of
     /// its files, or the machine's totals (see `crate::oracle`).
     pub reference: Option<String>,
@@ -328,6 +331,7 @@ pub const KINDS: &[Kind] = &[
     oom_waits::KIND,
     slowed::KIND,
     stalled::KIND,
+    within_node::KIND,
 ];
 
 /// The `cgroup` key most checks take.
@@ -624,6 +628,7 @@ mod tracks_global;
 mod under_high;
 mod under_limit;
 mod usage_covers;
+mod within_node;
 
 pub use change::{Change, Expect, change, change_in};
 pub use dirty_domain::{DirtyDomain, dirty_domain};
@@ -653,6 +658,7 @@ pub use tracks_global::{TracksGlobal, tracks_global};
 pub use under_high::{UnderHigh, throttled_growth, under_high};
 pub use under_limit::{UnderLimit, under_limit};
 pub use usage_covers::{UsageCovers, usage_covers};
+pub use within_node::{WithinNode, within_node};
 
 #[cfg(test)]
 mod tests;

@@ -230,6 +230,9 @@ pub fn invariants(what: &What, version: Version, scenarios: &[Scenario]) -> Vec<
             if c.kind == Kind::Event {
                 out.insert("monotonic".into());
             }
+            if !local && crate::model::node_events::node_event(base).is_some() {
+                out.insert("within-node".into());
+            }
             if additive(c, version) || local {
                 out.insert("hierarchy".into());
             }

@@ -157,6 +157,7 @@ counters = ["dirty"]
                 cpus: 2,
                 page_size: 4096,
                 node_drift_pages: 48,
+                lru_gen: false,
             },
             moves: Vec::new(),
             charge_moving: None,

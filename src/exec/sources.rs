@@ -36,11 +36,8 @@ pub(super) fn sampler_sources(
     let vm_now = read_vmstat()?;
     let vmstat_path = Path::new(proc::PROC).join("vmstat");
     let mut pre_keys = Vec::new();
-    for k in plan
-        .vmstat
-        .iter()
-        .filter(|k| k.starts_with("nr_") && vm_now.get(k).is_some())
-    {
+    let pre = |k: &String| k.starts_with("nr_") || plan.vmstat_pre.contains(k);
+    for k in (plan.vmstat.iter()).filter(|k| pre(k) && vm_now.get(k).is_some()) {
         pre_keys.push((k.clone(), columns.len()));
         columns.push(Column::vmstat_pre(k));
     }

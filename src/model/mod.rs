@@ -15,6 +15,7 @@ pub mod format;
 pub mod kcidb;
 pub mod known;
 pub mod mutant;
+pub mod node_events;
 pub mod record;
 pub mod result;
 pub mod series;

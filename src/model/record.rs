@@ -240,6 +240,9 @@ pub struct Machine {
     /// threshold ("vm stats threshold" in /proc/zoneinfo, the node's largest) x CPUs, summed over
     /// nodes, in pages.
     pub node_drift_pages: u64,
+    /// The multi-gen LRU is on (/sys/kernel/mm/lru_gen/enabled): reclaim isolates up to
+    /// MAX_LRU_BATCH pages at a time, not SWAP_CLUSTER_MAX.
+    pub lru_gen: bool,
 }
 
 impl Machine {

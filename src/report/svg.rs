@@ -635,6 +635,7 @@ mod tests {
                 cpus: 2,
                 page_size: 4096,
                 node_drift_pages: 64,
+                lru_gen: false,
             },
             moves: vec![],
             charge_moving: None,

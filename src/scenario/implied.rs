@@ -10,7 +10,7 @@ use super::{Phase, Step};
 /// numa-stat over every node counter (v2; dropped under v1), tasks (not in scenarios that move
 /// tasks: a task that moves without its charge parts from it by design), under-limit for a
 /// limited group, and hierarchy over every counter for each group with children and for the
-/// scenario's own top group (`TOP_GROUP`). They judge every counter the kernel shows (see
+/// scenario's own top group (`TOP_GROUP`), whose events within-node holds to the node's. They judge every counter the kernel shows (see
 /// `SamplePlan`).
 pub(super) fn implied(
     cgroups: &[CgroupSpec],
@@ -20,7 +20,7 @@ pub(super) fn implied(
 ) -> Vec<Check> {
     use crate::check::{
         DirtyDomain, Faults, Hierarchy, Identities, LimitCounters, Monotonic, Notifies, NumaStat,
-        Tasks, UnderLimit, UsageCovers,
+        Tasks, UnderLimit, UsageCovers, WithinNode,
     };
     let moves = phases
         .iter()
@@ -87,16 +87,22 @@ pub(super) fn implied(
         }
     }
     // The scenario's own top group holds its groups and the helpers' and nothing else: its
-    // counters are theirs summed (a statistic not passed to the ancestors shows here).
-    if !checks
-        .iter()
-        .any(|d| d.name() == format!("hierarchy({TOP_GROUP})"))
-    {
-        out.push(Check::implied(Hierarchy {
+    // counters are theirs summed (a statistic not passed to the ancestors shows here), and its
+    // events are a part of the node's.
+    let top = [
+        Check::implied(Hierarchy {
             parent: TOP_GROUP.to_string(),
             counters: Vec::new(),
             all: true,
-        }));
+        }),
+        Check::implied(WithinNode {
+            cgroup: TOP_GROUP.to_string(),
+        }),
+    ];
+    for chk in top {
+        if !checks.iter().any(|d| d.name() == chk.name()) {
+            out.push(chk);
+        }
     }
     out
 }

@@ -22,6 +22,8 @@ pub struct SamplePlan {
     pub counters: Vec<String>,
     /// /proc/vmstat keys (`nr_*` levels are also read before the groups).
     pub vmstat: Vec<String>,
+    /// Keys of `vmstat` read before the groups too (events a check brackets).
+    pub vmstat_pre: Vec<String>,
     /// Groups whose tasks' own memory is read around the group files.
     pub tasks: Vec<String>,
     /// Groups whose memory.numa_stat is read around their memory.stat (v2 only), for the
@@ -71,6 +73,9 @@ impl SamplePlan {
             }
             if let Some(g) = n.reference {
                 add(&mut plan.reference, &g);
+            }
+            for k in &n.vmstat_pre {
+                add(&mut plan.vmstat_pre, k);
             }
         }
         plan
@@ -319,7 +324,10 @@ cgroup = "p"
             assert!(v1.counters.iter().any(|x| x == c), "{c}: {:?}", v1.counters);
         }
         assert_eq!(v1.counters[..4], ["usage", "dirty", "writeback", "anon"]);
-        assert_eq!(v1.vmstat, ["nr_dirty", "nr_writeback"]);
+        // The accounting checks' levels, then the events within-node((top)) brackets.
+        assert_eq!(v1.vmstat[..2], ["nr_dirty", "nr_writeback"]);
+        assert!(v1.vmstat.iter().any(|k| k == "pgmajfault"));
+        assert_eq!(v1.vmstat_pre, crate::model::node_events::node_keys());
         assert_eq!(v1.tasks, ["p", "p/a"]);
         assert_eq!(v1.reference, ["p/a"]);
         // v1's memory.numa_stat is read for the LRU invariant every group gets.

@@ -231,7 +231,19 @@ pub fn machine(proc_root: &Path) -> Machine {
         cpus,
         page_size,
         node_drift_pages: threshold * cpus,
+        lru_gen: lru_gen(&proc_root.with_file_name("sys")),
     }
+}
+
+/// Whether the multi-gen LRU is on: `sys_root`/kernel/mm/lru_gen/enabled holds a non-zero
+/// mask (absent without CONFIG_LRU_GEN).
+fn lru_gen(sys_root: &Path) -> bool {
+    let text = std::fs::read_to_string(sys_root.join("kernel/mm/lru_gen/enabled"));
+    let mask = text.ok().and_then(|t| {
+        let t = t.trim();
+        u64::from_str_radix(t.strip_prefix("0x").unwrap_or(t), 16).ok()
+    });
+    mask.is_some_and(|m| m != 0)
 }
 
 /// The page size (4096 where sysconf cannot say).

@@ -56,6 +56,7 @@ pub(super) fn cycles(settled: &[i64]) -> Record {
             cpus: 2,
             page_size: 4096,
             node_drift_pages: 48,
+            lru_gen: false,
         },
         moves: vec![],
         charge_moving: None,

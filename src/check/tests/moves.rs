@@ -41,6 +41,7 @@ pub(super) fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
             cpus: 2,
             page_size: 4096,
             node_drift_pages: 48,
+            lru_gen: false,
         },
         moves: vec![],
         charge_moving,

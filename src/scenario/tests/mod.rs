@@ -67,7 +67,7 @@ fn good_file_resolves() {
     // counters and vmstat keys used by checks are sampled without being listed.
     let plan = SamplePlan::new(&s, Version::V2, &[]);
     assert_eq!(plan.counters[0], "dirty");
-    assert_eq!(plan.vmstat, vec!["pgmigrate_success"]);
+    assert_eq!(plan.vmstat[0], "pgmigrate_success");
     assert_eq!(s.sample.interval, Duration::from_millis(10));
     assert_eq!(s.timeout, Duration::from_secs(300));
 }
