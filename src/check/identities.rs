@@ -169,6 +169,14 @@ const RULES: &[Rule] = &[
         )
     },
     rule(
+        &["swapcached"],
+        Rel::Le,
+        &["usage"],
+        Slack::Charge,
+        "a page in the swap cache that a group's statistics count is charged to it (NR_SWAPCACHE is counted on the folio's memcg, and a swapped-in folio is charged before it is added)",
+        &[&v2::STAT_SWAPCACHED, &v1::STAT_SWAP],
+    ),
+    rule(
         &["swap_max_events"],
         Rel::Le,
         &["swap_fail_events"],
@@ -670,7 +678,7 @@ pub const KIND: Kind = Kind {
     kind: "identities",
     doc: "What a group's counters must say of each other at every sample, by how the kernel \
 keeps and prints them: parts within their totals (anon_thp within anon, file_thp, shmem, \
-mapped and dirty within file, writeback within file + swapcached, slab, kernel stacks, \
+mapped and dirty within file, writeback within file + swapcached, the swap cache within the usage, slab, kernel stacks, \
 page tables, percpu and vmalloc within kernel, swap.max events within swap fail events, the swap cache within swap (v2), \
 group OOM kills within OOM kills), sums that are sums (slab, pgscan, pgsteal), \
 reclaim's and the working set's events within what they count (pgsteal <= pgscan, \

@@ -90,13 +90,17 @@ fn resolve_check(
         tag: "kind",
     };
     let mut names: Vec<&str> = entry.keys.iter().map(|k| k.name).collect();
-    names.extend(["promise", "purpose"]);
+    names.extend(["promise", "purpose", "versions"]);
     keys.only(&names)?;
     let declared = promises(&keys, outline)?;
     let purpose = keys.get::<bool>("purpose")?.map(Spanned::into_inner);
     // A check only about one version's promises, in a scenario of both, runs under that one:
-    // its counters are read against that version's files.
-    let only = only_version(&declared, outline);
+    // its counters are read against that version's files; `versions` says otherwise.
+    let only = match versions(&keys, outline)? {
+        Some(v) if v.len() == 1 && outline.versions.len() > 1 => Some(v[0]),
+        Some(_) => None,
+        None => only_version(&declared, outline),
+    };
     let narrowed = Outline {
         versions: only.map_or_else(|| outline.versions.clone(), |v| vec![v]),
         ..outline.clone()
@@ -110,6 +114,36 @@ fn resolve_check(
     check.promises = declared;
     check.only = only;
     Ok((check, purpose))
+}
+
+/// The `versions` key: the cgroup versions a check runs under, each one the scenario runs under
+/// (`versions = ["v1", "v2"]` for a check whose promise is one version's but whose counters the
+/// other version's files print too).
+fn versions(keys: &Keys, outline: &Outline) -> Result<Option<Vec<Version>>, ScenarioError> {
+    let Some(list) = keys.get::<Vec<String>>("versions")? else {
+        return Ok(None);
+    };
+    let mut out = Vec::new();
+    for v in list.get_ref() {
+        let version = match v.as_str() {
+            "v1" => Version::V1,
+            "v2" => Version::V2,
+            other => {
+                return Err(keys.text.err(
+                    list.span(),
+                    format!("unknown cgroup version {other:?} (v1 or v2)"),
+                ));
+            }
+        };
+        if !outline.versions.contains(&version) {
+            return Err(keys.text.err(
+                list.span(),
+                format!("the scenario does not run under cgroup {v}"),
+            ));
+        }
+        out.push(version);
+    }
+    Ok(Some(out))
 }
 
 /// The one cgroup version all `declared` promises are made for, where the scenario runs under
@@ -137,13 +171,16 @@ fn promises(
     keys: &Keys,
     outline: &Outline,
 ) -> Result<Vec<&'static crate::model::contract::Contract>, ScenarioError> {
+    // Spans of a list's items are lost when it is read again: errors point at the key's value.
     let ids: Vec<toml::Spanned<String>> = match keys.get::<String>("promise") {
         Ok(Some(one)) => vec![one],
         Ok(None) => return Ok(Vec::new()),
-        Err(_) => keys
-            .get::<Vec<toml::Spanned<String>>>("promise")?
-            .map(|v| v.into_inner())
-            .unwrap_or_default(),
+        Err(_) => match keys.get::<Vec<String>>("promise")? {
+            Some(list) => (list.get_ref().iter())
+                .map(|id| toml::Spanned::new(list.span(), id.clone()))
+                .collect(),
+            None => Vec::new(),
+        },
     };
     let mut out = Vec::new();
     for id in ids {

@@ -604,3 +604,23 @@ fn builtin_scenarios_exist_for_a_check() {
     assert_eq!(purpose_of("reclaim-parallel-read"), [true]);
     assert_eq!(purpose_of("dirty-migration"), [false]);
 }
+
+#[test]
+fn a_checks_versions_key_overrides_its_promises_versions() {
+    let with = |extra: &str| {
+        GOOD.replace(
+            "counters = [\"dirty\"]\n",
+            &format!("counters = [\"dirty\"]\n{extra}\n"),
+        )
+    };
+    let s = parse("f.toml", &with("promise = \"v2.stat.workingset\"")).unwrap();
+    assert_eq!(s.checks[0].only, Some(Version::V2));
+    let both = "promise = \"v2.stat.workingset\"\nversions = [\"v1\", \"v2\"]";
+    let s = parse("f.toml", &with(both)).unwrap();
+    assert_eq!(s.checks[0].only, None);
+    let s = parse("f.toml", &with("versions = [\"v1\"]")).unwrap();
+    assert_eq!(s.checks[0].only, Some(Version::V1));
+    let e = err(&with("versions = [\"v3\"]"));
+    assert!(e.msg.contains("unknown cgroup version \"v3\""), "{e}");
+    assert_eq!(e.line, 24, "{e}");
+}
