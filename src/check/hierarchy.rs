@@ -8,6 +8,9 @@ use crate::model::contract::{v1, v2};
 use crate::model::counter::{self, USAGE};
 use crate::model::error::ScenarioError;
 use crate::model::units::human_bytes;
+use flush::Flush;
+
+mod flush;
 
 /// How much a set of columns can move while one sampler pass reads the files one after another:
 /// their rate of change around the row times the pass duration (the `sampler.pass_us` column).
@@ -65,27 +68,6 @@ fn exact(c: &str) -> bool {
 /// v1 a parent read after its child stayed stale until the periodic flush (README, Findings).
 pub const ANCESTOR_LAG: f64 = 3.0;
 
-/// Whether the parent's value at row `r` is what its parts summed to within the last
-/// ANCESTOR_LAG seconds (a stale parent), and how long ago. The parts pass through every value
-/// between two consecutive samples of theirs, so a value between them counts.
-fn stale_by(
-    rec: &Record,
-    r: usize,
-    pv: i64,
-    parts: &dyn Fn(usize) -> i64,
-    tol: i64,
-) -> Option<f64> {
-    let t = rec.series.t[r];
-    (0..r)
-        .rev()
-        .take_while(|&q| t - rec.series.t[q] <= ANCESTOR_LAG)
-        .find(|&q| {
-            let (a, b) = (parts(q), parts(q + 1));
-            a.min(b) - tol <= pv && pv <= a.max(b) + tol
-        })
-        .map(|q| t - rec.series.t[q])
-}
-
 /// hierarchy: the parent's hierarchical counter equals its own (v1 `.local`, sampled on v1) plus
 /// its children's hierarchical counters, at every sample. A parent that shows what its parts
 /// summed to a little earlier (or a value between two samples of theirs) is stale, not wrong, for
@@ -101,13 +83,22 @@ pub fn hierarchy(name: String, rec: &Record, parent: &str, counters: &[String]) 
     // When a fault loop below the parent may have left an unseen burst in its statistics.
     let churn = super::Churn::new(rec, parent);
     let mut seen = Seen::default();
+    let mut all = Vec::new();
     for c in counters {
-        let parts = match Parts::new(rec, parent, &children, c) {
-            Ok(p) => p,
+        match Parts::new(rec, parent, &children, c) {
+            Ok(p) => all.push((c.as_str(), p)),
             Err(why) => return missing(name, why),
-        };
-        seen.peak(rec, c, &parts);
-        if let Some(at) = follow(rec, c, &parts, &churn, &mut seen) {
+        }
+    }
+    let flush = Flush {
+        parts: (all.iter())
+            .filter(|(c, x)| flushed(c) && !x.fresh)
+            .map(|(_, x)| x)
+            .collect(),
+    };
+    for (c, parts) in &all {
+        seen.peak(rec, c, parts);
+        if let Some(at) = follow(rec, c, parts, (&churn, &flush), &mut seen) {
             return broken(name, rec, &parts.column, c, at);
         }
     }
@@ -240,6 +231,12 @@ impl Parts {
         (self.sum(rec, r) - self.sum(rec, r - 1)).max(0)
     }
 
+    /// How far the parent may differ from its parts at row `r`: the residue bound, read skew and
+    /// (for exact counts) what the parts counted since the sample before.
+    fn tol(&self, rec: &Record, r: usize) -> i64 {
+        self.tol_base + read_skew(rec, r, &self.all) + self.since_last(rec, r)
+    }
+
     /// The parent's own value plus its children's at row `r`.
     fn sum(&self, rec: &Record, r: usize) -> i64 {
         self.own.map(|o| rec.series.get(r, o)).unwrap_or(0)
@@ -287,12 +284,12 @@ impl<'a> Seen<'a> {
 /// Compares the parent's `c` with the sum of its parts at every sample: where a difference that
 /// is neither a one-sample burst nor a stale parent persisted, if one did. Notes the largest gap
 /// within tolerance and the longest lag in `seen`.
-fn follow(
+fn follow<'a>(
     rec: &Record,
-    c: &str,
+    c: &'a str,
     x: &Parts,
-    churn: &super::Churn,
-    seen: &mut Seen,
+    (churn, flush): (&super::Churn, &Flush),
+    seen: &mut Seen<'a>,
 ) -> Option<Broken> {
     let parts = |r: usize| x.sum(rec, r);
     // The files of one pass are read one after another, so a burst (a task exiting and freeing
@@ -306,7 +303,7 @@ fn follow(
         let ov = x.own.map(|o| rec.series.get(r, o)).unwrap_or(0);
         let kv = parts(r) - ov;
         let gap = (pv - ov - kv).abs();
-        let tol = x.tol_base + read_skew(rec, r, &x.all) + x.since_last(rec, r);
+        let tol = x.tol(rec, r);
         let t = rec.series.t[r];
         if gap <= tol {
             // The pass line's figure is the sizes' (events have no bytes).
@@ -322,9 +319,12 @@ fn follow(
         // memcg_memory_event walk up the tree): only memory.stat's counters wait for a flush, so
         // only they can be stale.
         let stale = if flushed(c) && !x.fresh {
-            stale_by(rec, r, pv, &parts, tol).or(((above_usage || churn.at(since))
-                && t - since <= ANCESTOR_LAG)
-                .then_some(t - since))
+            flush
+                .stale_by(rec, x, r, since)
+                .or(
+                    ((above_usage || churn.at(since)) && t - since <= ANCESTOR_LAG)
+                        .then_some(t - since),
+                )
         } else if churn.faulting(t) {
             // Read skew a fault loop's rate hides (see Churn::faulting): not judged.
             prev_bad = None;
@@ -544,7 +544,12 @@ after another, so a burst, such as a task exiting, between two reads shows in on
 sample only). A parent that shows what its parts summed to at some sample in the last \
 3 s, or a value between two consecutive samples of theirs, is stale, not wrong (a late \
 stats flush of the ancestor: the memcg's periodic flush runs every 2 s, plus 1 s for \
-the deferred work to run on a busy or emulated machine); so is a parent that counts \
+the deferred work to run on a busy or emulated machine). A flush moves all of a group's \
+statistics at once, so once a gap has lasted 100 ms, the moment its parts summed to the \
+parent's value must be one the parent's other counters allow too: a parent whose other \
+counters show it flushed after its child changed, with this one still at its old value, \
+keeps a statistic from its ancestors (where those counters disagree among themselves, a \
+flush racing another, they tell nothing). So is a parent that counts \
 more pages than its own page counter holds (where `usage` is sampled), for up to 3 s \
 from the start of the gap. Only memory.stat's counters can be stale so: page counters \
 (usage, swap, the watermarks' groups) and memory.events are raised in every ancestor at \
