@@ -497,8 +497,8 @@ fn additive(rec: &Record, parent: &str) -> Vec<String> {
     use counter::{Kind, Source};
     let s = &rec.series;
     let sampled = |c: &Column| s.col(c).is_some();
-    // The v2 top group holds no tasks and has no limits of its own, so none of its events
-    // (memory.swap.events has no .local twin) are its own.
+    // The top group holds no tasks and has no limits of its own, so none of its events (v2's
+    // memory.swap.events, v1's oom_kill: no .local twin) are its own.
     let top = parent == crate::model::TOP_GROUP;
     let v2 = !s
         .columns()
@@ -526,6 +526,9 @@ fn additive(rec: &Record, parent: &str) -> Vec<String> {
                     sampled(&Column::local(parent, name))
                         || (v2 && k.kind == Kind::Size)
                         || (v2 && top && k.unit == counter::Unit::Events)
+                        // v1's oom_kill (memory.oom_control) is raised in every ancestor too
+                        // (memcg_memory_event); failcnt is the limited group's own.
+                        || (top && *name == counter::OOM_KILLS)
                 }
             }
         })

@@ -309,7 +309,10 @@ pub fn judge(p: &Plan, out: &vm::Outcome, secs: f64, names: &BTreeMap<String, St
     match out.code {
         exit::FAIL => {
             e.fate = Fate::Killed;
-            if let Some(s) = rep.scenarios.iter().find(|s| s.status == Status::Fail) {
+            // A scenario that failed, or else one that stopped in error (a stall: its reason).
+            let failed = (rep.scenarios.iter().find(|s| s.status == Status::Fail))
+                .or_else(|| rep.scenarios.iter().find(|s| s.status == Status::Error));
+            if let Some(s) = failed {
                 e.scenario = Some(s.name.clone());
                 let check =
                     (s.checks.iter()).find(|c| c.outcome == Outcome::Fail && c.known.is_none());
