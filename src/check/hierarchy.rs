@@ -571,8 +571,8 @@ memory.stat counters unless the file has one for it; so does the scenario's own 
 (`hierarchy((top))`): the runner's `memcgtest-<pid>-<scenario>` group, sampled as `(top)`, \
 holds the declared top-level groups and the helpers' group `aux` (sampled too) and nothing \
 else, so a statistic the kernel does not pass to the ancestors shows there in every scenario \
-(on v2 its memory.events and memory.swap.events too: it holds no tasks and no limits, so no \
-event is its own). \
+(on v2 its memory.events and memory.swap.events too, on v1 its oom_control's oom_kill: it \
+holds no tasks and no limits, so no event is its own). \
 On v2 the sampler reads the top group's cpu.stat before its memory.stat (that read flushes \
 the statistics of its whole subtree: cgroup_rstat_flush), so the top group cannot be stale \
 and gets no 3 s allowance. Result name: `hierarchy(<parent>)`.",
