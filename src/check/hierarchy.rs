@@ -497,8 +497,9 @@ fn additive(rec: &Record, parent: &str) -> Vec<String> {
     use counter::{Kind, Source};
     let s = &rec.series;
     let sampled = |c: &Column| s.col(c).is_some();
-    // The top group holds no tasks and has no limits of its own, so none of its events (v2's
-    // memory.swap.events, v1's oom_kill: no .local twin) are its own.
+    // The v2 top group holds no tasks and has no limits of its own, so none of its events
+    // (memory.swap.events has no .local twin) are its own. (v1 raises a memory event in the
+    // group alone: its oom_kill is no sum.)
     let top = parent == crate::model::TOP_GROUP;
     let v2 = !s
         .columns()
@@ -526,9 +527,6 @@ fn additive(rec: &Record, parent: &str) -> Vec<String> {
                     sampled(&Column::local(parent, name))
                         || (v2 && k.kind == Kind::Size)
                         || (v2 && top && k.unit == counter::Unit::Events)
-                        // v1's oom_kill (memory.oom_control) is raised in every ancestor too
-                        // (memcg_memory_event); failcnt is the limited group's own.
-                        || (top && *name == counter::OOM_KILLS)
                 }
             }
         })
@@ -571,8 +569,8 @@ memory.stat counters unless the file has one for it; so does the scenario's own 
 (`hierarchy((top))`): the runner's `memcgtest-<pid>-<scenario>` group, sampled as `(top)`, \
 holds the declared top-level groups and the helpers' group `aux` (sampled too) and nothing \
 else, so a statistic the kernel does not pass to the ancestors shows there in every scenario \
-(on v2 its memory.events and memory.swap.events too, on v1 its oom_control's oom_kill: it \
-holds no tasks and no limits, so no event is its own). \
+(on v2 its memory.events and memory.swap.events too: it holds no tasks and no limits, so no \
+event is its own). \
 On v2 the sampler reads the top group's cpu.stat before its memory.stat (that read flushes \
 the statistics of its whole subtree: cgroup_rstat_flush), so the top group cannot be stale \
 and gets no 3 s allowance. Result name: `hierarchy(<parent>)`.",

@@ -203,28 +203,16 @@ pub const SURVIVORS: &[(&str, &str)] = &[
         "shadow nodes are reclaimed under slab pressure at the kernel's choice: no step says how many",
     ),
     (
-        "event:pgactivate:double",
-        "LRU aging events are the kernel's choice: no step says how many activations it makes",
-    ),
-    (
         "event:pgrefill:double",
-        "LRU aging events are the kernel's choice: no step says how many active pages reclaim scans",
+        "the node counts no refill of a cgroup's own reclaim (shrink_active_list: only when !cgroup_reclaim), so within-node cannot bound it, and how many active pages reclaim scans is its own choice",
     ),
     (
         "event:pgmajfault:double",
-        "the tasks' own major faults are no truth (a retried fault is major for the task, not the memcg) and no step says how many pages it reads in",
-    ),
-    (
-        "event:pgscan_direct:double",
-        "how many pages reclaim scans is its own choice: pgsteal <= pgscan is all that holds",
+        "v1 (v2's is killed by within-node): a v1 group's reads may show its events up to 3 s late, so within-node holds its rise to the node's over 3 s more, which no scenario's major faults outlast; the tasks' own major faults are no truth (a retried fault is major for the task, not the memcg)",
     ),
     (
         "event:pgscan_khugepaged:double",
-        "khugepaged reclaims a few pages in machine-pressure only: within the tolerance of every rule over them",
-    ),
-    (
-        "event:pgscan_kswapd:double",
-        "how many pages reclaim scans and steals is its own choice: pgsteal <= pgscan is all that holds",
+        "khugepaged reclaims a few pages in machine-pressure only (556): within every rule's tolerance, within-node's reclaim batch (2 CPUs x 544) too",
     ),
     (
         "event:pgsteal_khugepaged:drop",
@@ -232,7 +220,7 @@ pub const SURVIVORS: &[(&str, &str)] = &[
     ),
     (
         "event:pgsteal_kswapd:drop",
-        "how many pages reclaim scans and steals is its own choice: pgsteal <= pgscan is all that holds",
+        "a lost count passes every upper bound (pgsteal <= pgscan, within-node), and no truth bounds kswapd's steals in a group from below: the node's count holds every group's",
     ),
     (
         "memevent:high:double",

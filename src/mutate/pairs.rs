@@ -134,10 +134,14 @@ fn numa_items(key: &str, version: Version) -> Result<Vec<(Kind, String)>, &'stat
 }
 
 /// The faults that apply to an item, and those that would be equivalent to stock (with why).
-pub fn modes(kind: Kind, item: &str) -> Vec<(Mode, Option<&'static str>)> {
+pub fn modes(kind: Kind, item: &str, version: Version) -> Vec<(Mode, Option<&'static str>)> {
     use Mode::*;
     let grows = "equivalent: the item only ever grows, so a kernel that never decrements it is the stock kernel";
+    let alone = "equivalent: cgroup v1 raises a memory event in its group alone (memcg_memory_event stops there off the default hierarchy), so a count not passed to the ancestors is v1's own way";
     match kind {
+        Kind::Memevent if version == Version::V1 => {
+            vec![(Drop, None), (Double, None), (Local, Some(alone))]
+        }
         Kind::Stat if GROW_ONLY.contains(&item) => {
             vec![
                 (Drop, None),
@@ -185,7 +189,7 @@ pub fn plan(table: &Table, seconds: &BTreeMap<String, f64>) -> (Vec<Plan>, Vec<(
             }
         };
         for (kind, item) in its {
-            for (mode, equivalent) in modes(kind, &item) {
+            for (mode, equivalent) in modes(kind, &item, table.version) {
                 let mutant = Mutant {
                     kind,
                     item: item.clone(),

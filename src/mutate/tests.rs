@@ -65,18 +65,26 @@ fn fields_map_to_the_kernels_items() {
     assert!(items("memory.max", Version::V2).is_err());
     assert!(items("memory.stat:hierarchical_memory_limit", Version::V1).is_err());
     // A grow-only item's leak is the stock kernel; a page counter has no "local".
-    let ws = modes(Kind::Stat, "workingset_refault_file");
+    let ws = modes(Kind::Stat, "workingset_refault_file", Version::V2);
     assert!(ws.iter().any(|(m, why)| *m == Mode::Leak && why.is_some()));
     assert!(
-        !modes(Kind::Counter, "swap")
+        !modes(Kind::Counter, "swap", Version::V2)
             .iter()
             .any(|(m, _)| *m == Mode::Leak)
     );
     assert!(
-        !modes(Kind::Event, "pgfault")
+        !modes(Kind::Event, "pgfault", Version::V2)
             .iter()
             .any(|(m, _)| *m == Mode::Leak)
     );
+    // v1 raises a memory event in its group alone: not passing it up is v1's own way.
+    let local = |v| {
+        modes(Kind::Memevent, "oom_kill", v)
+            .into_iter()
+            .find(|(m, _)| *m == Mode::Local)
+    };
+    assert!(local(Version::V1).is_some_and(|(_, why)| why.is_some()));
+    assert!(local(Version::V2).is_some_and(|(_, why)| why.is_none()));
 }
 
 #[test]
