@@ -22,7 +22,8 @@ kernel=$(ci/build-kernel.sh kernel-patches/schemata/memcg-mutate.patch)
 
 # Each kind and fault, the new invariants' mutants among them (usage-covers' LRU sum:
 # active_anon double; hierarchy((top)): a statistic not passed up, file_mapped and file_dirty
-# local); each killed in the full matrix by a wide margin (a kill by a hair would be flaky).
+# local; within-node: pgscan_direct double; hierarchy's flush moment under v1: shmem local);
+# each killed in the full matrix by a wide margin (a kill by a hair would be flaky).
 SAMPLE_V2=(
   stat:file_dirty:drop
   stat:anon:leak
@@ -34,11 +35,13 @@ SAMPLE_V2=(
   memevent:oom_kill:double
   counter:memory:double
   counter:swap:double
+  event:pgscan_direct:double
 )
 SAMPLE_V1=(
   stat:file_writeback:drop
   stat:shmem:leak
   counter:memsw:double
+  stat:shmem:local
 )
 
 judge() { # $1 matrix file, $2 how many mutants it must hold
