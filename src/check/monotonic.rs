@@ -3,7 +3,7 @@
 //! a child's counts stay in its ancestors when it is removed. A fall is a count taken back.
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt};
+use super::{CGROUP, Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing};
 use crate::model::counter::{self, Kind as CounterKind};
 use crate::model::error::ScenarioError;
 use crate::model::{Column, Record};
@@ -141,10 +141,7 @@ the kernel only adds to them, and a removed child's counts stay in its ancestors
 value below an earlier one is a count taken back. No tolerance. Not exercised when none \
 of them rose; the pass line names those that did, and by how much. Every scenario gets \
 one for every group. Result name: `monotonic(<cgroup>)`.",
-    keys: &[opt(
-        "cgroup",
-        "the declared group judged; may be left out when the scenario declares one group only",
-    )],
+    keys: &[CGROUP],
     parse,
     promises: &[],
 };

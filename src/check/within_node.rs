@@ -2,7 +2,7 @@
 
 use super::args::CheckArgs;
 use super::hierarchy::ANCESTOR_LAG;
-use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing, opt};
+use super::{CGROUP, Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing};
 use crate::model::error::ScenarioError;
 use crate::model::node_events::{NODE_EVENTS, NodeEvent, node_keys};
 use crate::model::{Column, Record, TOP_GROUP, Version};
@@ -265,13 +265,10 @@ huge page's pages for a folio, a reclaim batch of 32 pages plus a huge page, 409
 multi-gen LRU, for reclaim's counts). A group's read may show its events late: the v2 top \
 group's are flushed by the sampler (its cpu.stat is read first), but any other group's (all \
 of them on v1) may be up to 3 s old (the periodic flush, as in `hierarchy`), so its rise from \
-a sample is held to the node's from 3 s before that sample. It fails on the event and the window where the group rose most beyond the \
-node, naming both rises. Every scenario gets one for its own top group. Result name: \
+a sample is held to the node's from 3 s before that sample. It fails on the event and the \
+window where the group rose most beyond the node, naming both rises. Every scenario gets one for its own top group. Result name: \
 `within-node(<cgroup>)`.",
-    keys: &[opt(
-        "cgroup",
-        "the declared group judged; may be left out when the scenario declares one group only",
-    )],
+    keys: &[CGROUP],
     parse,
     promises: &[],
 };

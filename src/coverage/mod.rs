@@ -302,7 +302,10 @@ impl Row {
 }
 
 /// The kill matrices shipped with memcgtest (`memcgtest mutate`'s full runs on the test kernel).
-pub const MATRICES: &[&str] = &[include_str!("../../docs/mutate/6.12-v2.json")];
+pub const MATRICES: &[&str] = &[
+    include_str!("../../docs/mutate/6.12-v2.json"),
+    include_str!("../../docs/mutate/6.12-v1.json"),
+];
 
 /// Gives each table's rows their proof from the matrix of the same cgroup version and kernel
 /// series (6.12 for 6.12.118): the last of `matrices` that applies.

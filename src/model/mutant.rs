@@ -223,6 +223,14 @@ pub const SURVIVORS: &[(&str, &str)] = &[
         "a lost count passes every upper bound (pgsteal <= pgscan, within-node), and no truth bounds kswapd's steals in a group from below: the node's count holds every group's",
     ),
     (
+        "counter:kmem:drop",
+        "v1's kernel memory counter at 0 passes every rule over it (kmem <= usage, kmem <= its watermark): v1 shows no kernel statistic to hold it to, and no v1 scenario holds an amount of kernel memory a step states (kernel-memory runs under v2)",
+    ),
+    (
+        "counter:kmem:fraction",
+        "v1's kernel memory counter 1/8 low passes every rule over it (kmem <= usage, kmem <= its watermark): v1 shows no kernel statistic to hold it to, and no v1 scenario holds an amount of kernel memory a step states (kernel-memory runs under v2)",
+    ),
+    (
         "memevent:high:double",
         "the checks over memory events ask for at least one (limit-counters, under-high, oom-kills count kills, not events): twice as many pass",
     ),
