@@ -32,12 +32,14 @@ fn ktap_and_report_dir() {
             assert!(rep.path().join(f).exists(), "{f} missing");
         }
         let csv = std::fs::read_to_string(rep.path().join("dirty-migration.csv")).unwrap();
-        // The per-file truth is read first (where cachestat exists), then /proc/vmstat, the
+        // The per-file truth is read first (where cachestat exists), then /proc/vmstat (the
+        // accounting checks' levels, then the events within-node((top)) brackets), the
         // scenario's top group and aux (hierarchy((top))), the declared groups, /proc/vmstat
         // again and the truth again; every header carries its unit.
         let header = csv.lines().next().unwrap();
         for part in [
-            "vmstat:pre:nr_dirty[pages],vmstat:pre:nr_writeback[pages],(top).dirty[B],",
+            "vmstat:pre:nr_dirty[pages],vmstat:pre:nr_writeback[pages],vmstat:pre:pgfault[events],",
+            "vmstat:pre:thp_swpout_fallback[events],(top).dirty[B],",
             "again:(top).usage[B],aux.dirty[B],",
             "again:aux.usage[B],tasks:pre:test.anon[B],",
             "tasks:pre:test.pagetables[B],test.dirty[B],test.writeback[B],test.file[B],test.usage[B],",
