@@ -18,7 +18,9 @@ impl Flush<'_> {
     fn window(rec: &Record, r: usize) -> usize {
         let t = rec.series.t[r];
         (0..=r)
-            .find(|&q| t - rec.series.t[q] <= ANCESTOR_LAG)
+            .rev()
+            .take_while(|&q| t - rec.series.t[q] <= ANCESTOR_LAG)
+            .last()
             .unwrap_or(r)
     }
 
