@@ -52,6 +52,8 @@ finish() {
   rmdir "$wgroup" 2>/dev/null || true
 }
 trap finish EXIT
+# A TERM (ci/perf-runs.sh ending the load it borrowed) ends the hold at once, the load with it.
+trap 'exit 143' TERM INT
 
 # in_group CMD...: runs CMD in the load's group, in the background.
 in_group() {
@@ -80,7 +82,8 @@ $bin env | grep -E '^(accounting oracle|other writers)'
 # NOISE_HOLD=SECONDS: only hold the load that long (for a VM or another command beside it).
 if [ -n "${NOISE_HOLD:-}" ]; then
   echo "holding the load for $NOISE_HOLD s"
-  sleep "$NOISE_HOLD"
+  sleep "$NOISE_HOLD" &
+  wait $! || true
   exit 0
 fi
 

@@ -91,6 +91,10 @@ pub trait CheckSpec: std::fmt::Debug + Send + Sync + SpecBase {
     fn performance(&self) -> bool {
         false
     }
+    /// The step kind and the two groups whose rates it pairs (a `ratio`), if it does.
+    fn rated(&self) -> Option<(StepKind, [&str; 2])> {
+        None
+    }
     /// The documented promises this check judges on `rec`: by default those of its kind
     /// (`Kind::promises`) made for the record's cgroup version.
     fn promises(&self, rec: &Record) -> Vec<&'static Contract> {

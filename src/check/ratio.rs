@@ -330,4 +330,7 @@ impl CheckSpec for Ratio {
     fn performance(&self) -> bool {
         true
     }
+    fn rated(&self) -> Option<(StepKind, [&str; 2])> {
+        Some((self.step, [&self.inside, &self.outside]))
+    }
 }

@@ -168,6 +168,10 @@ pub const MUTANTS: &[(&str, &str)] = &[
         include_str!("../../kernel-patches/reclaim-short.patch"),
     ),
     (
+        "reclaim-uncharge-serial",
+        include_str!("../../kernel-patches/reclaim-uncharge-serial.patch"),
+    ),
+    (
         "shmem-accounting",
         include_str!("../../kernel-patches/shmem-accounting.patch"),
     ),

@@ -14,9 +14,9 @@ use super::phases::Run;
 use super::sample::{Sampler, Source};
 use super::sources::sampler_sources;
 use crate::model::error::Error;
-use crate::model::{CheckResult, Column, KnownIssue, MoveRecord, Outcome};
+use crate::model::{CheckResult, Column, KnownIssue, MoveRecord, Outcome, StepKind};
 use crate::model::{PhaseResult, Record, ScenarioResult, Series, Status};
-use crate::scenario::{Feature, SamplePlan, Scenario, ScratchDisk, Step};
+use crate::scenario::{Feature, SamplePlan, Scenario, ScratchDisk, Step, readahead};
 use crate::sys::cgroup::{Cgroup, Version};
 use crate::sys::sysctl::SysctlGuard;
 use crate::sys::{cleanup, proc};
@@ -66,8 +66,13 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
         return r;
     }
     let mut sc = sc.clone();
-    if ctx.quick && sc.scale {
-        sc.scale_down(8);
+    let fit = readahead::fit(
+        &sc,
+        if ctx.quick && sc.scale { 8 } else { 1 },
+        ctx.readahead,
+    );
+    if fit.divisor > 1 {
+        sc.scale_down(fit.divisor);
     }
     let started = Instant::now();
     let mut guard = Guard {
@@ -88,6 +93,7 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
     let had_purpose = sc.checks.iter().any(|c| c.purpose);
     drop_truthless_checks(&mut sc, &mut result);
     drop_numa_checks(&mut sc, &mut result, &ctx.parent);
+    drop_unmeasurable_rates(&mut sc, &mut result, fit);
     // Every check it exists for left out on this machine: what is left could only pass without
     // testing it.
     if had_purpose && !sc.checks.iter().any(|c| c.purpose) {
@@ -132,6 +138,22 @@ fn drop_numa_checks(sc: &mut Scenario, result: &mut ScenarioResult, parent: &Cgr
         let why = "cgroup v1's memory.numa_stat lists LRU sizes only";
         drop_checks(sc, result, why, |n| n.numa.is_some() && !n.all_counters);
     }
+}
+
+/// Says how the scratch disk's readahead shaped the scenario, and removes its paired read rates
+/// when even its full sizes leave the readers' group too small for them (`readahead::fit`).
+fn drop_unmeasurable_rates(sc: &mut Scenario, result: &mut ScenarioResult, fit: readahead::Fit) {
+    result.notes.extend(fit.note);
+    let Some(why) = fit.unmeasurable else {
+        return;
+    };
+    sc.checks.retain(|c| {
+        let keep = c.rated().is_none_or(|(step, _)| step != StepKind::Read);
+        if !keep {
+            result.notes.push(format!("{} not run: {why}", c.name()));
+        }
+        keep
+    });
 }
 
 /// Removes the checks whose needs `unmet` says this machine cannot give, each declared one with

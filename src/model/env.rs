@@ -71,4 +71,7 @@ pub struct ScratchInfo {
     pub path: PathBuf,
     pub fstype: Option<String>,
     pub writeback: bool,
+    /// Its disk's readahead window in bytes (queue/read_ahead_kb), where sysfs shows one.
+    #[serde(default)]
+    pub readahead: Option<u64>,
 }

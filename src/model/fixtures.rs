@@ -38,6 +38,7 @@ pub fn env() -> EnvInfo {
             path: PathBuf::from("/var/tmp"),
             fstype: Some("ext4".into()),
             writeback: true,
+            readahead: Some(128 << 10),
         },
         sysctls: vec![("dirty_ratio".into(), "20".into())],
         interface: vec![],

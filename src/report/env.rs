@@ -57,10 +57,13 @@ pub fn render(e: &EnvInfo) -> String {
     );
     s += &format!("  compaction:      {}\n", yn(e.capabilities.compaction));
     s += &format!(
-        "scratch:           {} ({}, writeback: {})\n",
+        "scratch:           {} ({}, writeback: {}, readahead: {})\n",
         e.scratch.path.display(),
         e.scratch.fstype.as_deref().unwrap_or("unknown fs"),
-        yn(e.scratch.writeback)
+        yn(e.scratch.writeback),
+        e.scratch
+            .readahead
+            .map_or("unknown".to_string(), |b| format!("{} KiB", b >> 10))
     );
     s += &format!(
         "accounting oracle: {}\n",

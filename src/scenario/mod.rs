@@ -740,6 +740,7 @@ mod describe;
 mod implied;
 pub mod plan;
 mod raw;
+pub mod readahead;
 pub mod render;
 mod resolve;
 mod steps;

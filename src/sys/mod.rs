@@ -9,4 +9,5 @@ pub mod env;
 pub mod hostload;
 pub mod lock;
 pub mod proc;
+pub mod readahead;
 pub mod sysctl;
