@@ -12,7 +12,8 @@ t0=$SECONDS
 ci/fetch-debian-kernel.sh > /dev/null
 ci/build-kernel.sh > /dev/null
 ci/build-kernel.sh kernel-patches/schemata/memcg-mutate.patch > /dev/null
-for p in kernel-patches/*.patch; do
+# The mutants named first (PREBUILD_FIRST="a.patch b.patch"), then the rest.
+for p in ${PREBUILD_FIRST:-} kernel-patches/*.patch; do
   ci/build-kernel.sh "$p" > /dev/null
 done
 echo "prebuild: every kernel is in the cache ($((SECONDS - t0)) s)"

@@ -52,6 +52,9 @@ left=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'memcgtest-[0-9]*' 2>/dev/n
 [ -z "$left" ] || { echo "leftover test cgroups: $left"; exit 1; }
 [ "$rc" = 0 ] || exit 1
 
+log "the performance scenarios' quick profile, 3 runs each on this quiet machine: none may fail (ci/perf-runs.sh's short form; 20 runs quiet and beside a load is the command docs/benchmarks.md records)"
+PERF_LOADS=quiet ci/perf-runs.sh 3
+
 log "explore on this machine's kernel: 8 generated cases (seed 1), none may fail (known failures, such as 6.18 v1's memsw.failcnt, are not failures)"
 set +e
 $bin explore --seed 1 --cases 8 --shrink-time 1m --out "$out/explore-host" --format ktap > "$out/explore-host.ktap"
@@ -80,8 +83,8 @@ ci/mutate.sh
 log "the CI examples run as GitLab CI and GitHub Actions would, the stock 6.12 kernel as base and candidate: vm jobs and an ab verdict each"
 ci/run-examples.sh
 
-log "detection matrix: the stock 6.12 kernel and the mutants of kernel-patches/"
-ci/matrix.sh
+log "detection matrix: the stock 6.12 kernel (ci/vm-tests.sh's quick suites above) and the mutants of kernel-patches/"
+MEMCGTEST_STOCK_KTAP_DIR=$out ci/matrix.sh
 echo "ci/test.sh: all checks passed"
 # The plain closing line: the unit and integration tests' counts (the suites above are all green).
 passed=$(grep -oE "test result: ok\. [0-9]+ passed" /tmp/memcgtest-cargo-test.log | awk '{s += $4} END {print s + 0}')
