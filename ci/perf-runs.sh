@@ -4,8 +4,8 @@
 # scenario with a `ratio` or `throughput` check (or those named) runs N times on its own, first on
 # the machine as it is ("quiet"), then beside ci/noise.sh's cpu-io load (a CPU burner on every
 # CPU, a writer of 1 GiB files, an unpacker of 20,000 small files). Prints per scenario and load
-# the verdicts (a skip whose performance check was inconclusive counted apart, with its reason)
-# and the spread of each ratio; exits 1 when any run failed or errored. Run as root from the
+# the verdicts (a skip whose performance check was inconclusive counted apart, with its reason;
+# "perf inc.": runs in which any performance check was inconclusive) and the spread of each ratio; exits 1 when any run failed or errored. Run as root from the
 # repository root after `cargo build --release`:
 #
 #   ci/perf-runs.sh [N] [SCENARIO...]          # default 20 runs, every performance scenario
@@ -75,6 +75,8 @@ for f in sorted(glob.glob(f"{out}/*.json"), key=lambda p: [int(x) if x.isdigit()
         if status == "skip" and any(c.get("outcome") == "inconclusive" for c in perf):
             status = "skip (inconclusive)"
         r["verdicts"][status] += 1
+        if any(c.get("outcome") == "inconclusive" for c in perf):
+            r["verdicts"]["perf inconclusive"] += 1
         if sc["status"] in ("fail", "error") or status == "skip (inconclusive)":
             r["why"].append(sc.get("reason", "")[:240])
         for c in perf:
@@ -82,12 +84,12 @@ for f in sorted(glob.glob(f"{out}/*.json"), key=lambda p: [int(x) if x.isdigit()
             if m and c.get("outcome") in ("pass", "fail"):
                 r["ratios"][c["name"]].append(float(m.group(1)))
 bad = 0
-print(f"\n{'scenario':24} {'load':7} {'pass':>4} {'fail':>4} {'error':>5} {'skip':>4} {'inconcl.':>8}  ratios (min / median / max, of judged runs)")
+print(f"\n{'scenario':24} {'load':7} {'pass':>4} {'fail':>4} {'error':>5} {'skip':>4} {'inconcl.':>8} {'perf inc.':>9}  ratios (min / median / max, of judged runs)")
 for (scenario, load), r in rows.items():
     v = r["verdicts"]
     bad += v["fail"] + v["error"]
     ratios = "; ".join(f"{name} {min(xs):.2f} / {statistics.median(xs):.2f} / {max(xs):.2f}" for name, xs in r["ratios"].items())
-    print(f"{scenario:24} {load:7} {v['pass']:4} {v['fail']:4} {v['error']:5} {v['skip']:4} {v['skip (inconclusive)']:8}  {ratios}")
+    print(f"{scenario:24} {load:7} {v['pass']:4} {v['fail']:4} {v['error']:5} {v['skip']:4} {v['skip (inconclusive)']:8} {v['perf inconclusive']:9}  {ratios}")
     for why in sorted(set(r["why"]))[:3]:
         print(f"    {why}")
 print(f"\nperf-runs: {'PASS' if bad == 0 else 'FAIL'}: {bad} failed or errored runs of {sum(sum(r['verdicts'].values()) for r in rows.values())}")
