@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, checks formatting and lints, runs the unit tests and the
 # root integration tests on this machine's real cgroups, then the whole suite as a user would and
-# checks its report the way CI systems read it (ci/check-report.sh), then what memcgtest gives the
+# checks its report the way CI systems read it (ci/check-report.sh), the performance scenarios'
+# quick profile 3 times each (ci/perf-runs.sh's short form), then what memcgtest gives the
 # tools around it (ci/check-ecosystem.sh), then the VM suites, a patch series gated patch by patch
 # (ci/series.sh), the kill matrix's sample (ci/mutate.sh), the CI examples' jobs (ci/run-examples.sh) and the detection matrix.
 # Reports (with index.png, the page's screenshot) go to $MEMCGTEST_CI_OUT (default /tmp/memcgtest-ci).
