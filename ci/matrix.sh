@@ -5,7 +5,9 @@
 # (quick; cgroup v2 unless its "Cgroup:" header says v1), so CI stays short, and where its "Check:"
 # header names a check kind, that check must be among those that failed; a mutant with a
 # "Caught-by-ab:" header instead runs `memcgtest ab` stock vs it (4 rounds, quick). ci/stock-runs.sh
-# repeats the stock runs alone (MEMCGTEST_MUTANTS=0) for the README's 3/3 figures.
+# repeats the stock runs alone (MEMCGTEST_MUTANTS=0) for the README's 3/3 figures. With
+# MEMCGTEST_STOCK_KTAP_DIR (ci/test.sh) the first stock runs are ci/vm-tests.sh's quick suites
+# there (linux-6.12-v2.ktap, -v1.ktap), when they are newer than the binary and the kernel.
 # Prints a kernel x scenario table ('-' = not run) and one verdict line.
 # Fails unless the stock kernel passes every scenario in each of its runs (a scenario that needs
 # one version is n/a in the other; a flaky pass counts as a failure; a known failure, xfail, is
@@ -81,7 +83,8 @@ for i in $(seq 1 "$runs"); do
     # the same stock 6.12 (linux-6.12-v2.ktap, -v1.ktap, each required to exit 0 there) are the
     # first stock runs, not booted again.
     given=${MEMCGTEST_STOCK_KTAP_DIR:-}/linux-6.12-$cg.ktap
-    if [ "$i" = 1 ] && [ -n "${MEMCGTEST_STOCK_KTAP_DIR:-}" ] && [ "${MEMCGTEST_STOCK:-6.12}" = 6.12 ] && [ -s "$given" ]; then
+    if [ "$i" = 1 ] && [ -n "${MEMCGTEST_STOCK_KTAP_DIR:-}" ] && [ "${MEMCGTEST_STOCK:-6.12}" = 6.12 ] &&
+       [ -s "$given" ] && [ "$given" -nt "$bin" ] && [ "$given" -nt "$stock" ]; then
       echo "matrix: stock-$cg-1 is ci/vm-tests.sh's run ($given)" >&2
       cp "$given" "$out/stock-$cg-1.ktap"
       echo 0 > "$out/stock-$cg-1.rc"

@@ -53,7 +53,8 @@ finish() {
 }
 trap finish EXIT
 # A TERM (ci/perf-runs.sh ending the load it borrowed) ends the hold at once, the load with it.
-trap 'exit 143' TERM INT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # in_group CMD...: runs CMD in the load's group, in the background.
 in_group() {
@@ -83,6 +84,7 @@ $bin env | grep -E '^(accounting oracle|other writers)'
 if [ -n "${NOISE_HOLD:-}" ]; then
   echo "holding the load for $NOISE_HOLD s"
   sleep "$NOISE_HOLD" &
+  loads+=($!)
   wait $! || true
   exit 0
 fi

@@ -113,10 +113,6 @@ pub fn open_session(place: &Place, o: &Options, writeback: bool) -> Result<Sessi
     };
     let ctx = crate::exec::Context {
         parent,
-        readahead: crate::sys::readahead::window_bytes(
-            Path::new(crate::sys::readahead::SYS),
-            &scratch,
-        ),
         scratch,
         slow_scratch,
         wait_sysctls: !o.no_wait,

@@ -19,8 +19,6 @@ pub struct Context {
     /// The cgroup test groups are created below (own cgroup or --parent).
     pub parent: Cgroup,
     pub scratch: PathBuf,
-    /// The scratch disk's readahead window in bytes, if known (`crate::sys::readahead`).
-    pub readahead: Option<u64>,
     /// The slow disk's directory for scenarios with `scratch = "slow"` (`--slow-scratch`).
     pub slow_scratch: Option<PathBuf>,
     /// Wait for another run that owns the vm sysctls (else the scenario stops: 125).

@@ -16,7 +16,7 @@ use super::sources::sampler_sources;
 use crate::model::error::Error;
 use crate::model::{CheckResult, Column, KnownIssue, MoveRecord, Outcome, StepKind};
 use crate::model::{PhaseResult, Record, ScenarioResult, Series, Status};
-use crate::scenario::{Feature, SamplePlan, Scenario, ScratchDisk, Step, readahead};
+use crate::scenario::{Feature, SamplePlan, Scenario, ScratchDisk, Step, headroom};
 use crate::sys::cgroup::{Cgroup, Version};
 use crate::sys::sysctl::SysctlGuard;
 use crate::sys::{cleanup, proc};
@@ -66,10 +66,13 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
         return r;
     }
     let mut sc = sc.clone();
-    let fit = readahead::fit(
+    // A version the file declares no check for runs the invariants only (as machine-pressure
+    // does everywhere); a check this machine cannot run is another matter.
+    sc.checks.retain(|c| c.only.is_none_or(|v| v == version));
+    let fit = headroom::fit(
         &sc,
         if ctx.quick && sc.scale { 8 } else { 1 },
-        ctx.readahead,
+        crate::sys::readahead::reader_window(disk_of(ctx, &sc)),
     );
     if fit.divisor > 1 {
         sc.scale_down(fit.divisor);
@@ -87,9 +90,6 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
     };
     let mut result = ScenarioResult::new(&sc, Status::Error, String::new());
     result.cgroup_version = Some(version);
-    // A version the file declares no check for runs the invariants only (as machine-pressure
-    // does everywhere); a check this machine cannot run is another matter.
-    sc.checks.retain(|c| c.only.is_none_or(|v| v == version));
     let had_purpose = sc.checks.iter().any(|c| c.purpose);
     drop_truthless_checks(&mut sc, &mut result);
     drop_numa_checks(&mut sc, &mut result, &ctx.parent);
@@ -141,8 +141,8 @@ fn drop_numa_checks(sc: &mut Scenario, result: &mut ScenarioResult, parent: &Cgr
 }
 
 /// Says how the scratch disk's readahead shaped the scenario, and removes its paired read rates
-/// when even its full sizes leave the readers' group too small for them (`readahead::fit`).
-fn drop_unmeasurable_rates(sc: &mut Scenario, result: &mut ScenarioResult, fit: readahead::Fit) {
+/// when even its full sizes leave the readers' group too small for them (`headroom::fit`).
+fn drop_unmeasurable_rates(sc: &mut Scenario, result: &mut ScenarioResult, fit: headroom::Fit) {
     result.notes.extend(fit.note);
     let Some(why) = fit.unmeasurable else {
         return;
@@ -701,6 +701,14 @@ pub fn verdict(checks: &[CheckResult]) -> (Status, String) {
             .map(|c| format!("{} not judged: {}", c.name, c.detail))
             .collect();
         (Status::Pass, left.join("; "))
+    }
+}
+
+/// The disk a scenario's files go on (see `scratch_base`, which also says so).
+fn disk_of<'a>(ctx: &'a Context, sc: &Scenario) -> &'a Path {
+    match (&sc.scratch, &ctx.slow_scratch) {
+        (ScratchDisk::Slow, Some(slow)) => slow,
+        _ => &ctx.scratch,
     }
 }
 

@@ -71,7 +71,8 @@ pub struct ScratchInfo {
     pub path: PathBuf,
     pub fstype: Option<String>,
     pub writeback: bool,
-    /// Its disk's readahead window in bytes (queue/read_ahead_kb), where sysfs shows one.
+    /// The readahead window, in bytes, of a `read` step's readers on its disk (read_ahead_kb,
+    /// or up to max_sectors_kb for their 1 MiB reads), where sysfs shows the disk.
     #[serde(default)]
     pub readahead: Option<u64>,
 }

@@ -5,6 +5,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// The size of each read(2) a `read` step's readers make: a sequential reader's readahead window
+/// depends on it (`crate::sys::readahead`).
+pub const READ_REQUEST_BYTES: u64 = 1 << 20;
+
 /// One kind of step: `action = "<name>"` in a scenario file.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,

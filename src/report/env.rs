@@ -57,7 +57,7 @@ pub fn render(e: &EnvInfo) -> String {
     );
     s += &format!("  compaction:      {}\n", yn(e.capabilities.compaction));
     s += &format!(
-        "scratch:           {} ({}, writeback: {}, readahead: {})\n",
+        "scratch:           {} ({}, writeback: {}, readahead window of 1 MiB reads: {})\n",
         e.scratch.path.display(),
         e.scratch.fstype.as_deref().unwrap_or("unknown fs"),
         yn(e.scratch.writeback),

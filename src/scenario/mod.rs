@@ -737,10 +737,10 @@ pub fn load_all(dir: Option<&Path>) -> Result<Vec<Scenario>, ScenarioError> {
 
 mod checks;
 mod describe;
+pub mod headroom;
 mod implied;
 pub mod plan;
 mod raw;
-pub mod readahead;
 pub mod render;
 mod resolve;
 mod steps;

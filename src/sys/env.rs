@@ -272,10 +272,7 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
             path: scratch.to_path_buf(),
             writeback: supports_writeback(fstype.as_deref()),
             fstype,
-            readahead: crate::sys::readahead::window_bytes(
-                Path::new(crate::sys::readahead::SYS),
-                scratch,
-            ),
+            readahead: crate::sys::readahead::reader_window(scratch),
         },
         sysctls: SYSCTLS
             .iter()

@@ -1,33 +1,44 @@
-//! The readahead window of the scratch directory's disk.
+//! The readahead window a sequential reader gets on the scratch directory's disk.
 //!
-//! A file opened for reading starts with its backing device's `ra_pages` (file_ra_state_init in
-//! mm/readahead.c), which sysfs shows as the disk's `queue/read_ahead_kb` (the bdi's
-//! `read_ahead_kb`). A sequential reader ramps its window up to that size and then keeps up to
-//! two windows ahead of itself: the one it is reading and the asynchronous one started when it
-//! reaches the PG_readahead mark. Pages of both are charged to the reader's group while their I/O
-//! is in flight (locked, so reclaim scans them and cannot free them) or until it reads them.
-//! A partition has no queue of its own: its disk's is the one that counts.
+//! A file opened for reading starts with its disk's `ra_pages` (file_ra_state_init), sysfs's
+//! `queue/read_ahead_kb`; a request larger than that may read up to the disk's `io_pages`
+//! (`queue/max_sectors_kb`) at once (ractl_max_pages in mm/readahead.c, 6.12). A sequential
+//! reader ramps its window up to that size and keeps up to two windows ahead of itself: the one
+//! it reads and the asynchronous one started at the PG_readahead mark. Their pages are charged to
+//! the reader's group from the moment they are added, locked while their I/O is in flight. A
+//! partition has no queue of its own: its disk's counts.
 
 use std::path::{Path, PathBuf};
 
 /// Where sysfs is mounted.
 pub const SYS: &str = "/sys";
 
-/// The readahead window, in bytes, of the disk holding `dir`, read under the sysfs at `sys`;
-/// None when the filesystem is not on a block device sysfs lists (btrfs and overlayfs show an
-/// anonymous device number, tmpfs none) or the file cannot be read.
-pub fn window_bytes(sys: &Path, dir: &Path) -> Option<u64> {
+/// The window, in bytes, of a sequential reader making `request`-byte reads of a file under
+/// `dir`, read under the sysfs at `sys`: max(read_ahead_kb, min(request, max_sectors_kb)). None
+/// when the filesystem is not on a block device sysfs lists (btrfs, overlayfs, NFS and tmpfs
+/// show an anonymous device number) or its queue cannot be read.
+pub fn window_bytes(sys: &Path, dir: &Path, request: u64) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     let dev = std::fs::metadata(dir).ok()?.dev();
-    window_of_device(sys, libc::major(dev), libc::minor(dev))
+    window_of_device(sys, (libc::major(dev), libc::minor(dev)), request)
+}
+
+/// The window of a `read` step's readers (reads of `READ_REQUEST_BYTES`) under `dir`, on this
+/// machine's sysfs.
+pub fn reader_window(dir: &Path) -> Option<u64> {
+    window_bytes(Path::new(SYS), dir, crate::model::step::READ_REQUEST_BYTES)
 }
 
 /// [`window_bytes`] for the block device `major:minor`.
-pub fn window_of_device(sys: &Path, major: u32, minor: u32) -> Option<u64> {
-    let node = sys.join(format!("dev/block/{major}:{minor}"));
-    let disk = disk_dir(&node)?;
-    let text = std::fs::read_to_string(disk.join("queue/read_ahead_kb")).ok()?;
-    text.trim().parse::<u64>().ok().map(|kb| kb * 1024)
+pub fn window_of_device(sys: &Path, (major, minor): (u32, u32), request: u64) -> Option<u64> {
+    let disk = disk_dir(&sys.join(format!("dev/block/{major}:{minor}")))?;
+    let kib = |file: &str| -> Option<u64> {
+        let text = std::fs::read_to_string(disk.join("queue").join(file)).ok()?;
+        text.trim().parse::<u64>().ok().map(|kb| kb * 1024)
+    };
+    let ra = kib("read_ahead_kb")?;
+    let io = kib("max_sectors_kb").unwrap_or(0);
+    Some(ra.max(request.min(io)))
 }
 
 /// The sysfs directory of the disk behind `node` (/sys/dev/block/M:m, a link): the node itself,
@@ -46,13 +57,16 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
+    const MIB: u64 = 1 << 20;
+
     /// A sysfs laid out as the kernel does: /sys/dev/block/M:m links into /sys/devices, a
     /// partition's directory inside its disk's.
-    fn sysfs() -> tempfile::TempDir {
+    fn sysfs(read_ahead_kb: &str, max_sectors_kb: &str) -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         let disk = d.path().join("devices/virtual/block/vda");
         std::fs::create_dir_all(disk.join("queue")).unwrap();
-        std::fs::write(disk.join("queue/read_ahead_kb"), "8192\n").unwrap();
+        std::fs::write(disk.join("queue/read_ahead_kb"), read_ahead_kb).unwrap();
+        std::fs::write(disk.join("queue/max_sectors_kb"), max_sectors_kb).unwrap();
         std::fs::create_dir_all(disk.join("vda1")).unwrap();
         std::fs::write(disk.join("vda1/partition"), "1\n").unwrap();
         std::fs::create_dir_all(d.path().join("dev/block")).unwrap();
@@ -63,21 +77,28 @@ mod tests {
 
     #[test]
     fn a_disk_and_its_partition_have_the_disk_s_window() {
-        let d = sysfs();
-        assert_eq!(window_of_device(d.path(), 254, 0), Some(8 << 20));
-        assert_eq!(window_of_device(d.path(), 254, 1), Some(8 << 20));
+        let d = sysfs("8192\n", "4096\n");
+        assert_eq!(window_of_device(d.path(), (254, 0), MIB), Some(8 * MIB));
+        assert_eq!(window_of_device(d.path(), (254, 1), MIB), Some(8 * MIB));
+    }
+
+    #[test]
+    fn a_request_above_read_ahead_kb_reads_up_to_max_sectors_kb() {
+        // The kernel's default 128 KiB window, 1 MiB reads: 1 MiB where the disk takes it.
+        let d = sysfs("128\n", "1280\n");
+        assert_eq!(window_of_device(d.path(), (254, 0), MIB), Some(MIB));
+        assert_eq!(
+            window_of_device(d.path(), (254, 0), 64 << 10),
+            Some(128 << 10)
+        );
+        let d = sysfs("128\n", "512\n");
+        assert_eq!(window_of_device(d.path(), (254, 0), MIB), Some(512 << 10));
     }
 
     #[test]
     fn an_anonymous_or_unknown_device_has_none() {
-        let d = sysfs();
-        assert_eq!(window_of_device(d.path(), 0, 42), None);
-        std::fs::write(
-            d.path()
-                .join("devices/virtual/block/vda/queue/read_ahead_kb"),
-            "x",
-        )
-        .unwrap();
-        assert_eq!(window_of_device(d.path(), 254, 0), None);
+        let d = sysfs("x", "4096\n");
+        assert_eq!(window_of_device(d.path(), (0, 42), MIB), None);
+        assert_eq!(window_of_device(d.path(), (254, 0), MIB), None);
     }
 }

@@ -189,7 +189,7 @@ pub(super) fn read_file(path: &std::path::Path, warm: bool) -> Result<JobResult>
         drop_cache(path)?;
     }
     let mut f = fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
-    let mut buf = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; crate::model::step::READ_REQUEST_BYTES as usize];
     let cpu0 = cpu_seconds();
     let t = Instant::now();
     let mut total = 0u64;
