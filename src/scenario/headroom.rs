@@ -8,7 +8,7 @@
 //! (__GFP_NORETRY) fail and cut windows short. A read rate measured in it is readahead thrash,
 //! not the cost of reclaim. Measurements: docs/findings.md.
 
-use super::{CgroupSpec, Scenario, Step};
+use super::{CgroupSpec, MIN_LIMIT, Scenario, Step};
 use crate::model::StepKind;
 use crate::model::units::human_bytes;
 
@@ -17,9 +17,6 @@ use crate::model::units::human_bytes;
 /// and four readers (64 MiB ahead) reclaim freed every page it scanned from a 96 MiB limit up,
 /// and scanned up to 4 and 7 pages per page freed at 64 and 48 MiB: twice leaves a third spare.
 pub const HEADROOM: u64 = 2;
-
-/// The smallest limit `Scenario::scale_down` leaves.
-pub const MIN_LIMIT: u64 = 16 << 20;
 
 /// A group whose read rate a `ratio` check pairs, with a limit above it.
 struct Rated<'a> {

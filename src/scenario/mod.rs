@@ -628,6 +628,9 @@ pub struct Scenario {
     pub source: String,
 }
 
+/// The smallest limit, high mark or protection `Scenario::scale_down` leaves.
+pub const MIN_LIMIT: u64 = 16 << 20;
+
 impl Scenario {
     /// Scales sizes and limits down for smoke runs on slow machines; checks stay as they are,
     /// except where they hold a size (the expected change of a `change` check follows the sizes).
@@ -636,10 +639,10 @@ impl Scenario {
             c.scale_down(divisor);
         }
         for c in &mut self.cgroups {
-            c.limit = c.limit.map(|l| (l / divisor).max(16 << 20));
-            c.high = c.high.map(|l| (l / divisor).max(16 << 20));
-            c.low = c.low.map(|l| (l / divisor).max(16 << 20));
-            c.min = c.min.map(|l| (l / divisor).max(16 << 20));
+            c.limit = c.limit.map(|l| (l / divisor).max(MIN_LIMIT));
+            c.high = c.high.map(|l| (l / divisor).max(MIN_LIMIT));
+            c.low = c.low.map(|l| (l / divisor).max(MIN_LIMIT));
+            c.min = c.min.map(|l| (l / divisor).max(MIN_LIMIT));
         }
         for p in &mut self.phases {
             for s in &mut p.steps {
