@@ -25,6 +25,28 @@ fn kvm_usable() -> bool {
         .is_ok()
 }
 
+/// Where `--accel auto` remembers that a KVM guest did not start on this host: the host's boot
+/// id (/proc/sys/kernel/random/boot_id). Until the host boots again, later boots go to TCG at
+/// once instead of spending KVM_SILENCE and a second pair of disks on the try.
+const KVM_FAILED_MARK: &str = "/run/memcgtest-kvm-failed";
+
+fn host_boot_id() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(id.trim().to_string())
+}
+
+/// Whether a KVM guest failed to start earlier in this boot of the host.
+fn kvm_failed_before(mark: &Path) -> bool {
+    let seen = std::fs::read_to_string(mark).unwrap_or_default();
+    host_boot_id().is_some_and(|id| seen.trim() == id)
+}
+
+fn remember_kvm_failed(mark: &Path) {
+    if let Some(id) = host_boot_id() {
+        let _ = std::fs::write(mark, format!("{id}\n"));
+    }
+}
+
 /// Reads what was appended to `path` since `off`.
 fn read_new(path: &Path, off: &mut u64) -> Vec<u8> {
     let mut buf = Vec::new();
@@ -249,13 +271,21 @@ pub(super) fn boot_with_fallback(
     initrd: &Path,
     disk: &Path,
 ) -> Result<(Boot, Duration, Accel, String)> {
+    let mark = Path::new(KVM_FAILED_MARK);
+    let mut note = String::new();
     let mut accel = match opts.accel {
         AccelChoice::Tcg => Accel::Tcg,
         AccelChoice::Kvm => Accel::Kvm,
+        AccelChoice::Auto if kvm_usable() && kvm_failed_before(mark) => {
+            note = format!(
+                "a KVM guest did not start earlier in this boot of the host ({KVM_FAILED_MARK}); using TCG (remove the file to try KVM again)"
+            );
+            eprintln!("memcgtest vm: {note}");
+            Accel::Tcg
+        }
         AccelChoice::Auto if kvm_usable() => Accel::Kvm,
         AccelChoice::Auto => Accel::Tcg,
     };
-    let mut note = String::new();
     let b = loop {
         let timeout = opts.timeout.unwrap_or_else(|| default_timeout(accel));
         eprintln!(
@@ -284,6 +314,7 @@ pub(super) fn boot_with_fallback(
             None => {
                 note = "KVM was tried first but the guest did not start under it (nested virtualization?); fell back to TCG".into();
                 eprintln!("memcgtest vm: {note}");
+                remember_kvm_failed(mark);
                 make_disks(disk, opts)?;
                 accel = Accel::Tcg;
             }
@@ -291,4 +322,23 @@ pub(super) fn boot_with_fallback(
     };
     let (b, timeout) = b;
     Ok((b, timeout, accel, note))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kvm_failure_is_remembered_for_this_host_boot_only() {
+        let d = tempfile::tempdir().unwrap();
+        let mark = d.path().join("kvm-failed");
+        assert!(!kvm_failed_before(&mark));
+        remember_kvm_failed(&mark);
+        assert!(kvm_failed_before(&mark));
+        std::fs::write(&mark, "another-boot-id\n").unwrap();
+        assert!(
+            !kvm_failed_before(&mark),
+            "a mark of an earlier host boot is stale"
+        );
+    }
 }
