@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `memcgtest series` end to end on Debian's linux-source-6.12 as a git repository:
 #   1. a 6-patch series as a range, the dirty-accounting mutant of kernel-patches/ third, a
-#      harmless code patch after it: exit 1, "first bad patch:" names the mutant, the check that
-#      caught it is listed, the patches before it green, the ones after it not blamed;
+#      harmless code patch after it, gated head first (--strategy head, the default above 3
+#      patches): exit 1, "first bad patch:" names the mutant after 4 runs (base, head, two
+#      bisection steps), the check that caught it is listed, the patch before it green;
 #   2. the same series as an mbox (git format-patch) into the same output directory: the same
 #      table, nothing built or booted again (what is built and run is keyed by the commit's tree);
+#      then as a range with --strategy every: the same first bad patch in 7 runs (3 new boots);
 #   3. a series whose second patch does not compile: exit 1, the compiler's error lines;
 #   4. an mbox whose patch does not apply to the base: exit 2, the patch named.
 # The repository and the builds are kept under $MEMCGTEST_KERNEL_WORK/series (a cache, like
@@ -74,15 +76,18 @@ log "range: exit $rc in $(( $(date +%s) - start )) s"
 grep -q "^first bad patch: [0-9a-f]\{12\} mm: page-writeback: account odd-index dirty folios on the node only$" "$out.range.txt" \
   || fail "range: the mutant is not named the first bad patch"
 grep -q "^  #3 [0-9a-f]\{12\}: dirty-accounting (v2) " "$out.range.txt" || fail "range: no check of dirty-accounting turned red at #3"
-for i in 1 2; do
-  grep -Eq "^ +$i  .* green " "$out.range.txt" || fail "range: patch $i is not green"
-done
+grep -Eq "^ +2  .* green " "$out.range.txt" || fail "range: patch 2 is not green"
 [ "$(grep -c ' BAD ' "$out.range.txt")" = 1 ] || fail "range: more than one patch blamed"
+# 6 patches: --strategy head by default. The base and the head (6, red), then bisection: 3 (red),
+# 2 (green): 4 runs where every patch takes 7.
+grep -q "^strategy head: 4 runs (4 booted now, 0 recorded before); every patch: 7 runs$" "$out.range.txt" \
+  || fail "range: not the head strategy's 4 runs"
 python3 - "$out/series.json" "$out/kcidb.json" <<'EOF'
 import json, sys
 rep = json.load(open(sys.argv[1]))
 assert rep["first_bad"] == 3, rep["first_bad"]
-assert [p["verdict"] for p in rep["patches"]] == ["base", "green", "green", "bad", "still-red", "still-red", "still-red"], [p["verdict"] for p in rep["patches"]]
+assert [p["verdict"] for p in rep["patches"]] == ["base", "not-booted", "green", "bad", "not-booted", "not-booted", "still-red"], [p["verdict"] for p in rep["patches"]]
+assert rep["strategy"] == "head" and rep["cost"] == {"runs": 4, "booted": 4, "every": 7}, rep["cost"]
 k = json.load(open(sys.argv[2]))
 assert len(k["checkouts"]) == 7 and len(k["builds"]) == 7, (len(k["checkouts"]), len(k["builds"]))
 print("series.json and kcidb.json: 7 patches, first bad #3")
@@ -109,10 +114,31 @@ rc=$?
 set -e
 log "mbox: exit $rc in $(( $(date +%s) - start )) s"
 [ "$rc" = 1 ] || { cat "$out.mbox.err"; fail "mbox: exit $rc, expected 1"; }
-# The same table: the commit ids differ (git am makes new commits), nothing else.
-strip() { sed -E 's/[0-9a-f]{12}//g' "$1"; }
+# The same table: the commit ids differ (git am makes new commits), nothing else; its 4 runs
+# were all recorded by the range's.
+strip() { sed -E 's/[0-9a-f]{12}//g; /^strategy /d' "$1"; }
 diff <(strip "$out.range.txt") <(strip "$out.mbox.txt") || fail "mbox: another table than the range's"
 if grep -E ": (building|booting)$" "$out.mbox.err"; then fail "mbox: built or booted again"; fi
+grep -q "^strategy head: 4 runs (0 booted now, 4 recorded before)" "$out.mbox.txt" || fail "mbox: runs not reused"
+
+# Every patch booted (the 3 the head strategy did not boot now, the rest recorded): the same first
+# bad patch, in 7 runs.
+set +e
+"$bin" series --tree "$tree" --range base..ci-series --output "$out" --strategy every "${guest[@]}" > "$out.every.txt" 2>/dev/null
+rc=$?
+set -e
+cat "$out.every.txt"
+[ "$rc" = 1 ] || fail "every: exit $rc, expected 1"
+grep -q "^first bad patch: [0-9a-f]\{12\} mm: page-writeback: account odd-index dirty folios on the node only$" "$out.every.txt" \
+  || fail "every: another first bad patch than the head strategy's"
+grep -q "^strategy every: 7 runs (3 booted now, 4 recorded before); every patch: 7 runs$" "$out.every.txt" \
+  || fail "every: not 7 runs, 3 of them new"
+for i in 1 2; do
+  grep -Eq "^ +$i  .* green " "$out.every.txt" || fail "every: patch $i is not green"
+done
+for i in 4 5 6; do
+  grep -Eq "^ +$i  .* still red " "$out.every.txt" || fail "every: patch $i is not still red"
+done
 
 # A patch that does not build (after one that does: both of the base's and patch 1's work reused).
 git -C "$tree" checkout -q -f -B ci-broken ci-series~5

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 bin=$PWD/target/release/memcgtest
 out=${MEMCGTEST_CI_OUT:-/tmp/memcgtest-ci}
 mkdir -p "$out"
-log() { printf '\n=== %s\n' "$*"; }
+log() { printf '\n=== [%s] %s\n' "$(date +%T)" "$*"; }
 fail() { echo "vm-tests: FAIL: $*"; exit 1; }
 
 need=()

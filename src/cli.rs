@@ -81,6 +81,13 @@ pub struct Cli {
 /// `--format` of the subcommands that print for people or programs (`env`, `list`, `compare`,
 /// `ab`): text, or one JSON document. `run` and `explore` add the report formats
 /// (`report::Format`), `coverage` and `contracts` Markdown ([`CoverageFormat`]).
+/// `series --strategy`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    Every,
+    Head,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,
@@ -371,6 +378,11 @@ pub enum Command {
         /// Minimum change of a median, in percent, that can count as a regression.
         #[arg(long, default_value_t = 5.0, value_parser = compare::parse_threshold)]
         ab_threshold: f64,
+        /// Which patches are booted (every patch is built): `head` boots the base and the head
+        /// and bisects a red head to its first bad patch; `every` boots each patch. Default:
+        /// head for more than 3 patches, else every.
+        #[arg(long, value_enum)]
+        strategy: Option<StrategyArg>,
         #[command(flatten)]
         vm: VmArgs,
         /// The command each guest runs: run [NAMES] [RUN OPTIONS] (default: run --quick).

@@ -494,6 +494,7 @@ fn run_series(cli: &Cli) -> Result<u8, Error> {
         ab_scenarios,
         ab_rounds,
         ab_threshold,
+        strategy,
         vm: a,
         guest,
     } = &cli.command
@@ -542,6 +543,10 @@ fn run_series(cli: &Cli) -> Result<u8, Error> {
                 .collect(),
         }),
         vm: vm_options(cli, a, &guest),
+        strategy: strategy.map(|s| match s {
+            cli::StrategyArg::Every => series::Strategy::Every,
+            cli::StrategyArg::Head => series::Strategy::Head,
+        }),
     };
     let rep = series::run(&opts)?;
     match format {

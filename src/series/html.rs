@@ -66,7 +66,7 @@ pub fn render(rep: &SeriesReport, runs: impl Fn(usize, &str) -> Option<String>) 
         }
         let class = match p.verdict {
             PatchVerdict::Bad | PatchVerdict::BuildFailed => "fail",
-            PatchVerdict::StillRed | PatchVerdict::Untestable => "skip",
+            PatchVerdict::StillRed | PatchVerdict::Untestable | PatchVerdict::NotBooted => "skip",
             PatchVerdict::Green | PatchVerdict::Base => "pass",
         };
         h += &format!(

@@ -10,6 +10,7 @@ pub mod git;
 pub mod html;
 pub mod kcidb;
 pub mod render;
+mod strategy;
 pub mod verdict;
 
 #[cfg(test)]
@@ -65,6 +66,36 @@ pub struct Options {
     pub vm: vm::Options,
     /// `--ab`: each patch's A/B against the base.
     pub ab: Option<AbOptions>,
+    /// `--strategy`; None: [`Strategy::auto`].
+    pub strategy: Option<Strategy>,
+}
+
+/// Which patches are booted (every one is built: a series must build at every step).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// Every patch, in order.
+    Every,
+    /// The base and the head; when the head is red, bisection to the first bad patch.
+    Head,
+}
+
+impl Strategy {
+    /// `head` for a series of more than 3 patches (fewer boots when the head is green, and
+    /// about log2(n) more when it is red), else `every`.
+    pub fn auto(patches: usize) -> Strategy {
+        if patches > 3 {
+            Strategy::Head
+        } else {
+            Strategy::Every
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Every => "every",
+            Strategy::Head => "head",
+        }
+    }
 }
 
 /// What each patch's A/B against the base runs (`memcgtest ab`, under the first layout).
@@ -102,18 +133,23 @@ pub fn run(o: &Options) -> Result<SeriesReport> {
         patches[0].subject,
         o.cgroups.join(" ")
     );
-    let mut reports = Vec::new();
+    let strategy = o.strategy.unwrap_or(Strategy::auto(patches.len() - 1));
     let mut vm = o.vm.clone();
-    for p in &patches {
-        let r = gate(o, &mut vm, &builder, p, patches.len() - 1)?;
-        // Without a base to judge them against, the patches are not built nor booted.
-        let stop = p.index == 0 && !verdict::judges(&r);
-        reports.push(r);
-        if stop {
-            eprintln!("memcgtest series: the base cannot be judged: the patches are not tested");
-            break;
-        }
-    }
+    let (mut reports, mut cost) = match strategy {
+        Strategy::Every => strategy::every(o, &mut vm, &builder, &patches)?,
+        Strategy::Head => strategy::head(o, &mut vm, &builder, &patches)?,
+    };
+    cost.every = (reports.iter())
+        .filter(|p| matches!(p.build, Built::Image { .. }))
+        .count()
+        * o.cgroups.len();
+    eprintln!(
+        "memcgtest series: strategy {}: {} runs ({} booted now); every patch: {} runs",
+        strategy.as_str(),
+        cost.runs,
+        cost.booted,
+        cost.every
+    );
     if let Some(ab) = &o.ab {
         ab_against_base(o, &vm, &builder, ab, &mut reports)?;
     }
@@ -132,6 +168,8 @@ pub fn run(o: &Options) -> Result<SeriesReport> {
         first_bad,
         exit: code,
         verdict: line,
+        strategy: strategy.as_str().into(),
+        cost,
     };
     save(&o.output.join("series.json"), &rep)?;
     write_reports(o, &builder, &rep)?;
@@ -217,22 +255,14 @@ fn patch_dir(o: &Options, b: &Builder, p: &Patch) -> PathBuf {
         .join(format!("{}-{}", &p.tree[..12], &b.stamp()[..8]))
 }
 
-/// Builds (or finds built) and runs (or finds run) one patch under every layout.
-/// `vm`: the VM options, whose accelerator the first boot settles (a fallback to TCG is kept).
-fn gate(
-    o: &Options,
-    vm: &mut vm::Options,
-    b: &Builder,
-    p: &Patch,
-    n: usize,
-) -> Result<PatchReport> {
+/// Builds one patch, or finds it built.
+fn build_patch(o: &Options, b: &Builder, p: &Patch, n: usize) -> Result<Built> {
     let dir = patch_dir(o, b, p);
-    let what = format!("#{}/{n} {} {}", p.index, p.short(), p.subject);
     let built_file = dir.join("build.json");
     let built: Built = match load(&built_file) {
         Some(built) => built,
         None => {
-            eprintln!("memcgtest series: {what}: building");
+            eprintln!("memcgtest series: {}: building", what(p, n));
             git::switch(&b.src, &p.commit)?;
             let built = b.build(&dir)?;
             interrupted()?;
@@ -240,22 +270,52 @@ fn gate(
             built
         }
     };
-    let mut runs = Vec::new();
-    if let Built::Image { image, seconds } = &built {
-        eprintln!("memcgtest series: {what}: built in {seconds:.0} s");
-        for cg in &o.cgroups {
-            runs.push(layout_run(o, vm, &dir, image, cg, &what)?);
+    match &built {
+        Built::Image { seconds, .. } => {
+            eprintln!("memcgtest series: {}: built in {seconds:.0} s", what(p, n))
         }
-    } else {
-        eprintln!("memcgtest series: {what}: the build failed");
+        Built::Failed { .. } => eprintln!("memcgtest series: {}: the build failed", what(p, n)),
     }
-    Ok(PatchReport {
+    Ok(built)
+}
+
+/// "#3/6 0123456789ab subject".
+fn what(p: &Patch, n: usize) -> String {
+    format!("#{}/{n} {} {}", p.index, p.short(), p.subject)
+}
+
+/// Runs (or finds run) a built patch under every layout. `vm`: the VM options, whose
+/// accelerator the first boot settles (a fallback to TCG is kept).
+fn boot_layouts(
+    o: &Options,
+    vm: &mut vm::Options,
+    b: &Builder,
+    r: &mut PatchReport,
+    n: usize,
+    cost: &mut verdict::Cost,
+) -> Result<()> {
+    let Built::Image { image, .. } = &r.build else {
+        return Ok(());
+    };
+    let dir = patch_dir(o, b, &r.patch);
+    for cg in &o.cgroups {
+        let (run, booted) = layout_run(o, vm, &dir, image, cg, &what(&r.patch, n))?;
+        cost.runs += 1;
+        cost.booted += usize::from(booted);
+        r.runs.push(run);
+    }
+    Ok(())
+}
+
+/// A patch built, not run yet.
+fn unrun(p: &Patch, build: Built) -> PatchReport {
+    PatchReport {
         patch: p.clone(),
-        build: built,
-        runs,
+        build,
+        runs: Vec::new(),
         ab: None,
         verdict: PatchVerdict::Untestable,
-    })
+    }
 }
 
 /// Each built patch's A/B against the base (`memcgtest ab`, the first layout), or the one
@@ -368,7 +428,7 @@ fn layout_run(
     image: &Path,
     cgroup: &str,
     what: &str,
-) -> Result<LayoutRun> {
+) -> Result<(LayoutRun, bool)> {
     let key = run_key(o, cgroup);
     let file = dir.join(format!("{key}.json"));
     if let Some(run) = load::<LayoutRun>(&file) {
@@ -376,7 +436,7 @@ fn layout_run(
             "memcgtest series: {what}: {cgroup}: done before: {}",
             run.counts()
         );
-        return Ok(run);
+        return Ok((run, false));
     }
     eprintln!("memcgtest series: {what}: {cgroup}: booting");
     let mut v = vm.clone();
@@ -407,7 +467,7 @@ fn layout_run(
     if run.code != exit::UNTESTABLE || !run.cells.is_empty() {
         save(&file, &run)?;
     }
-    Ok(run)
+    Ok((run, true))
 }
 
 fn untested(cgroup: &str, code: u8, seconds: f64, reason: String) -> LayoutRun {

@@ -29,6 +29,18 @@ pub fn render(rep: &SeriesReport) -> String {
         }
     }
     turned_red(&mut s, rep);
+    if !rep.strategy.is_empty() {
+        let c = &rep.cost;
+        let _ = writeln!(
+            s,
+            "\nstrategy {}: {} runs ({} booted now, {} recorded before); every patch: {} runs",
+            rep.strategy,
+            c.runs,
+            c.booted,
+            c.runs - c.booted,
+            c.every
+        );
+    }
     let _ = writeln!(s, "\n{}", rep.verdict);
     s
 }

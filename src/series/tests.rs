@@ -246,6 +246,8 @@ pub(super) fn two_patch_report() -> super::verdict::SeriesReport {
         first_bad,
         exit,
         verdict,
+        strategy: "every".into(),
+        cost: Default::default(),
     }
 }
 
@@ -258,4 +260,71 @@ fn a_range_is_base_dot_dot_head() {
     for bad in ["v6.12", "..HEAD", "v6.12..", "a...b"] {
         assert!(super::Source::range(bad).is_none(), "{bad}");
     }
+}
+
+#[test]
+fn bisection_boots_the_middle_of_what_is_left_between_green_and_red() {
+    use super::verdict::{Seen::*, next_to_boot};
+    // Base green, head (6) red: the middle of 1..=5.
+    let mut seen = vec![Some(Green), None, None, None, None, None, Some(Red)];
+    assert_eq!(next_to_boot(&seen), Some(3));
+    seen[3] = Some(Red);
+    assert_eq!(next_to_boot(&seen), Some(2));
+    seen[2] = Some(Green);
+    assert_eq!(
+        next_to_boot(&seen),
+        None,
+        "2 green, 3 red: 3 is the first bad"
+    );
+    // An untestable patch is gone around.
+    let mut seen = vec![Some(Green), None, Some(Untestable), Some(Red)];
+    assert_eq!(next_to_boot(&seen), Some(1));
+    seen[1] = Some(Green);
+    assert_eq!(next_to_boot(&seen), None);
+    // No red one: nothing to bisect.
+    assert_eq!(next_to_boot(&[Some(Green), None, Some(Green)]), None);
+}
+
+#[test]
+fn bisection_finds_the_first_red_patch_in_log2_boots() {
+    use super::verdict::{Seen, next_to_boot};
+    for n in 1..=16usize {
+        for bad in 1..=n {
+            let mut seen = vec![None; n + 1];
+            seen[0] = Some(Seen::Green);
+            seen[n] = Some(Seen::Red);
+            let mut boots = 2;
+            while let Some(i) = next_to_boot(&seen) {
+                seen[i] = Some(if i >= bad { Seen::Red } else { Seen::Green });
+                boots += 1;
+            }
+            let first = seen.iter().position(|s| *s == Some(Seen::Red)).unwrap();
+            assert_eq!(first, bad, "n {n}");
+            assert!(
+                boots <= 2 + (n as f64).log2().ceil() as usize,
+                "n {n} bad {bad}: {boots}"
+            );
+        }
+    }
+}
+
+#[test]
+fn patches_not_booted_are_vouched_for_and_the_red_one_is_judged_against_the_last_green() {
+    let not_booted = |i| PatchReport {
+        runs: Vec::new(),
+        ..report(i, &[])
+    };
+    let mut ps = vec![
+        report(0, &[OK]),
+        not_booted(1),
+        report(2, &[OK]),
+        report(3, &[RED]),
+        not_booted(4),
+        report(5, &[RED]),
+    ];
+    judge(&mut ps);
+    use PatchVerdict::*;
+    let v: Vec<PatchVerdict> = ps.iter().map(|p| p.verdict).collect();
+    assert_eq!(v, [Base, NotBooted, Green, Bad, NotBooted, StillRed]);
+    assert_eq!(verdict(&ps, None).2, Some(3));
 }

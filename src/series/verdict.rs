@@ -103,6 +103,9 @@ pub enum PatchVerdict {
     StillRed,
     /// Its kernel could not be tested (a boot the host could not run, every scenario skipped).
     Untestable,
+    /// Built but not booted (`--strategy head`): a later patch's run vouches for it (the head
+    /// was green, or bisection passed over it).
+    NotBooted,
 }
 
 impl PatchVerdict {
@@ -114,6 +117,7 @@ impl PatchVerdict {
             PatchVerdict::BuildFailed => "BUILD FAILED",
             PatchVerdict::StillRed => "still red",
             PatchVerdict::Untestable => "untestable",
+            PatchVerdict::NotBooted => "not booted",
         }
     }
 }
@@ -207,13 +211,43 @@ fn cell_failures(r: &LayoutRun) -> Vec<(Key, String)> {
     out
 }
 
+/// Whether a patch's runs failed something the base's did not (or it does not build): what
+/// `--strategy head` bisects on, by the rules that make a patch bad.
+pub fn red_against(p: &PatchReport, base: &PatchReport) -> bool {
+    !failures(p, base).is_empty()
+}
+
+/// What one run of a patch said, for bisection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    Green,
+    Red,
+    Untestable,
+}
+
+/// The next patch `--strategy head` boots, from what the patches booted so far said (`seen[i]`,
+/// None: not booted; the base is green, the head red): the middle of the patches after the last
+/// green one and before the first red one that were not found untestable. None when there is
+/// nothing left to boot: the first red one is then the first bad patch.
+pub fn next_to_boot(seen: &[Option<Seen>]) -> Option<usize> {
+    let first_red = seen.iter().position(|s| *s == Some(Seen::Red))?;
+    let last_green = seen[..first_red]
+        .iter()
+        .rposition(|s| *s == Some(Seen::Green))
+        .unwrap_or(0);
+    let open: Vec<usize> = (last_green + 1..first_red)
+        .filter(|&i| seen[i].is_none())
+        .collect();
+    open.get(open.len() / 2).copied()
+}
+
 /// Whether a base can judge the patches: it was built and its runs tested its kernel.
 pub fn judges(base: &PatchReport) -> bool {
     matches!(base.build, Built::Image { .. }) && tested(base)
 }
 
 /// Whether a patch's runs tested its kernel: some scenario passed or failed, or a boot failed.
-fn tested(p: &PatchReport) -> bool {
+pub fn tested(p: &PatchReport) -> bool {
     (p.runs.iter()).any(|r| {
         r.code == exit::FAIL || (r.cells.iter()).any(|c| !matches!(c.status, Status::Skip))
     })
@@ -234,6 +268,21 @@ pub struct SeriesReport {
     pub first_bad: Option<usize>,
     pub exit: u8,
     pub verdict: String,
+    /// How the patches were chosen for booting ("every", "head") and what that cost.
+    #[serde(default)]
+    pub strategy: String,
+    #[serde(default)]
+    pub cost: Cost,
+}
+
+/// What a strategy cost in runs (one patch under one layout): those it used, those of them it
+/// booted (the others were recorded by an earlier series run), and those `--strategy every`
+/// uses for the same series (every patch that builds, every layout).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    pub runs: usize,
+    pub booted: usize,
+    pub every: usize,
 }
 
 impl SeriesReport {
@@ -270,8 +319,12 @@ pub fn judge(patches: &mut [PatchReport]) -> Vec<Red> {
     let mut red = Vec::new();
     let mut red_before: BTreeSet<Key> = BTreeSet::new();
     for p in rest.iter_mut() {
-        let now = failures(p, base);
         let built = matches!(p.build, Built::Image { .. });
+        if built && p.runs.is_empty() {
+            p.verdict = PatchVerdict::NotBooted;
+            continue;
+        }
+        let now = failures(p, base);
         if built && !tested(p) {
             p.verdict = PatchVerdict::Untestable;
             continue;

@@ -454,8 +454,13 @@ pub fn execute(opts: &Options) -> Result<Outcome> {
             console::tail(&b.console, 12)
         );
     }
+    // Where the boot's time went: qemu's start to the guest's first output, the scenarios (the
+    // run's own clock), and the rest (the guest's samples written, its shutdown).
+    let scenarios = (out.report.as_ref())
+        .map(|(rep, _)| format!(", scenarios {:.1}s", rep.seconds))
+        .unwrap_or_default();
     eprintln!(
-        "memcgtest vm: {} under {}{}: {:.1}s, first result after {}; exit {}",
+        "memcgtest vm: {} under {}{}: {:.1}s, first result after {}{scenarios}; exit {}",
         opts.kernel.display(),
         accel.as_str(),
         if note.is_empty() { "" } else { " (fallback)" },
