@@ -160,9 +160,11 @@ pub fn close_session(
         print!("{}", report::render(rep, o.format));
     }
     // With --events (the guest of `memcgtest vm`), the reader of the events renders the text
-    // formats and index.html; the samples are what only this machine has.
+    // formats, the timelines and index.html; the samples (CSV) are what only this machine has.
     match o.report_dir {
-        Some(dir) if o.events => with_report(verdict, report::write_samples(rep, dir).map(drop)),
+        Some(dir) if o.events => {
+            with_report(verdict, report::write_samples(rep, dir, false).map(drop))
+        }
         Some(dir) => with_report(verdict, report::write_dir(rep, dir)),
         None => verdict,
     }

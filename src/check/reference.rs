@@ -7,9 +7,9 @@
 //! machine (`oracle.root` or /proc/vmstat, minus the run's own groups `oracle.run`) moved by more
 //! than the tolerance is inconclusive: reported with the amount, and never a failure.
 
-use crate::model::Column;
 use crate::model::counter::DIRTY_WRITEBACK;
 use crate::model::units::human_bytes;
+use crate::model::{Column, is_below};
 use crate::model::{Record, StepKind, StepRecord};
 
 /// How long a disagreement between a group's memory.stat and its reference must last to count,
@@ -21,21 +21,24 @@ use crate::model::{Record, StepKind, StepRecord};
 pub const STALE_WINDOW: f64 = 0.1;
 
 /// What the rest of the machine holds dirty or under writeback, sample by sample: a machine-wide
-/// total (the memcg root's, or /proc/vmstat's) minus the run's own top group.
+/// total (the memcg root's, or /proc/vmstat's) minus the run's own top group, plus the run's
+/// groups outside the judged group's line (neither its ancestors nor below it): a sibling
+/// writing beside the judged group moves the machine-wide counters as much as a stranger does.
 #[derive(Clone)]
 pub(super) struct Foreign {
     pub(super) total: Vec<usize>,
     /// Bytes per unit of `total` (page size for /proc/vmstat, 1 for the memcg root).
     pub(super) unit: i64,
     pub(super) run: Vec<usize>,
-    pub(super) label: &'static str,
+    /// dirty and writeback of the run's other groups (the topmost of each other line).
+    pub(super) others: Vec<usize>,
+    pub(super) label: String,
 }
 
 impl Foreign {
     pub(super) fn at(&self, rec: &Record, r: usize) -> i64 {
-        let total: i64 = self.total.iter().map(|&c| rec.series.get(r, c)).sum();
-        let run: i64 = self.run.iter().map(|&c| rec.series.get(r, c)).sum();
-        total * self.unit - run
+        let sum = |cols: &[usize]| -> i64 { cols.iter().map(|&c| rec.series.get(r, c)).sum() };
+        sum(&self.total) * self.unit - sum(&self.run) + sum(&self.others)
     }
     /// The largest change over `rows` from row `r0`.
     pub(super) fn moved(&self, rec: &Record, r0: usize, rows: &[usize]) -> i64 {
@@ -182,12 +185,19 @@ pub(super) fn reference(
     let machine = |which: &str| -> Option<Vec<usize>> {
         dw.iter().map(|c| col(&Column::machine(which, c))).collect()
     };
+    let (others, names) = other_lines(rec, cgroup);
+    let plus = if names.is_empty() {
+        String::new()
+    } else {
+        format!(", plus {}'s", names.join(", "))
+    };
     let foreign = machine("run").map(|run| match machine("root") {
         Some(total) => Foreign {
             total,
             unit: 1,
             run,
-            label: "the memcg root's dirty+writeback minus this run's groups'",
+            others: others.clone(),
+            label: format!("the memcg root's dirty+writeback minus this run's groups'{plus}"),
         },
         None => Foreign {
             total: ["nr_dirty", "nr_writeback"]
@@ -196,7 +206,10 @@ pub(super) fn reference(
                 .collect(),
             unit: page,
             run,
-            label: "global nr_dirty+nr_writeback minus this run's groups' dirty+writeback",
+            others: others.clone(),
+            label: format!(
+                "global nr_dirty+nr_writeback minus this run's groups' dirty+writeback{plus}"
+            ),
         },
     });
     Ok(Reference {
@@ -210,6 +223,29 @@ pub(super) fn reference(
         per_file: false,
         foreign,
     })
+}
+
+/// The dirty and writeback columns of the run's groups outside `cgroup`'s line (not its
+/// ancestors, not below it), the topmost of each other line only (a group's values hold its
+/// children's), and their names.
+fn other_lines(rec: &Record, cgroup: &str) -> (Vec<usize>, Vec<String>) {
+    let groups = rec.series.groups();
+    let outside = |g: &str| g != cgroup && !is_below(g, cgroup) && !is_below(cgroup, g);
+    let (mut cols, mut names) = (Vec::new(), Vec::new());
+    for g in groups.iter().copied().filter(|g| outside(g)) {
+        if groups.iter().any(|a| outside(a) && is_below(g, a)) {
+            continue;
+        }
+        let pair: Option<Vec<usize>> = DIRTY_WRITEBACK
+            .iter()
+            .map(|c| rec.series.col(&Column::group(g, c)))
+            .collect();
+        if let Some(pair) = pair {
+            cols.extend(pair);
+            names.push(g.to_string());
+        }
+    }
+    (cols, names)
 }
 
 /// A stretch of a run over which tracks-global follows a group's counters.
@@ -281,7 +317,7 @@ pub(super) fn inconclusive_text(skipped: &[(String, i64)], foreign: Option<&Fore
     format!(
         "{} window(s) inconclusive: other writers on the machine moved {} by up to {} (first: '{}')",
         skipped.len(),
-        foreign.map_or("the machine's counters", |f| f.label),
+        foreign.map_or("the machine's counters", |f| f.label.as_str()),
         human_bytes(most),
         skipped.first().map_or("", |(w, _)| w.as_str())
     )

@@ -614,6 +614,8 @@ fn conclude(
                 .filter(|k| !k.starts_with("nr_"))
                 .filter_map(|k| Some((k.clone(), p.vmstat_end.get(k)? - p.vmstat_start.get(k)?)))
                 .collect(),
+            start: p.start,
+            end: p.end,
         });
     }
     result.checks = sc.checks.iter().map(|c| c.judge(&record)).collect();

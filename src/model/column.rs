@@ -260,6 +260,68 @@ impl Column {
     }
 }
 
+impl Column {
+    /// The column a CSV header names ([`Column::csv_header`] read back), for timelines drawn
+    /// from a report's CSV. None for a header no column writes.
+    pub fn from_csv_header(header: &str) -> Option<Column> {
+        let name = header.rsplit_once('[').map_or(header, |(n, _)| n);
+        let pre = |rest: &str| match rest.strip_prefix("pre:") {
+            Some(r) => (true, r.to_string()),
+            None => (false, rest.to_string()),
+        };
+        let group_counter = |rest: &str| -> Option<(String, String)> {
+            let (g, c) = rest.rsplit_once('.')?;
+            Some((g.to_string(), c.to_string()))
+        };
+        let Some((kind, rest)) = name.split_once(':') else {
+            let (group, counter) = name.split_once('.')?;
+            return Some(Column::group(group, counter));
+        };
+        Some(match kind {
+            "vmstat" => {
+                let (p, key) = pre(rest);
+                Column::Vmstat { key, pre: p }
+            }
+            "files" | "numa" | "tasks" => {
+                let (p, rest) = pre(rest);
+                let (group, counter) = if kind == "files" {
+                    let (g, c) = rest.split_once('.')?;
+                    (g.to_string(), c.to_string())
+                } else {
+                    group_counter(&rest)?
+                };
+                match kind {
+                    "files" => Column::Files {
+                        group,
+                        counter,
+                        pre: p,
+                    },
+                    "numa" => Column::Numa {
+                        group,
+                        counter,
+                        pre: p,
+                    },
+                    _ => Column::Tasks {
+                        group,
+                        counter,
+                        pre: p,
+                    },
+                }
+            }
+            "machine" => {
+                let (which, counter) = rest.split_once('.')?;
+                Column::machine(which, counter)
+            }
+            "again" => {
+                let (group, counter) = group_counter(rest)?;
+                Column::Again { group, counter }
+            }
+            "sampler" => Column::Sampler(rest.to_string()),
+            _ => return None,
+        })
+    }
+}
+
 /// Columns joined by `+` with their full names (`a.dirty+a.writeback`), for messages.
 pub fn join_names(cols: &[Column]) -> String {
     let names: Vec<String> = cols.iter().map(|c| format!("{c}")).collect();
@@ -388,6 +450,34 @@ mod tests {
             sum_label(&[d, Column::group("b", "writeback")]),
             "a.dirty+b.writeback"
         );
+    }
+
+    #[test]
+    fn every_csv_header_reads_back_as_its_column() {
+        let cols = [
+            Column::group("p/a", "dirty"),
+            Column::local("p", "file_writeback"),
+            Column::vmstat("nr_dirty"),
+            Column::vmstat_pre("pgfault"),
+            Column::files("p/a", "dirty", false),
+            Column::files("w", "writeback", true),
+            Column::machine("root", "anon"),
+            Column::numa("g", "file", true),
+            Column::numa("g", "anon", false),
+            Column::tasks("g", "rss", false),
+            Column::tasks("p/q", "rss", true),
+            Column::again("g", "usage"),
+            Column::pass(),
+        ];
+        for c in cols {
+            assert_eq!(
+                Column::from_csv_header(&c.csv_header()),
+                Some(c.clone()),
+                "{c}"
+            );
+        }
+        assert_eq!(Column::from_csv_header("t[s]"), None);
+        assert_eq!(Column::from_csv_header("bogus:x[B]"), None);
     }
 
     #[test]

@@ -42,6 +42,12 @@ pub struct PhaseResult {
     pub antagonists: Vec<String>,
     /// Changes of the sampled /proc/vmstat event counters during the phase.
     pub vmstat_delta: Vec<(String, i64)>,
+    /// When the phase began and ended, seconds on the scenario's sample clock (its timeline's
+    /// x axis); 0 in results written before they were recorded.
+    #[serde(default)]
+    pub start: f64,
+    #[serde(default)]
+    pub end: f64,
 }
 
 /// The result of one scenario.

@@ -164,6 +164,35 @@ impl Series {
             )
         })
     }
+    /// A series read back from [`Series::to_csv`]'s text; the error names the line.
+    pub fn from_csv(text: &str) -> Result<Series, String> {
+        let mut lines = text.lines();
+        let header = lines.next().ok_or("no header line")?;
+        let mut names = header.split(',');
+        if names.next() != Some("t[s]") {
+            return Err("line 1: the first column is not t[s]".into());
+        }
+        let columns = names
+            .map(|h| Column::from_csv_header(h).ok_or(format!("line 1: no column {h:?}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut s = Series::new(columns);
+        let mut row = Vec::with_capacity(s.columns.len());
+        for (i, line) in lines.enumerate() {
+            let bad = || format!("line {}: not a sample of {} values", i + 2, s.columns.len());
+            let mut fields = line.split(',');
+            let t: f64 = fields.next().and_then(|f| f.parse().ok()).ok_or_else(bad)?;
+            row.clear();
+            for f in fields {
+                row.push(f.parse::<i64>().map_err(|_| bad())?);
+            }
+            if row.len() != s.columns.len() {
+                return Err(bad());
+            }
+            s.push(t, &row);
+        }
+        Ok(s)
+    }
+
     /// CSV: a header line (each column's name and unit), then one line per sample.
     pub fn to_csv(&self) -> String {
         let mut s = String::from("t[s]");
@@ -188,6 +217,24 @@ impl Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_series_reads_back_from_its_csv() {
+        let mut s = Series::new(vec![
+            Column::group("p/a", "dirty"),
+            Column::local("p", "file"),
+            Column::vmstat("nr_dirty"),
+            Column::files("p/a", "dirty", true),
+            Column::pass(),
+        ]);
+        s.push(0.0, &[0, 4096, 3, 0, 120]);
+        s.push(1.25, &[-8192, 1 << 40, 0, 7, 99]);
+        let back = Series::from_csv(&s.to_csv()).unwrap();
+        assert_eq!(back, s);
+        let err = Series::from_csv("t[s],p.dirty[B]\n0.1,1,2\n").unwrap_err();
+        assert!(err.starts_with("line 2:"), "{err}");
+        assert!(Series::from_csv("x,p.dirty[B]\n").is_err());
+    }
 
     #[test]
     fn oom_kills_name_the_group_and_what_it_held() {

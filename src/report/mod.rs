@@ -9,8 +9,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::model::Outcome;
+use crate::model::record::{Machine, PhaseRecord, Record};
 use crate::model::units::human_bytes;
-use crate::model::{RunReport, ScenarioResult, Status};
+use crate::model::{RunReport, ScenarioResult, Series, Stat, Status, Version};
 
 pub mod env;
 pub mod html;
@@ -269,28 +270,48 @@ pub fn write_dir(rep: &RunReport, dir: &Path) -> Result<()> {
     write("results.json", &json(rep))?;
     write("results.xml", &junit::render(rep))?;
     write("kcidb.json", &kcidb::render(rep))?;
-    let svgs = write_samples(rep, dir)?;
+    let svgs = write_samples(rep, dir, true)?;
     write("index.html", &html::render(rep, &svgs))?;
     Ok(())
 }
 
-/// Writes only what a report's samples give: per scenario <name>.csv and <name>.svg (see
-/// [`write_dir`]). The guest of `memcgtest vm` writes these alone; the host renders every other
-/// file from the events it streamed (under TCG the guest took about 40 s for a quick suite's
-/// whole directory, index.html alone 60 MB). Returns each scenario's SVG and whether it has a CSV.
-pub fn write_samples(rep: &RunReport, dir: &Path) -> Result<Vec<html::Files>> {
+/// Writes what a report's samples give: per scenario <name>.csv and, with `timelines`,
+/// <name>.svg (see [`write_dir`]); a scenario without a record gets its timeline drawn from the
+/// CSV already in `dir`. The guest of `memcgtest vm` writes the CSVs alone; the host draws the
+/// timelines and renders every other file from the events it streamed (under TCG the guest took
+/// about 40 s for a quick suite's whole directory, index.html alone 60 MB, and 10 s for the
+/// timelines alone). Returns each scenario's SVG and whether it has a CSV.
+pub fn write_samples(rep: &RunReport, dir: &Path, timelines: bool) -> Result<Vec<html::Files>> {
     let write = writer(dir)?;
     let mut svgs = Vec::new();
     for r in &rep.scenarios {
         let svg_name = format!("{}.svg", r.name);
+        let csv_name = format!("{}.csv", r.name);
         let svg = match &r.record {
             Some(rec) => {
-                write(&format!("{}.csv", r.name), &rec.series.to_csv())?;
-                svg::timeline(r, rec)
+                write(&csv_name, &rec.series.to_csv())?;
+                if timelines {
+                    svg::timeline(r, rec)
+                } else {
+                    String::new()
+                }
             }
-            None => std::fs::read_to_string(dir.join(&svg_name))
-                .map(|old| svg::retitle(&old, r))
-                .unwrap_or_default(),
+            None => {
+                let csv = std::fs::read_to_string(dir.join(&csv_name)).ok();
+                match csv.map(|c| Series::from_csv(&c)) {
+                    Some(Ok(series)) => {
+                        svg::timeline(r, &of_samples(series, r, rep.environment.page_size))
+                    }
+                    other => {
+                        if let Some(Err(e)) = other {
+                            eprintln!("memcgtest: {}: {e}", dir.join(&csv_name).display());
+                        }
+                        std::fs::read_to_string(dir.join(&svg_name))
+                            .map(|old| svg::retitle(&old, r))
+                            .unwrap_or_default()
+                    }
+                }
+            }
         };
         if !svg.is_empty() {
             write(&svg_name, &svg)?;
@@ -299,6 +320,39 @@ pub fn write_samples(rep: &RunReport, dir: &Path) -> Result<Vec<html::Files>> {
         svgs.push(html::Files { svg, csv });
     }
     Ok(svgs)
+}
+
+/// What a timeline needs of a record, from a scenario's samples (its CSV read back) and result:
+/// the series, the phases' times and the page size; nothing else is known.
+fn of_samples(series: Series, r: &ScenarioResult, page_size: u64) -> Record {
+    Record {
+        series,
+        phases: (r.phases.iter())
+            .map(|p| PhaseRecord {
+                name: p.measure.name.clone(),
+                start: p.start,
+                end: p.end,
+                antagonists: p.antagonists.clone(),
+                warmup: false,
+                vmstat_start: Stat::default(),
+                vmstat_end: Stat::default(),
+            })
+            .collect(),
+        steps: Vec::new(),
+        machine: Machine {
+            cpus: 1,
+            page_size,
+            node_drift_pages: 0,
+            lru_gen: false,
+        },
+        moves: Vec::new(),
+        charge_moving: None,
+        cgroups: Vec::new(),
+        stopped: None,
+        dirty: None,
+        version: r.cgroup_version.unwrap_or(Version::V2),
+        notices: None,
+    }
 }
 
 /// Creates `dir` and returns a function writing a named file in it.

@@ -345,7 +345,8 @@ fn ab_against_base(
         run_key(o, &o.cgroups[0])
     );
     let key = format!("ab-{:08x}", crate::model::kcidb::fnv1a(&text) as u32);
-    for p in rest.iter_mut() {
+    // Under --strategy head, only the patches that booted (the others are vouched for).
+    for p in rest.iter_mut().filter(|p| !p.runs.is_empty()) {
         let Built::Image { image, .. } = &p.build else {
             continue;
         };

@@ -328,3 +328,24 @@ fn patches_not_booted_are_vouched_for_and_the_red_one_is_judged_against_the_last
     assert_eq!(v, [Base, NotBooted, Green, Bad, NotBooted, StillRed]);
     assert_eq!(verdict(&ps, None).2, Some(3));
 }
+
+#[test]
+fn a_green_head_vouches_for_the_patches_not_booted() {
+    let not_booted = |i| PatchReport {
+        runs: Vec::new(),
+        ..report(i, &[])
+    };
+    let mut ps = vec![
+        report(0, &[OK]),
+        not_booted(1),
+        not_booted(2),
+        report(3, &[OK]),
+    ];
+    judge(&mut ps);
+    let (code, line, first_bad) = verdict(&ps, None);
+    assert_eq!((code, first_bad), (0, None));
+    assert_eq!(
+        line,
+        "every patch green (3 patches; 2 not booted, vouched for by the head's runs)"
+    );
+}

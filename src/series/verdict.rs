@@ -400,7 +400,16 @@ pub fn verdict(patches: &[PatchReport], refused: Option<&Refused>) -> (u8, Strin
         );
         return (exit::USAGE, line, None);
     }
-    let line = format!("every patch green ({})", self::patches(patches.len() - 1));
+    let vouched = (patches.iter())
+        .filter(|p| p.verdict == PatchVerdict::NotBooted)
+        .count();
+    let line = match vouched {
+        0 => format!("every patch green ({})", self::patches(patches.len() - 1)),
+        n => format!(
+            "every patch green ({}; {n} not booted, vouched for by the head's runs)",
+            self::patches(patches.len() - 1)
+        ),
+    };
     (exit::OK, line, None)
 }
 

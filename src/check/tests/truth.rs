@@ -162,6 +162,54 @@ fn without_per_file_truth_a_foreign_writer_makes_windows_inconclusive_never_fail
     assert_eq!(tg(&fallback(|_, own| own, |_| 0)).outcome, Outcome::Pass);
 }
 
+/// Reproduction: Debian's 6.1 under v1 (no cachestat), move-during-writeback: p/c's writer
+/// beside p/a moved nr_dirty+nr_writeback by 4.4 MiB more than p/a's counters in 2.7 s, and
+/// tracks-global(p/a) failed a stock kernel. A sibling of the run writing beside the judged
+/// group is another writer on the machine: its windows are inconclusive, never failing.
+#[test]
+fn without_per_file_truth_a_sibling_writer_makes_windows_inconclusive_never_failing() {
+    let cols = [
+        "oracle.root.dirty",
+        "oracle.root.writeback",
+        "oracle.run.dirty",
+        "oracle.run.writeback",
+        "vmstat.pre.nr_dirty",
+        "vmstat.pre.nr_writeback",
+        "test.dirty",
+        "test.writeback",
+        "other.dirty",
+        "other.writeback",
+        "vmstat.nr_dirty",
+        "vmstat.nr_writeback",
+    ];
+    let run = |sibling: f64| {
+        sampled(0.01, &cols, move |t| {
+            let own = ((t - 0.5).max(0.0) * 100.0 * MIB as f64) as i64;
+            let other = (t * sibling * MIB as f64) as i64;
+            let all = own + other;
+            vec![
+                all,
+                0,
+                all,
+                0,
+                all / 4096,
+                0,
+                own,
+                0,
+                other,
+                0,
+                all / 4096,
+                0,
+            ]
+        })
+    };
+    let c = tg(&run(2.0));
+    assert_eq!(c.outcome, Outcome::Inconclusive, "{c:?}");
+    assert!(c.detail.contains("plus other's"), "{}", c.detail);
+    // A sibling that stays put leaves the windows judged.
+    assert_eq!(tg(&run(0.0)).outcome, Outcome::Pass);
+}
+
 #[test]
 fn dirty_probe_with_per_file_truth() {
     // The probe (64 MiB) runs 0.5..1.14 s; the group's files then hold 64 MiB dirty.
