@@ -144,11 +144,11 @@ pub fn run(o: &Options) -> Result<SeriesReport> {
         .count()
         * o.cgroups.len();
     eprintln!(
-        "memcgtest series: strategy {}: {} runs ({} booted now); every patch: {} runs",
+        "memcgtest series: strategy {}: {} ({} booted now); every patch: {}",
         strategy.as_str(),
-        cost.runs,
+        render::runs(cost.runs),
         cost.booted,
-        cost.every
+        render::runs(cost.every)
     );
     if let Some(ab) = &o.ab {
         ab_against_base(o, &vm, &builder, ab, &mut reports)?;

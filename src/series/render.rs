@@ -33,12 +33,12 @@ pub fn render(rep: &SeriesReport) -> String {
         let c = &rep.cost;
         let _ = writeln!(
             s,
-            "\nstrategy {}: {} runs ({} booted now, {} recorded before); every patch: {} runs",
+            "\nstrategy {}: {} ({} booted now, {} recorded before); every patch: {}",
             rep.strategy,
-            c.runs,
+            runs(c.runs),
             c.booted,
             c.runs - c.booted,
-            c.every
+            runs(c.every)
         );
     }
     let _ = writeln!(s, "\n{}", rep.verdict);
@@ -163,5 +163,14 @@ pub fn ab_word(code: u8) -> &'static str {
         1 => "REGRESSION",
         2 => "refused",
         _ => "inconclusive",
+    }
+}
+
+/// "1 run", "4 runs".
+pub fn runs(n: usize) -> String {
+    if n == 1 {
+        "1 run".into()
+    } else {
+        format!("{n} runs")
     }
 }
