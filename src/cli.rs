@@ -380,7 +380,7 @@ pub enum Command {
         ab_threshold: f64,
         /// Which patches are booted (every patch is built): `head` boots the base and the head
         /// and bisects a red head to its first bad patch; `every` boots each patch. Default:
-        /// head for more than 3 patches, else every.
+        /// head for more than 3 patches, else every; every with --ab (head and --ab: exit 2).
         #[arg(long, value_enum)]
         strategy: Option<StrategyArg>,
         #[command(flatten)]

@@ -149,24 +149,13 @@ counters = ["dirty"]
             let t = i as f64 * 0.1;
             series.push(t, &[if t >= 2.0 { -4096 } else { 1 << 20 }]);
         }
-        Record {
-            series,
-            phases: Vec::new(),
-            steps: Vec::new(),
-            machine: Machine {
-                cpus: 2,
-                page_size: 4096,
-                node_drift_pages: 48,
-                lru_gen: false,
-            },
-            moves: Vec::new(),
-            charge_moving: None,
-            cgroups: Vec::new(),
-            stopped: None,
-            dirty: None,
-            version: crate::model::Version::V2,
-            notices: None,
-        }
+        let machine = Machine {
+            cpus: 2,
+            page_size: 4096,
+            node_drift_pages: 48,
+            lru_gen: false,
+        };
+        Record::bare(series, machine, crate::model::Version::V2)
     }
 
     #[test]

@@ -408,6 +408,23 @@ pub struct PhaseMeasure {
 }
 
 impl Record {
+    /// A record of `series` with nothing else recorded (no phases, steps, moves or groups).
+    pub fn bare(series: Series, machine: Machine, version: crate::model::Version) -> Record {
+        Record {
+            series,
+            phases: Vec::new(),
+            steps: Vec::new(),
+            machine,
+            moves: Vec::new(),
+            charge_moving: None,
+            cgroups: Vec::new(),
+            stopped: None,
+            dirty: None,
+            version,
+            notices: None,
+        }
+    }
+
     /// Bytes and seconds of the write steps of each repetition of phase `phase`, busy ones
     /// included, indexed by repetition.
     fn write_reps(&self, phase: usize) -> Vec<(u64, f64)> {

@@ -296,6 +296,7 @@ pub fn write_samples(rep: &RunReport, dir: &Path, timelines: bool) -> Result<Vec
                     String::new()
                 }
             }
+            None if !timelines => String::new(),
             None => {
                 let csv = std::fs::read_to_string(dir.join(&csv_name)).ok();
                 match csv.map(|c| Series::from_csv(&c)) {
@@ -325,34 +326,25 @@ pub fn write_samples(rep: &RunReport, dir: &Path, timelines: bool) -> Result<Vec
 /// What a timeline needs of a record, from a scenario's samples (its CSV read back) and result:
 /// the series, the phases' times and the page size; nothing else is known.
 fn of_samples(series: Series, r: &ScenarioResult, page_size: u64) -> Record {
-    Record {
-        series,
-        phases: (r.phases.iter())
-            .map(|p| PhaseRecord {
-                name: p.measure.name.clone(),
-                start: p.start,
-                end: p.end,
-                antagonists: p.antagonists.clone(),
-                warmup: false,
-                vmstat_start: Stat::default(),
-                vmstat_end: Stat::default(),
-            })
-            .collect(),
-        steps: Vec::new(),
-        machine: Machine {
-            cpus: 1,
-            page_size,
-            node_drift_pages: 0,
-            lru_gen: false,
-        },
-        moves: Vec::new(),
-        charge_moving: None,
-        cgroups: Vec::new(),
-        stopped: None,
-        dirty: None,
-        version: r.cgroup_version.unwrap_or(Version::V2),
-        notices: None,
-    }
+    let machine = Machine {
+        cpus: 1,
+        page_size,
+        node_drift_pages: 0,
+        lru_gen: false,
+    };
+    let mut rec = Record::bare(series, machine, r.cgroup_version.unwrap_or(Version::V2));
+    rec.phases = (r.phases.iter())
+        .map(|p| PhaseRecord {
+            name: p.measure.name.clone(),
+            start: p.start,
+            end: p.end,
+            antagonists: p.antagonists.clone(),
+            warmup: false,
+            vmstat_start: Stat::default(),
+            vmstat_end: Stat::default(),
+        })
+        .collect();
+    rec
 }
 
 /// Creates `dir` and returns a function writing a named file in it.

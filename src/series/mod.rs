@@ -81,7 +81,7 @@ pub enum Strategy {
 
 impl Strategy {
     /// `head` for a series of more than 3 patches (fewer boots when the head is green, and
-    /// about log2(n) more when it is red), else `every`.
+    /// about log2(n) more when it is red), else `every` (also with `--ab`, see `run`).
     pub fn auto(patches: usize) -> Strategy {
         if patches > 3 {
             Strategy::Head
@@ -133,7 +133,15 @@ pub fn run(o: &Options) -> Result<SeriesReport> {
         patches[0].subject,
         o.cgroups.join(" ")
     );
-    let strategy = o.strategy.unwrap_or(Strategy::auto(patches.len() - 1));
+    let strategy = match (o.strategy, &o.ab) {
+        (Some(Strategy::Head), Some(_)) => {
+            let why = "--ab needs --strategy every: a performance regression is not bisected";
+            return Err(Error::Usage(format!("series: {why}")).into());
+        }
+        (Some(s), _) => s,
+        (None, Some(_)) => Strategy::Every,
+        (None, None) => Strategy::auto(patches.len() - 1),
+    };
     let mut vm = o.vm.clone();
     let (mut reports, mut cost) = match strategy {
         Strategy::Every => strategy::every(o, &mut vm, &builder, &patches)?,

@@ -308,12 +308,16 @@ fn bisection_finds_the_first_red_patch_in_log2_boots() {
     }
 }
 
-#[test]
-fn patches_not_booted_are_vouched_for_and_the_red_one_is_judged_against_the_last_green() {
-    let not_booted = |i| PatchReport {
+/// A patch built and not booted (`--strategy head`).
+fn not_booted(i: usize) -> PatchReport {
+    PatchReport {
         runs: Vec::new(),
         ..report(i, &[])
-    };
+    }
+}
+
+#[test]
+fn patches_not_booted_are_vouched_for_and_the_red_one_is_judged_against_the_last_green() {
     let mut ps = vec![
         report(0, &[OK]),
         not_booted(1),
@@ -331,10 +335,6 @@ fn patches_not_booted_are_vouched_for_and_the_red_one_is_judged_against_the_last
 
 #[test]
 fn a_green_head_vouches_for_the_patches_not_booted() {
-    let not_booted = |i| PatchReport {
-        runs: Vec::new(),
-        ..report(i, &[])
-    };
     let mut ps = vec![
         report(0, &[OK]),
         not_booted(1),
@@ -348,4 +348,23 @@ fn a_green_head_vouches_for_the_patches_not_booted() {
         line,
         "every patch green (3 patches; 2 not booted, vouched for by the head's runs)"
     );
+}
+
+/// Reproduction (ci/series.sh, 2026-12-06): the dirty-accounting mutant failed tracks-global on
+/// #3 and dirty-probe on #5 (a comment patch), and #5 was blamed too. A scenario that keeps
+/// failing is still red, whichever of its checks fails.
+#[test]
+fn a_scenario_still_failing_by_another_check_is_still_red() {
+    const OTHER: (&str, Status, &str) = ("dirty", Status::Fail, "tracks-global(test)");
+    let mut ps = vec![
+        report(0, &[OK]),
+        report(1, &[RED]),
+        report(2, &[OTHER]),
+        report(3, &[RED]),
+    ];
+    let red = judge(&mut ps);
+    use PatchVerdict::*;
+    let v: Vec<PatchVerdict> = ps.iter().map(|p| p.verdict).collect();
+    assert_eq!(v, [Base, Bad, StillRed, StillRed]);
+    assert_eq!(red.len(), 1);
 }

@@ -317,7 +317,10 @@ pub fn judge(patches: &mut [PatchReport]) -> Vec<Red> {
     };
     base.verdict = PatchVerdict::Base;
     let mut red = Vec::new();
-    let mut red_before: BTreeSet<Key> = BTreeSet::new();
+    // What failed on the patch before, by scenario: one that keeps failing is still red when
+    // another of its checks is the one to fail (a broken kernel trips a scenario's checks in
+    // different orders from boot to boot).
+    let mut red_before: BTreeSet<(String, String)> = BTreeSet::new();
     for p in rest.iter_mut() {
         let built = matches!(p.build, Built::Image { .. });
         if built && p.runs.is_empty() {
@@ -331,7 +334,7 @@ pub fn judge(patches: &mut [PatchReport]) -> Vec<Red> {
         }
         let new: Vec<&(Key, String)> = now
             .iter()
-            .filter(|(k, _)| !red_before.contains(k))
+            .filter(|((cg, sc, _), _)| !red_before.contains(&(cg.clone(), sc.clone())))
             .collect();
         red.extend(new.iter().map(|((cgroup, scenario, check), message)| Red {
             patch: p.patch.index,
@@ -346,7 +349,7 @@ pub fn judge(patches: &mut [PatchReport]) -> Vec<Red> {
             (true, true, false) => PatchVerdict::StillRed,
             (true, true, true) => PatchVerdict::Green,
         };
-        red_before = now.into_iter().map(|(k, _)| k).collect();
+        red_before = now.into_iter().map(|((cg, sc, _), _)| (cg, sc)).collect();
     }
     red
 }

@@ -273,6 +273,7 @@ pub(super) fn boot_with_fallback(
 ) -> Result<(Boot, Duration, Accel, String)> {
     let mark = Path::new(KVM_FAILED_MARK);
     let mut note = String::new();
+    let mut fell_back = false;
     let mut accel = match opts.accel {
         AccelChoice::Tcg => Accel::Tcg,
         AccelChoice::Kvm => Accel::Kvm,
@@ -310,11 +311,18 @@ pub(super) fn boot_with_fallback(
         );
         let watch = opts.accel == AccelChoice::Auto && accel == Accel::Kvm;
         match boot(opts, work, accel, initrd, disk, timeout, watch)? {
-            Some(b) => break (b, timeout),
+            Some(b) => {
+                // Remembered only once the same kernel started under TCG: a kernel that does
+                // not start at all says nothing about KVM.
+                if fell_back && console::kernel_started(&b.console) {
+                    remember_kvm_failed(mark);
+                }
+                break (b, timeout);
+            }
             None => {
                 note = "KVM was tried first but the guest did not start under it (nested virtualization?); fell back to TCG".into();
                 eprintln!("memcgtest vm: {note}");
-                remember_kvm_failed(mark);
+                fell_back = true;
                 make_disks(disk, opts)?;
                 accel = Accel::Tcg;
             }

@@ -112,20 +112,21 @@ fn a_gap_counts_from_its_first_bad_sample_at_any_sampling_interval() {
 /// Without per-file truth: global counters plus the machine view (memcg root and the run's top
 /// group). The test group writes 100 MiB/s from t=0.5 and counts `cg(t, own)`; a foreign writer
 /// adds `foreign(t)` machine-wide.
+const FALLBACK: [&str; 10] = [
+    "oracle.root.dirty",
+    "oracle.root.writeback",
+    "oracle.run.dirty",
+    "oracle.run.writeback",
+    "vmstat.pre.nr_dirty",
+    "vmstat.pre.nr_writeback",
+    "test.dirty",
+    "test.writeback",
+    "vmstat.nr_dirty",
+    "vmstat.nr_writeback",
+];
+
 fn fallback(cg: impl Fn(f64, i64) -> i64, foreign: impl Fn(f64) -> i64) -> Record {
-    let cols = [
-        "oracle.root.dirty",
-        "oracle.root.writeback",
-        "oracle.run.dirty",
-        "oracle.run.writeback",
-        "vmstat.pre.nr_dirty",
-        "vmstat.pre.nr_writeback",
-        "test.dirty",
-        "test.writeback",
-        "vmstat.nr_dirty",
-        "vmstat.nr_writeback",
-    ];
-    sampled(0.01, &cols, move |t| {
+    sampled(0.01, &FALLBACK, move |t| {
         let own = ((t - 0.5).max(0.0) * 100.0 * MIB as f64) as i64;
         let c = cg(t, own);
         let f = foreign(t);
@@ -168,39 +169,14 @@ fn without_per_file_truth_a_foreign_writer_makes_windows_inconclusive_never_fail
 /// group is another writer on the machine: its windows are inconclusive, never failing.
 #[test]
 fn without_per_file_truth_a_sibling_writer_makes_windows_inconclusive_never_failing() {
-    let cols = [
-        "oracle.root.dirty",
-        "oracle.root.writeback",
-        "oracle.run.dirty",
-        "oracle.run.writeback",
-        "vmstat.pre.nr_dirty",
-        "vmstat.pre.nr_writeback",
-        "test.dirty",
-        "test.writeback",
-        "other.dirty",
-        "other.writeback",
-        "vmstat.nr_dirty",
-        "vmstat.nr_writeback",
-    ];
+    let mut cols = FALLBACK.to_vec();
+    cols.extend(["other.dirty", "other.writeback"]);
     let run = |sibling: f64| {
         sampled(0.01, &cols, move |t| {
             let own = ((t - 0.5).max(0.0) * 100.0 * MIB as f64) as i64;
             let other = (t * sibling * MIB as f64) as i64;
-            let all = own + other;
-            vec![
-                all,
-                0,
-                all,
-                0,
-                all / 4096,
-                0,
-                own,
-                0,
-                other,
-                0,
-                all / 4096,
-                0,
-            ]
+            let (all, pages) = (own + other, (own + other) / 4096);
+            vec![all, 0, all, 0, pages, 0, own, 0, pages, 0, other, 0]
         })
     };
     let c = tg(&run(2.0));
