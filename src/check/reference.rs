@@ -196,7 +196,7 @@ pub(super) fn reference(
             total,
             unit: 1,
             run,
-            others: others.clone(),
+            others,
             label: format!("the memcg root's dirty+writeback minus this run's groups'{plus}"),
         },
         None => Foreign {
@@ -206,7 +206,7 @@ pub(super) fn reference(
                 .collect(),
             unit: page,
             run,
-            others: others.clone(),
+            others,
             label: format!(
                 "global nr_dirty+nr_writeback minus this run's groups' dirty+writeback{plus}"
             ),

@@ -143,10 +143,7 @@ pub fn run(o: &Options) -> Result<SeriesReport> {
         (None, None) => Strategy::auto(patches.len() - 1),
     };
     let mut vm = o.vm.clone();
-    let (mut reports, mut cost) = match strategy {
-        Strategy::Every => strategy::every(o, &mut vm, &builder, &patches)?,
-        Strategy::Head => strategy::head(o, &mut vm, &builder, &patches)?,
-    };
+    let (mut reports, mut cost) = gate(o, &mut vm, &builder, &patches, strategy)?;
     cost.every = (reports.iter())
         .filter(|p| matches!(p.build, Built::Image { .. }))
         .count()
@@ -182,6 +179,31 @@ pub fn run(o: &Options) -> Result<SeriesReport> {
     save(&o.output.join("series.json"), &rep)?;
     write_reports(o, &builder, &rep)?;
     Ok(rep)
+}
+
+/// The base built and booted, then the patches as `strategy` chooses; without a base to judge
+/// them against, the patches are not built nor booted.
+fn gate(
+    o: &Options,
+    vm: &mut vm::Options,
+    b: &Builder,
+    patches: &[Patch],
+    strategy: Strategy,
+) -> Result<(Vec<PatchReport>, verdict::Cost)> {
+    let mut cost = verdict::Cost::default();
+    let n = patches.len() - 1;
+    let mut base = unrun(&patches[0], build_patch(o, b, &patches[0], n)?);
+    boot_layouts(o, vm, b, &mut base, n, &mut cost)?;
+    let mut reports = vec![base];
+    if !verdict::judges(&reports[0]) {
+        eprintln!("memcgtest series: the base cannot be judged: the patches are not tested");
+        return Ok((reports, cost));
+    }
+    match strategy {
+        Strategy::Every => strategy::every(o, vm, b, patches, &mut reports, &mut cost)?,
+        Strategy::Head => strategy::head(o, vm, b, patches, &mut reports, &mut cost)?,
+    }
+    Ok((reports, cost))
 }
 
 /// OUTPUT/kcidb.json and OUTPUT/index.html (linking each boot's own report).

@@ -11,46 +11,36 @@ use super::verdict::{self, Cost, PatchReport, Seen};
 use super::{Options, boot_layouts, build_patch, unrun};
 use crate::vm;
 
-/// Every patch built and booted, in order; a base that cannot judge stops the series.
+/// Each patch after the base (`reports` holds it, booted) built and booted, in order.
 pub(super) fn every(
     o: &Options,
     vm: &mut vm::Options,
     b: &Builder,
     patches: &[Patch],
-) -> Result<(Vec<PatchReport>, Cost)> {
+    reports: &mut Vec<PatchReport>,
+    cost: &mut Cost,
+) -> Result<()> {
     let n = patches.len() - 1;
-    let (mut reports, mut cost) = (Vec::new(), Cost::default());
-    for p in patches {
+    for p in &patches[1..] {
         let mut r = unrun(p, build_patch(o, b, p, n)?);
-        boot_layouts(o, vm, b, &mut r, n, &mut cost)?;
-        // Without a base to judge them against, the patches are not built nor booted.
-        let stop = p.index == 0 && !verdict::judges(&r);
+        boot_layouts(o, vm, b, &mut r, n, cost)?;
         reports.push(r);
-        if stop {
-            eprintln!("memcgtest series: the base cannot be judged: the patches are not tested");
-            break;
-        }
     }
-    Ok((reports, cost))
+    Ok(())
 }
 
-/// Every patch built; the base, the head (the last patch before the first that does not build)
-/// and, when the head is red, the patches bisection picks, booted.
+/// Each patch after the base (`reports` holds it, booted) built; the head (the last patch
+/// before the first that does not build) and, when it is red, the patches bisection picks,
+/// booted.
 pub(super) fn head(
     o: &Options,
     vm: &mut vm::Options,
     b: &Builder,
     patches: &[Patch],
-) -> Result<(Vec<PatchReport>, Cost)> {
+    reports: &mut Vec<PatchReport>,
+    cost: &mut Cost,
+) -> Result<()> {
     let n = patches.len() - 1;
-    let mut cost = Cost::default();
-    let mut base = unrun(&patches[0], build_patch(o, b, &patches[0], n)?);
-    boot_layouts(o, vm, b, &mut base, n, &mut cost)?;
-    if !verdict::judges(&base) {
-        eprintln!("memcgtest series: the base cannot be judged: the patches are not tested");
-        return Ok((vec![base], cost));
-    }
-    let mut reports = vec![base];
     for p in &patches[1..] {
         reports.push(unrun(p, build_patch(o, b, p, n)?));
     }
@@ -61,13 +51,13 @@ pub(super) fn head(
         .unwrap_or(reports.len())
         - 1;
     if head == 0 {
-        return Ok((reports, cost));
+        return Ok(());
     }
     let mut seen: Vec<Option<Seen>> = vec![None; head + 1];
     seen[0] = Some(Seen::Green);
     let mut next = Some(head);
     while let Some(i) = next {
-        boot_layouts(o, vm, b, &mut reports[i], n, &mut cost)?;
+        boot_layouts(o, vm, b, &mut reports[i], n, cost)?;
         let s = look(&reports[i], &reports[0]);
         eprintln!(
             "memcgtest series: {}: {}",
@@ -80,7 +70,7 @@ pub(super) fn head(
         }
         next = verdict::next_to_boot(&seen);
     }
-    Ok((reports, cost))
+    Ok(())
 }
 
 /// What a patch's runs say against the base's.
