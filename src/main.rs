@@ -341,7 +341,7 @@ fn list(cli: &Cli, format: Format) -> Result<u8, Error> {
             .map(|s| {
                 serde_json::json!({
                     "name": s.name, "summary": s.summary, "description": s.description, "origin": s.origin,
-                    "requires": s.requires, "source": s.source,
+                    "requires": s.requires, "source": s.source, "fixes": s.fixes,
                 })
             })
             .collect();
@@ -371,6 +371,9 @@ fn list(cli: &Cli, format: Format) -> Result<u8, Error> {
                     .map(|f| format!(", {}", f.name()))
                     .collect::<String>()
             );
+            for f in &s.fixes {
+                println!("{:<24} guards fix {f}", "");
+            }
         }
     }
     Ok(exit::OK)

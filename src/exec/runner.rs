@@ -23,7 +23,9 @@ use crate::sys::{cleanup, proc};
 
 impl ScenarioResult {
     fn new(sc: &Scenario, status: Status, reason: String) -> Self {
-        ScenarioResult::empty(&sc.name, &sc.summary, status, reason)
+        let mut r = ScenarioResult::empty(&sc.name, &sc.summary, status, reason);
+        r.fixes = sc.fixes.clone();
+        r
     }
 }
 
@@ -630,6 +632,9 @@ fn conclude(
         result.cgroup_version,
     );
     (result.status, result.reason) = verdict(&result.checks);
+    if result.status == Status::Fail && !sc.fixes.is_empty() {
+        result.reason += &format!(" [guards {}]", crate::model::join_fixes(&sc.fixes));
+    }
     // A skipped scenario did not reach what its known issues are about (a collapse the kernel
     // declined breaks no count): they are not shown as fixed.
     if result.status == Status::Skip {

@@ -88,6 +88,7 @@ pub fn result(name: &str, status: Status, reason: &str) -> ScenarioResult {
         measurements: vec![],
         moved: vec![],
         fixed: vec![],
+        fixes: vec![],
         record: None,
         error: None,
     }

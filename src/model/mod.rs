@@ -9,6 +9,7 @@ pub mod counter;
 pub mod env;
 pub mod error;
 pub mod event;
+pub mod fix;
 #[cfg(test)]
 pub mod fixtures;
 pub mod format;
@@ -29,6 +30,7 @@ pub mod version;
 pub use check::{CheckResult, Outcome};
 pub use column::{Column, HELPER_GROUP, TOP_GROUP, is_below, is_child, join_names, sum_label};
 pub use event::Event;
+pub use fix::{FixTag, join_fixes};
 pub use format::Format;
 pub use known::{KnownIssue, Release};
 pub use record::{

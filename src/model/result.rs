@@ -76,6 +76,10 @@ pub struct ScenarioResult {
     /// Known issues expected on this kernel whose checks passed: fixed?
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fixed: Vec<crate::model::KnownIssue>,
+    /// The upstream fixes the scenario guards (its `fixes`): a failure of it is a failure such a
+    /// fix once cured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixes: Vec<crate::model::FixTag>,
     #[serde(skip)]
     pub record: Option<Record>,
     /// Why the scenario could not finish, when its status is `error`: the kernel's fault (exit 1)
@@ -134,6 +138,7 @@ impl ScenarioResult {
             phases: Vec::new(),
             checks: Vec::new(),
             fixed: Vec::new(),
+            fixes: Vec::new(),
             notes: Vec::new(),
             moves: Vec::new(),
             measurements: Vec::new(),

@@ -34,7 +34,7 @@ fn check_case(r: &ScenarioResult, c: &CheckResult) -> TestCase {
         }
         Outcome::Fail => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            s.set_message(line.clone()).set_type("check failed");
+            s.set_message(with_fixes(&line, r)).set_type("check failed");
             s
         }
         Outcome::NotExercised => {
@@ -53,6 +53,14 @@ fn check_case(r: &ScenarioResult, c: &CheckResult) -> TestCase {
     tc.set_classname(format!("memcgtest.{}", r.name));
     tc.set_system_out(format!("{line}\n{}", details(c)));
     tc
+}
+
+/// A failure's message, with the upstream fixes its scenario guards.
+fn with_fixes(line: &str, r: &ScenarioResult) -> String {
+    if r.fixes.is_empty() {
+        return line.to_string();
+    }
+    format!("{line} [guards {}]", crate::model::join_fixes(&r.fixes))
 }
 
 /// The scenario's own testcase, when its status is not told by a check.
@@ -92,6 +100,11 @@ pub fn render(rep: &RunReport) -> String {
             Property::new("status", r.status.as_str()),
             Property::new("quick", rep.quick.to_string()),
         ]);
+        suite.add_properties(
+            r.fixes
+                .iter()
+                .map(|f| Property::new("fixes", f.to_string())),
+        );
         suite.add_test_cases(r.checks.iter().map(|c| check_case(r, c)));
         suite.add_test_cases(scenario_case(r));
         let mut out = r.summary.clone();

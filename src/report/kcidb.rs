@@ -96,6 +96,11 @@ fn environment(rep: &RunReport, r: &ScenarioResult) -> Value {
     })
 }
 
+/// The upstream fixes the scenario guards, as `Fixes:` names them.
+fn fix_strings(r: &ScenarioResult) -> Vec<String> {
+    r.fixes.iter().map(|f| f.to_string()).collect()
+}
+
 fn check_test(rep: &RunReport, r: &ScenarioResult, c: &CheckResult, path: String) -> Value {
     let ids = &rep.kcidb;
     let mut t = json!({
@@ -119,11 +124,16 @@ fn check_test(rep: &RunReport, r: &ScenarioResult, c: &CheckResult, path: String
             "detail": c.detail,
             "at_seconds": c.at,
             "bound_bytes": c.bound,
+            "fixes": fix_strings(r),
         },
     });
     if c.outcome == Outcome::Fail {
+        let guards = match r.fixes.as_slice() {
+            [] => String::new(),
+            f => format!(" [guards {}]", crate::model::join_fixes(f)),
+        };
         t["log_excerpt"] = excerpt(&format!(
-            "{}: actual {}, expected {}\n",
+            "{}: actual {}, expected {}{guards}\n",
             c.name, c.actual, c.expected
         ))
         .into();
@@ -166,6 +176,7 @@ fn scenario_test(rep: &RunReport, r: &ScenarioResult) -> Value {
             "phases": phases,
             "measurements": r.measurements,
             "notes": r.notes,
+            "fixes": fix_strings(r),
         },
     });
     if !r.reason.is_empty() && r.status != Status::Pass {

@@ -171,6 +171,9 @@ pub fn ktap(rep: &RunReport) -> String {
     for (i, r) in rep.scenarios.iter().enumerate() {
         // Scenario names are [A-Za-z0-9_-] (the parser's rule); escaped all the same.
         let name = ktap_text(&r.name).replace('#', "_");
+        for f in &r.fixes {
+            s += &format!("# {name}: guards fix {}\n", ktap_text(&f.to_string()));
+        }
         for l in detail_lines(r) {
             s += &format!("# {name}: {}\n", ktap_text(&l));
         }
@@ -406,6 +409,38 @@ mod tests {
         assert!(k.contains("inconclusive ratio(p: write a/b)"), "{k}");
         let x = junit::render(&rep);
         assert!(x.contains("type=\"inconclusive\""), "{x}");
+    }
+
+    /// A failed scenario that guards upstream fixes: KTAP, JUnit and KCIDB carry the tags, and
+    /// the failure's message names them.
+    #[test]
+    fn fix_tags_reach_ktap_junit_and_kcidb() {
+        let tag = crate::model::FixTag::parse(
+            "8a8792f600ab (\"mm: memcg: fix memcg file_dirty numa stat\")",
+        )
+        .unwrap();
+        let mut r = result("g", Status::Fail, "settles(a): 1 MiB");
+        r.checks = vec![check("settles(a)", Outcome::Fail)];
+        r.fixes = vec![tag];
+        let mut rep = report();
+        rep.scenarios = vec![r];
+        rep.count();
+        let k = ktap(&rep);
+        assert!(
+            k.contains(
+                "# g: guards fix 8a8792f600ab (\"mm: memcg: fix memcg file_dirty numa stat\")"
+            ),
+            "{k}"
+        );
+        let x = junit::render(&rep);
+        assert!(x.contains("name=\"fixes\""), "{x}");
+        assert!(x.contains("[guards 8a8792f600ab"), "{x}");
+        let c = kcidb::render(&rep);
+        assert!(
+            c.contains("\"fixes\": [\n") || c.contains("\"fixes\":["),
+            "{c}"
+        );
+        assert!(c.contains("[guards 8a8792f600ab"), "{c}");
     }
 
     /// A known failure: KTAP `not ok N name # XFAIL <issue>`, counted as xfail; JUnit skips its

@@ -617,6 +617,9 @@ pub struct Scenario {
     pub checks: Vec<Check>,
     /// Checks expected to fail on some kernels (`[[known]]`).
     pub known: Vec<crate::model::KnownIssue>,
+    /// The upstream fixes it guards (`fixes = ["<12 hex> (\"subject\")"]`), as LTP tags a
+    /// regression test with the kernel commit: a failure names them.
+    pub fixes: Vec<crate::model::FixTag>,
     /// vm sysctls (name without "vm.", value) set for the scenario and restored afterwards.
     pub sysctls: Vec<(String, String)>,
     /// Which disk its files go on.

@@ -36,6 +36,9 @@ pub(super) struct RawScenario {
     /// Known issues: checks expected to fail on some kernels.
     #[serde(default)]
     pub(super) known: Vec<Spanned<RawKnown>>,
+    /// The upstream fixes it guards: `<12 hex digits> ("<subject>")` each.
+    #[serde(default)]
+    pub(super) fixes: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -17,7 +17,7 @@ use crate::model::counter::stat_key;
 use crate::model::source::{Text, is_name};
 use crate::model::step::Region;
 use crate::model::units::{MIN_INTERVAL, parse_size};
-use crate::model::{KnownIssue, Release, StepKind, Version};
+use crate::model::{FixTag, KnownIssue, Release, StepKind, Version};
 
 /// Parses and validates one scenario file's text. `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
@@ -66,6 +66,7 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
     let sysctls = sysctls(cx, &raw)?;
     let known = known(cx, &raw, &checks, &cgroup_versions)?;
     let scratch = scratch(cx, &raw)?;
+    let fixes = fixes(cx, &raw)?;
 
     Ok(Scenario {
         name,
@@ -90,8 +91,23 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
         phases,
         checks,
         known,
+        fixes,
         source: cx.file.to_string(),
     })
+}
+
+/// `fixes`: each `<12 hex digits> ("<subject>")`, no commit twice.
+fn fixes(cx: &Text, raw: &RawScenario) -> Result<Vec<FixTag>, ScenarioError> {
+    let mut out: Vec<FixTag> = Vec::new();
+    for f in &raw.fixes {
+        let tag =
+            FixTag::parse(f.get_ref()).map_err(|e| cx.err(f.span(), format!("fixes: {e}")))?;
+        if out.iter().any(|t| t.commit == tag.commit) {
+            return Err(cx.err(f.span(), format!("fixes: {} is named twice", tag.commit)));
+        }
+        out.push(tag);
+    }
+    Ok(out)
 }
 
 /// The scenario's `name`: non-empty [A-Za-z0-9_-].

@@ -624,3 +624,31 @@ fn a_checks_versions_key_overrides_its_promises_versions() {
     assert!(e.msg.contains("unknown cgroup version \"v3\""), "{e}");
     assert_eq!(e.line, 24, "{e}");
 }
+
+#[test]
+fn fixes_are_tags_of_upstream_commits() {
+    let with = |fixes: &str| {
+        GOOD.replace(
+            "summary = \"s\"",
+            &format!("summary = \"s\"\nfixes = {fixes}"),
+        )
+    };
+    let ok = parse(
+        "f.toml",
+        &with(r#"['8a8792f600ab ("mm: memcg: fix memcg file_dirty numa stat")']"#),
+    )
+    .unwrap();
+    assert_eq!(ok.fixes[0].commit, "8a8792f600ab");
+    assert_eq!(
+        ok.fixes[0].subject,
+        "mm: memcg: fix memcg file_dirty numa stat"
+    );
+    // The line of the bad tag, and what is wrong with it.
+    let e = err(&with(r#"["8a8792f600 (\"short\")"]"#));
+    assert_eq!(e.line, 4, "{e}");
+    assert!(e.msg.contains("12 lower-case hex digits"), "{e}");
+    let e = err(&with(r#"["8a8792f600ab mm: memcg"]"#));
+    assert!(e.msg.contains("the subject goes in"), "{e}");
+    let e = err(&with(r#"["8a8792f600ab (\"a\")", "8a8792f600ab (\"b\")"]"#));
+    assert!(e.msg.contains("named twice"), "{e}");
+}
