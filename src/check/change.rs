@@ -340,8 +340,13 @@ fn missed(by: i64, d: i64, step: StepKind, events: bool) -> String {
         )
     } else {
         format!(
-            "{} more than expected (charged twice?)",
-            human_bytes((d - by).abs())
+            "{} more than expected ({})",
+            human_bytes((d - by).abs()),
+            if step == StepKind::Reclaim {
+                "reclaimed more than asked"
+            } else {
+                "charged twice?"
+            }
         )
     }
 }

@@ -117,6 +117,12 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
     let cleanup = guard.cleanup();
     result.seconds = started.elapsed().as_secs_f64();
     settle(&mut result, outcome, cleanup);
+    // A failure the kernel is blamed for (a failed check, or a step it made fail) names the
+    // upstream fixes that once cured such failures.
+    let kernels = matches!(result.error, Some(Error::Kernel(_)));
+    if (result.status == Status::Fail || kernels) && !sc.fixes.is_empty() {
+        result.reason += &format!(" [guards {}]", crate::model::join_fixes(&sc.fixes));
+    }
     result
 }
 
@@ -632,9 +638,6 @@ fn conclude(
         result.cgroup_version,
     );
     (result.status, result.reason) = verdict(&result.checks);
-    if result.status == Status::Fail && !sc.fixes.is_empty() {
-        result.reason += &format!(" [guards {}]", crate::model::join_fixes(&sc.fixes));
-    }
     // A skipped scenario did not reach what its known issues are about (a collapse the kernel
     // declined breaks no count): they are not shown as fixed.
     if result.status == Status::Skip {
