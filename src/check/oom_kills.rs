@@ -163,12 +163,8 @@ pub fn oom_kills(
         Err(e) => return missing(name, e),
     };
     let s = &rec.series;
-    // v2 counts a child's kills in its parents' memory.events too: judge leaves only.
     if rec.any_below(cgroup, |_| true) {
-        return missing(
-            name,
-            format!("{cgroup} has child groups: oom-kills judges leaf groups"),
-        );
+        return parent(name, rec, cgroup, cols[0]);
     }
     let own = rec.group(cgroup).is_some_and(|g| g.oom_group);
     // memory.oom.group of an ancestor applies when the OOM is rooted at or above it (its limit,
@@ -225,6 +221,77 @@ pub fn oom_kills(
         );
     }
     passed(name, &seen, cgroup, group_kill, twice, events)
+}
+
+/// A group with child groups: its kill count over the run against the tasks that died of SIGKILL
+/// in the exhaust steps whose kills it counts. v2's memory.events is hierarchical (a child's
+/// kills count in every ancestor: memcg_memory_event walks up); v1's memory.oom_control
+/// `oom_kill` is the group's own (04fd61a4e010, 5.7: before it a v1 parent counted its
+/// children's kills too). Not judged under memory.oom.group (a victim may count twice there).
+fn parent(name: String, rec: &Record, cgroup: &str, col: usize) -> CheckResult {
+    let v1 = rec.version == Version::V1;
+    let below = |x: &StepRecord| within(&x.cgroup, cgroup) && x.cgroup != cgroup;
+    let exhausts = || (rec.steps.iter()).filter(|x| x.kind == StepKind::Exhaust);
+    if rec
+        .cgroups
+        .iter()
+        .any(|g| g.oom_group && within(&g.name, cgroup))
+    {
+        return missing(
+            name,
+            format!("{cgroup} or a group below it has memory.oom.group: a victim may count twice"),
+        );
+    }
+    // A task held in the subtree may be a victim no exhaust step counts.
+    if (rec.steps.iter()).any(|x| x.kind == StepKind::Hold && within(&x.cgroup, cgroup)) {
+        return missing(
+            name,
+            format!("tasks held in or below {cgroup} may be OOM victims no exhaust step counts"),
+        );
+    }
+    let killed_below: i64 = exhausts()
+        .filter(|x| below(x))
+        .map(|x| x.killed as i64)
+        .sum();
+    let own: i64 = exhausts()
+        .filter(|x| x.cgroup == cgroup)
+        .map(|x| x.killed as i64)
+        .sum();
+    if killed_below + own == 0 {
+        return missing(name, format!("no task in or below {cgroup} was killed"));
+    }
+    let s = &rec.series;
+    let whole = s.get(s.len() - 1, col) - s.get(0, col);
+    let (want, whose) = if v1 {
+        (
+            own,
+            "its own tasks' (v1's memory.oom_control oom_kill is the group's own)",
+        )
+    } else {
+        (
+            own + killed_below,
+            "its tasks' and its child groups' (v2's memory.events is hierarchical)",
+        )
+    };
+    let counted = format!(
+        "{cgroup}.oom_kills rose by {whole} over the run; {own} of its own tasks and {killed_below} of its child groups' died of SIGKILL"
+    );
+    let outcome = if whole == want {
+        Outcome::Pass
+    } else {
+        Outcome::Fail
+    };
+    let mut res = CheckResult::new(
+        name,
+        outcome,
+        format!("{cgroup}.oom_kills rose by {whole}"),
+        format!("+{want}: {whose} kills"),
+        counted,
+    );
+    if outcome == Outcome::Fail {
+        res.at = Some(s.t[s.len() - 1]);
+    }
+    res
 }
 
 /// The counters' rise across each exhaust step of `cgroup`, or why it cannot be measured.
