@@ -59,10 +59,13 @@ for p in kernel-patches/corpus/*.patch; do
     rc=$?
     set -e
     secs=$((SECONDS - t0))
-    failed=$(sed -n 's/^# \([a-z0-9-]*\): failed: .*/\1/p' "$out/$label.ktap" | sort -u | tr '\n' ' ')
-    first=$(grep -m1 "^# [a-z0-9-]*: failed:" "$out/$label.ktap" | cut -c3-160 || true)
+    # A failed check, or a step the kernel made fail (an error blamed on the kernel: only those
+    # carry the guards tag), in a scenario that guards this fix.
+    failed=$( { sed -n 's/^# \([a-z0-9-]*\): failed: .*/\1/p' "$out/$label.ktap"
+      sed -n "s/^# \([a-z0-9-]*\): error: .*\[guards .*$commit.*/\1/p" "$out/$label.ktap"; } | sort -u | tr '\n' ' ')
+    first=$(grep -m1 -E "^# [a-z0-9-]*: (failed:|error: .*\[guards .*$commit)" "$out/$label.ktap" | cut -c3-160 || true)
     tagged=no
-    grep -qE "^# [a-z0-9-]*: failed: .*\[guards .*$commit" "$out/$label.ktap" && tagged=yes
+    grep -qE "^# [a-z0-9-]*: (failed|error): .*\[guards .*$commit" "$out/$label.ktap" && tagged=yes
     verdict=missed
     if [ "$rc" = 1 ] && [ -n "$failed" ]; then
       verdict=caught

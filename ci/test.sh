@@ -4,7 +4,7 @@
 # checks its report the way CI systems read it (ci/check-report.sh), the performance scenarios'
 # quick profile 3 times each (ci/perf-runs.sh's short form), then what memcgtest gives the
 # tools around it (ci/check-ecosystem.sh), then the VM suites, a patch series gated patch by patch
-# (ci/series.sh), the kill matrix's sample (ci/mutate.sh), the CI examples' jobs (ci/run-examples.sh) and the detection matrix.
+# (ci/series.sh), the kill matrix's sample (ci/mutate.sh), the CI examples' jobs (ci/run-examples.sh), the detection matrix and a sample of the regression corpus (ci/corpus.sh).
 # Reports (with index.png, the page's screenshot) go to $MEMCGTEST_CI_OUT (default /tmp/memcgtest-ci).
 # Run as root from the repository root: ci/test.sh
 set -euo pipefail
@@ -110,6 +110,12 @@ sample="dirty-accounting dirty-migration writeback-accounting file-leak limit-sl
   kernel-stack-double protection-ignored move-charge threshold-down-silent"
 log "detection matrix: the stock 6.12 kernel (ci/vm-tests.sh's quick suites above) and a sample of 15 mutants of kernel-patches/"
 MEMCGTEST_STOCK_KTAP_DIR=$out MEMCGTEST_MATRIX_SAMPLE="$sample" ci/matrix.sh
+
+# A sample of the regression corpus (real upstream fixes reversed on 6.12), each booted with the
+# scenarios its Caught-by: header names; the whole corpus with the whole quick suite is
+# `ci/corpus.sh` (docs/corpus.md).
+log "regression corpus sample: reversed upstream fixes, each caught by the scenario that guards it, its failure naming the fix"
+MEMCGTEST_CORPUS_NAMED=1 MEMCGTEST_CORPUS_SAMPLE="reclaim-overshoot high-ancestor-unthrottled low-excess-not-counted" ci/corpus.sh
 stage_times
 echo "ci/test.sh: all checks passed"
 # The plain closing line: the unit and integration tests' counts (the suites above are all green).

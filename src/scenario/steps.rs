@@ -502,7 +502,18 @@ pub const STEPS: &[StepSyntax] = &[
                 ));
             }
             let value = match i.get::<String>("value")? {
-                Some(v) => Some(i.text().one_line(&v, "value")?),
+                Some(v) => {
+                    let text = i.text().one_line(&v, "value")?;
+                    if let Some(rest) = text.strip_prefix(crate::model::step::CURRENT_PLUS)
+                        && crate::model::units::parse_size(rest).is_err()
+                    {
+                        return Err(i.err(
+                            v.span(),
+                            format!("value {text:?}: after \"current+\" goes a size (\"1M\")"),
+                        ));
+                    }
+                    Some(text)
+                }
                 None => None,
             };
             let root = i

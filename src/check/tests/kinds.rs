@@ -551,10 +551,30 @@ fn oom_kills_follow_the_tasks_killed() {
         "{}",
         r.detail
     );
-    // A parent: v2 counts its children's kills too; leaves only.
+    // A parent whose child's tasks were killed: v2 counts them (memory.events is hierarchical),
+    // v1 does not (oom_control's oom_kill is the group's own, 04fd61a4e010).
     let mut r = oom_record(false, 1, 2, [1, 1, 1], 0);
     r.cgroups.push(CgroupSpec {
         name: "a/b".into(),
+        ..Default::default()
+    });
+    for st in &mut r.steps {
+        st.cgroup = "a/b".into();
+    }
+    assert_eq!(check(&r, false).outcome, Outcome::Pass);
+    r.version = crate::model::Version::V1;
+    let res = check(&r, false);
+    assert_eq!(res.outcome, Outcome::Fail, "{}", res.detail);
+    assert!(
+        res.actual.contains("a.oom_kills rose by 3"),
+        "{}",
+        res.actual
+    );
+    assert!(res.expected.contains("+0"), "{}", res.expected);
+    // A task held in the subtree may die uncounted by the exhaust steps: not judged.
+    r.steps.push(StepRecord {
+        kind: StepKind::Hold,
+        cgroup: "a/b".into(),
         ..Default::default()
     });
     assert_eq!(check(&r, false).outcome, Outcome::NotExercised);

@@ -229,6 +229,11 @@ pub(super) fn set(
             .map(|s| s.trim().to_string())
     };
     let before = read(&path);
+    let value = match value {
+        Some(v) => Some(relative_value(&dir, v)?),
+        None => None,
+    };
+    let value = value.as_deref();
     let t = Instant::now();
     let (error, same_fd) = match value {
         Some(v) => write_once(&path, v),
@@ -248,6 +253,26 @@ pub(super) fn set(
         knob: Some(knob),
         ..Default::default()
     })
+}
+
+/// `value` with a `current+SIZE` form resolved: the group's usage now plus SIZE, in bytes.
+fn relative_value(dir: &std::path::Path, value: &str) -> Result<String, Stop> {
+    let Some(rest) = value.strip_prefix(crate::model::step::CURRENT_PLUS) else {
+        return Ok(value.to_string());
+    };
+    let add = crate::model::units::parse_size(rest)
+        .map_err(|e| Stop::Failed(Error::Environment(format!("{value}: {e}"))))?;
+    let usage = ["memory.current", "memory.usage_in_bytes"]
+        .iter()
+        .find_map(|f| std::fs::read_to_string(dir.join(f)).ok())
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .ok_or_else(|| {
+            Stop::Failed(Error::Kernel(format!(
+                "{value}: {} has no readable memory.current or memory.usage_in_bytes",
+                dir.display()
+            )))
+        })?;
+    Ok((usage + add).to_string())
 }
 
 /// One write(2) of `value` to `path`; the errno name it failed with, and what the descriptor
