@@ -18,7 +18,7 @@
 # root after `cargo build --release`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=$PWD/target/release/memcgtest
+bin=${MEMCGTEST_BIN:-$PWD/target/release/memcgtest}
 out=${MEMCGTEST_CI_OUT:-/tmp/memcgtest-ci}/corpus
 sample=${MEMCGTEST_CORPUS_SAMPLE:-}
 named=${MEMCGTEST_CORPUS_NAMED:-0}

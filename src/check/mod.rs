@@ -323,6 +323,7 @@ pub const KINDS: &[Kind] = &[
     usage_covers::KIND,
     oom_kills::KIND,
     numa_stat::KIND,
+    interface::KIND,
     identities::KIND,
     monotonic::KIND,
     faults::KIND,
@@ -605,6 +606,7 @@ mod follows;
 mod hierarchy;
 mod holds_files;
 mod identities;
+mod interface;
 mod knob;
 mod limit_counters;
 mod limit_takes;
@@ -643,6 +645,7 @@ pub use follows::{Follows, follows};
 pub use hierarchy::{Hierarchy, hierarchy};
 pub use holds_files::{HoldsFiles, holds_files};
 pub use identities::{Identities, identities, judged as identities_judged};
+pub use interface::{Interface, interface};
 pub use limit_counters::{LimitCounters, limit_counters};
 pub use monotonic::{Monotonic, monotonic};
 pub use moved::{Moved, Want, moved};

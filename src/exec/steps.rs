@@ -157,7 +157,11 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             run_job(env, job, cg)
         }
         Step::Sleep(d) => sleep(env, *d),
-        Step::Reclaim { cgroup, size } => reclaim(env, cgroup, *size),
+        Step::Reclaim {
+            cgroup,
+            size,
+            checked,
+        } => reclaim(env, cgroup, *size, *checked),
         Step::Hold(h) => hold(env, h),
         Step::Move {
             task,

@@ -242,7 +242,7 @@ mod tests {
                     Step::Write { cgroup, size, .. } | Step::MmapWrite { cgroup, size, .. } => {
                         made.push((cgroup, *size))
                     }
-                    Step::Reclaim { cgroup, size } => {
+                    Step::Reclaim { cgroup, size, .. } => {
                         reclaims += 1;
                         let made: u64 = made.iter().filter(|(g, _)| g == cgroup).map(|x| x.1).sum();
                         assert!(made >= 2 * size, "case {i}: {}", c.to_toml());

@@ -485,6 +485,7 @@ fn reclaim(d: &mut Dice, at: At, w: &mut World) -> Option<Step> {
     Some(Step::Reclaim {
         size: d.mib(1, most),
         cgroup: at.g,
+        checked: false,
     })
 }
 

@@ -294,6 +294,9 @@ pub struct Record {
     /// The file-modified events of the groups' event files (v2), in time order; None where
     /// they were not watched (cgroup v1).
     pub notices: Option<Vec<Notice>>,
+    /// Keys a flat-keyed file of a group printed more than once, read at the scenario's end
+    /// (None: not read).
+    pub repeated: Option<Vec<RepeatedKey>>,
 }
 
 /// The event files whose file-modified events a run records (cgroup v2).
@@ -422,6 +425,7 @@ impl Record {
             dirty: None,
             version,
             notices: None,
+            repeated: None,
         }
     }
 
@@ -629,4 +633,30 @@ impl Record {
             }
         }
     }
+}
+
+/// A key that one of a group's flat-keyed files (memory.stat, memory.numa_stat, the event files)
+/// printed more than once: each key is one counter, printed once by its file's table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepeatedKey {
+    pub group: String,
+    pub file: String,
+    pub key: String,
+    pub times: usize,
+}
+
+/// The keys `text` (a flat-keyed file: "key value..." lines) prints more than once, with how often.
+pub fn repeated_keys(text: &str) -> Vec<(String, usize)> {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for key in text
+        .lines()
+        .filter_map(|l| l.split_ascii_whitespace().next())
+    {
+        match seen.iter_mut().find(|(k, _)| k == key) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((key.to_string(), 1)),
+        }
+    }
+    seen.retain(|(_, n)| *n > 1);
+    seen
 }

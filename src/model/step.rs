@@ -219,6 +219,11 @@ impl fmt::Display for StepKind {
     }
 }
 
+/// A `set` value relative to the group's usage: `current+1M` writes what memory.current (v1
+/// memory.usage_in_bytes) reads just before, plus 1 MiB: a limit just above what the group holds
+/// whatever its tasks' own overhead came to.
+pub const CURRENT_PLUS: &str = "current+";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,8 +240,3 @@ mod tests {
         assert_eq!(StepKind::parse("mmap_write"), None);
     }
 }
-
-/// A `set` value relative to the group's usage: `current+1M` writes what memory.current (v1
-/// memory.usage_in_bytes) reads just before, plus 1 MiB: a limit just above what the group holds
-/// whatever its tasks' own overhead came to.
-pub const CURRENT_PLUS: &str = "current+";

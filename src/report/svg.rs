@@ -659,6 +659,7 @@ mod tests {
             dirty: None,
             version: crate::model::Version::V2,
             notices: None,
+            repeated: None,
         };
         let mut c = crate::model::fixtures::check("tracks-global(test)", Outcome::Fail);
         c.columns = vec![

@@ -94,7 +94,7 @@ impl Step {
             Step::Sleep(d) => format!("sleep {d:?}"),
             Step::Truncate { file, size, .. } => format!("truncate {file} to {size}"),
             Step::Unlink { file, .. } => format!("unlink {file}"),
-            Step::Reclaim { cgroup, size } => {
+            Step::Reclaim { cgroup, size, .. } => {
                 format!("ask {cgroup}'s memory.reclaim for {}", hb(*size))
             }
             Step::MmapWrite { size, file, .. } => {

@@ -95,6 +95,7 @@ pub(super) fn implied(
             counters: Vec::new(),
             all: true,
         }),
+        Check::implied(crate::check::Interface),
         Check::implied(WithinNode {
             cgroup: TOP_GROUP.to_string(),
         }),

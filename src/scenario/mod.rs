@@ -121,6 +121,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../scenarios/huge-pages.toml"),
     ),
     (
+        "thp-limit.toml",
+        include_str!("../../scenarios/thp-limit.toml"),
+    ),
+    (
         "swap-out.toml",
         include_str!("../../scenarios/swap-out.toml"),
     ),
@@ -171,6 +175,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "protection-tree.toml",
         include_str!("../../scenarios/protection-tree.toml"),
+    ),
+    (
+        "low-overcommit.toml",
+        include_str!("../../scenarios/low-overcommit.toml"),
     ),
     (
         "protection-oom.toml",
@@ -306,8 +314,13 @@ pub enum Step {
     },
     /// Unlink a file.
     Unlink { cgroup: String, file: String },
-    /// Proactive reclaim: write `size` to the group's memory.reclaim (cgroup v2).
-    Reclaim { cgroup: String, size: u64 },
+    /// Proactive reclaim: write `size` to the group's memory.reclaim (cgroup v2). With
+    /// `checked`, an EAGAIN (less reclaimed than asked) is left to the checks on the step.
+    Reclaim {
+        cgroup: String,
+        size: u64,
+        checked: bool,
+    },
     /// Dirty `size` bytes through a shared file mapping, keep them dirty for `hold`, then msync.
     MmapWrite {
         cgroup: String,

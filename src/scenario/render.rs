@@ -198,7 +198,11 @@ fn file_step(t: Table, step: &Step) -> Table {
 /// the group cannot hold, a wait on its counter, empty groups below it.
 fn group_step(t: Table, step: &Step) -> Table {
     match step {
-        Step::Reclaim { cgroup, size: n } => t.with("cgroup", s(cgroup)).with("size", size(*n)),
+        Step::Reclaim {
+            cgroup,
+            size: n,
+            checked,
+        } => (t.with("cgroup", s(cgroup)).with("size", size(*n))).flag("checked", *checked),
         Step::Fault {
             cgroup,
             size: n,

@@ -100,11 +100,19 @@ pub const STEPS: &[StepSyntax] = &[
     StepSyntax {
         kind: StepKind::Reclaim,
         doc: "proactive reclaim: write `size` to the group's memory.reclaim (cgroup v2)",
-        keys: &[CGROUP, req("size", "bytes to ask for")],
+        keys: &[
+            CGROUP,
+            req("size", "bytes to ask for"),
+            opt(
+                "checked",
+                "the kernel answering EAGAIN (it reclaimed less than asked) does not stop the scenario: the checks on the step judge what it took (default false: a kernel error)",
+            ),
+        ],
         read: |i| {
             Ok(Step::Reclaim {
                 cgroup: i.cgroup()?,
                 size: i.positive_size("size")?,
+                checked: i.get::<bool>("checked")?.is_some_and(|c| c.into_inner()),
             })
         },
     },
@@ -486,7 +494,7 @@ pub const STEPS: &[StepSyntax] = &[
             req("file", "a `memory.*` file of the group"),
             opt(
                 "value",
-                "the text written (a size such as `\"32M\"`, `\"max\"`, `\"-1\"`, `\"8M swappiness=0\"`); none: only read",
+                "the text written (a size such as `\"32M\"`, `\"max\"`, `\"-1\"`, `\"8M swappiness=0\"`), or `\"current+1M\"`: what the group uses now (memory.current, v1 memory.usage_in_bytes) plus a size, a limit just above what its tasks hold; none: only read",
             ),
         ],
         read: |i| {

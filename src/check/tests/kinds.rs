@@ -65,6 +65,7 @@ pub(super) fn cycles(settled: &[i64]) -> Record {
         dirty: None,
         version: crate::model::Version::V2,
         notices: None,
+        repeated: None,
     }
 }
 

@@ -72,6 +72,7 @@ fn record(dirty: impl Fn(f64) -> i64, mbps: [f64; 2]) -> Record {
         dirty: None,
         version: crate::model::Version::V2,
         notices: None,
+        repeated: None,
     }
 }
 
@@ -567,6 +568,7 @@ fn global_record(cg: impl Fn(f64, i64) -> i64) -> Record {
         dirty: None,
         version: crate::model::Version::V2,
         notices: None,
+        repeated: None,
     }
 }
 

@@ -50,6 +50,7 @@ pub(super) fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
         dirty: None,
         version: crate::model::Version::V2,
         notices: None,
+        repeated: None,
     }
 }
 

@@ -8,9 +8,8 @@ fn value(kind: StepKind, key: &str) -> String {
         "file" => "\"f\"".into(),
         "task" => "\"t\"".into(),
         "counter" => "\"dirty\"".into(),
-        "fsync" | "dirty" | "redirty" | "huge" | "mlock" | "zero" | "shmem_huge" | "thread" => {
-            "true".into()
-        }
+        "fsync" | "dirty" | "redirty" | "huge" | "mlock" | "zero" | "shmem_huge" | "thread"
+        | "checked" => "true".into(),
         "count" | "clients" | "bystanders" | "immune" | "threads" | "files" | "fds" => "2".into(),
         "outside" => "\"g\"".into(),
         "advice" => "\"pageout\"".into(),

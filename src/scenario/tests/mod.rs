@@ -43,6 +43,17 @@ fn err(text: &str) -> ScenarioError {
 fn builtin_scenarios_parse() {
     let all = load_all(None).unwrap();
     assert!(all.iter().any(|s| s.name == "dirty-migration"));
+    // Every file in scenarios/ is built in.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".toml") {
+            assert!(
+                BUILTIN.iter().any(|(f, _)| *f == name),
+                "{name} is not in BUILTIN"
+            );
+        }
+    }
     for s in &all {
         assert!(!s.checks.is_empty(), "{} has no checks", s.name);
     }

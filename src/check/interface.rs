@@ -1,0 +1,75 @@
+//! interface: each key of a group's flat-keyed files printed once. memory.stat, memory.numa_stat
+//! and the event files print one line per counter of a table the kernel walks (memory_stats[],
+//! memcg1_stat_names[], the event names); a key printed twice is a counter that lost its name
+//! (workingset_restore for both its _anon and _file halves: 8d3fe09d8d66, 5.9) and a reader
+//! that takes the first or the last line reads the other counter.
+
+use super::args::CheckArgs;
+use super::{Check, CheckResult, CheckSpec, Kind, Outcome, missing};
+use crate::model::error::ScenarioError;
+use crate::model::{Record, TOP_GROUP};
+
+/// `interface`: no key twice in any declared group's memory.stat, memory.numa_stat,
+/// memory.events(.local) or memory.swap.events, read at the scenario's end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interface;
+
+/// `interface` in the check table.
+pub const KIND: Kind = Kind {
+    kind: "interface",
+    doc: "Each key of the declared groups' flat-keyed files (memory.stat, memory.numa_stat, \
+memory.events, memory.events.local, memory.swap.events, where the kernel has them) is printed \
+once, read at the scenario's end: each line is one counter of a table the kernel walks, and a \
+key printed twice is a counter that lost its name (a reader that takes the first or the last \
+line reads the other counter). Every scenario gets it. Result name: `interface((top))`.",
+    keys: &[],
+    parse,
+    promises: &[],
+};
+
+pub fn parse(_i: &CheckArgs) -> Result<Check, ScenarioError> {
+    Ok(Check::new(Interface))
+}
+
+impl CheckSpec for Interface {
+    fn name(&self) -> String {
+        format!("interface({TOP_GROUP})")
+    }
+    fn evaluate(&self, rec: &Record) -> CheckResult {
+        interface(self.name(), rec)
+    }
+}
+
+pub fn interface(name: String, rec: &Record) -> CheckResult {
+    let Some(repeated) = &rec.repeated else {
+        return missing(
+            name,
+            "the groups' files were not read at the end".to_string(),
+        );
+    };
+    let Some(first) = repeated.first() else {
+        return CheckResult::new(
+            name,
+            Outcome::Pass,
+            "every key once".into(),
+            "every key once".into(),
+            "each key of the groups' memory.stat, memory.numa_stat and event files printed once"
+                .into(),
+        );
+    };
+    let all: Vec<String> = (repeated.iter())
+        .map(|r| format!("{}'s {} {} x{}", r.group, r.file, r.key, r.times))
+        .collect();
+    let mut res = CheckResult::new(
+        name,
+        Outcome::Fail,
+        format!(
+            "{}'s {} prints {} {} times",
+            first.group, first.file, first.key, first.times
+        ),
+        "every key once".into(),
+        format!("keys printed more than once: {}", all.join(", ")),
+    );
+    res.at = rec.series.t.last().copied();
+    res
+}
