@@ -73,3 +73,46 @@ pub fn interface(name: String, rec: &Record) -> CheckResult {
     res.at = rec.series.t.last().copied();
     res
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::record::{RepeatedKey, repeated_keys};
+
+    /// 5.8's memory.stat: workingset_restore printed for both halves (8d3fe09d8d66 fixed it).
+    #[test]
+    fn a_key_printed_twice_fails_naming_group_file_and_key() {
+        let text = "anon 4096\nworkingset_restore 3\nworkingset_restore 0\nfile 0\n";
+        assert_eq!(
+            repeated_keys(text),
+            vec![("workingset_restore".to_string(), 2)]
+        );
+        assert!(repeated_keys("anon 1\nfile 2\n").is_empty());
+        let machine = crate::model::Machine {
+            cpus: 2,
+            page_size: 4096,
+            node_drift_pages: 48,
+            lru_gen: false,
+        };
+        let mut rec = Record::bare(
+            crate::model::Series::new(vec![]),
+            machine,
+            crate::model::Version::V2,
+        );
+        assert_eq!(interface("i".into(), &rec).outcome, Outcome::NotExercised);
+        rec.repeated = Some(vec![]);
+        assert_eq!(interface("i".into(), &rec).outcome, Outcome::Pass);
+        rec.repeated = Some(vec![RepeatedKey {
+            group: "g".into(),
+            file: "memory.stat".into(),
+            key: "workingset_restore".into(),
+            times: 2,
+        }]);
+        let r = interface("i".into(), &rec);
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert_eq!(
+            r.actual,
+            "g's memory.stat prints workingset_restore 2 times"
+        );
+    }
+}

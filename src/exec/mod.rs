@@ -2,6 +2,7 @@
 //! the sampler and the workloads that run in the test groups.
 
 mod context;
+mod keys;
 mod load;
 mod notify;
 mod online;

@@ -461,7 +461,7 @@ fn tear_down(
         groups,
         ..
     } = run;
-    let repeated = Some(repeated_keys(groups));
+    let repeated = Some(super::keys::repeated_keys(groups));
     result.notes.extend(notes);
     let cut = match stopped {
         Some(Stop::Failing(_)) => online.and_then(|(o, _)| o.into_cut()),
@@ -490,35 +490,6 @@ fn tear_down(
         result.measurements.clear();
     }
     Ok(())
-}
-
-/// The flat-keyed files of the declared groups (those the kernel has) and the keys each printed
-/// more than once.
-fn repeated_keys(groups: &[(String, Cgroup)]) -> Vec<crate::model::record::RepeatedKey> {
-    const FILES: [&str; 5] = [
-        "memory.stat",
-        "memory.numa_stat",
-        "memory.events",
-        "memory.events.local",
-        "memory.swap.events",
-    ];
-    let mut out = Vec::new();
-    for (name, cg) in groups {
-        for file in FILES {
-            let Ok(text) = std::fs::read_to_string(cg.path.join(file)) else {
-                continue;
-            };
-            for (key, times) in crate::model::record::repeated_keys(&text) {
-                out.push(crate::model::record::RepeatedKey {
-                    group: name.clone(),
-                    file: file.to_string(),
-                    key,
-                    times,
-                });
-            }
-        }
-    }
-    out
 }
 
 /// The scenario's declared groups below its top group, with their limits and v1 charge moving;
