@@ -224,8 +224,28 @@ impl fmt::Display for StepKind {
 /// whatever its tasks' own overhead came to.
 pub const CURRENT_PLUS: &str = "current+";
 
+/// What a `current+SIZE` value adds to the group's usage (an error naming the value when SIZE
+/// is not a size); None for any other value.
+pub fn plus_current(value: &str) -> Option<Result<u64, String>> {
+    let rest = value.strip_prefix(CURRENT_PLUS)?;
+    Some(super::units::parse_size(rest).map_err(|e| {
+        format!("value {value:?}: after \"{CURRENT_PLUS}\" goes a size (\"1M\"): {e}")
+    }))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn current_plus_adds_a_size_or_names_the_value() {
+        assert_eq!(plus_current("current+1M"), Some(Ok(1 << 20)));
+        assert_eq!(plus_current("32M"), None);
+        let e = plus_current("current+x").unwrap().unwrap_err();
+        assert!(
+            e.contains("\"current+x\"") && e.contains("goes a size"),
+            "{e}"
+        );
+    }
+
     use super::*;
 
     #[test]

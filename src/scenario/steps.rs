@@ -112,7 +112,7 @@ pub const STEPS: &[StepSyntax] = &[
             Ok(Step::Reclaim {
                 cgroup: i.cgroup()?,
                 size: i.positive_size("size")?,
-                checked: i.get::<bool>("checked")?.is_some_and(|c| c.into_inner()),
+                checked: i.flag("checked")?,
             })
         },
     },
@@ -512,13 +512,8 @@ pub const STEPS: &[StepSyntax] = &[
             let value = match i.get::<String>("value")? {
                 Some(v) => {
                     let text = i.text().one_line(&v, "value")?;
-                    if let Some(rest) = text.strip_prefix(crate::model::step::CURRENT_PLUS)
-                        && crate::model::units::parse_size(rest).is_err()
-                    {
-                        return Err(i.err(
-                            v.span(),
-                            format!("value {text:?}: after \"current+\" goes a size (\"1M\")"),
-                        ));
+                    if let Some(Err(e)) = crate::model::step::plus_current(&text) {
+                        return Err(i.err(v.span(), e));
                     }
                     Some(text)
                 }

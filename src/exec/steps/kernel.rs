@@ -240,7 +240,7 @@ pub(super) fn set(
     };
     let before = read(&path);
     let value = match value {
-        Some(v) => Some(relative_value(&dir, v)?),
+        Some(v) => Some(relative_value(env, &dir, v)?),
         None => None,
     };
     let value = value.as_deref();
@@ -266,19 +266,18 @@ pub(super) fn set(
 }
 
 /// `value` with a `current+SIZE` form resolved: the group's usage now plus SIZE, in bytes.
-fn relative_value(dir: &std::path::Path, value: &str) -> Result<String, Stop> {
-    let Some(rest) = value.strip_prefix(crate::model::step::CURRENT_PLUS) else {
+fn relative_value(env: &StepEnv, dir: &std::path::Path, value: &str) -> Result<String, Stop> {
+    let Some(add) = crate::model::step::plus_current(value) else {
         return Ok(value.to_string());
     };
-    let add = crate::model::units::parse_size(rest)
-        .map_err(|e| Stop::Failed(Error::Environment(format!("{value}: {e}"))))?;
-    let usage = ["memory.current", "memory.usage_in_bytes"]
-        .iter()
-        .find_map(|f| std::fs::read_to_string(dir.join(f)).ok())
+    let add = add.map_err(|e| Stop::Failed(Error::Environment(e)))?;
+    let cg = Cgroup::new(dir, env.ctx.parent.version);
+    let file = crate::sys::cgroup::file_name(cg.version, crate::model::counter::USAGE);
+    let usage = (cg.read(file).ok())
         .and_then(|s| s.trim().parse::<u64>().ok())
         .ok_or_else(|| {
             Stop::Failed(Error::Kernel(format!(
-                "{value}: {} has no readable memory.current or memory.usage_in_bytes",
+                "{value}: {} has no readable {file}",
                 dir.display()
             )))
         })?;
