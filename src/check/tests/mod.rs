@@ -656,6 +656,7 @@ mod contracts;
 mod fields;
 mod kinds;
 mod moves;
+mod oom;
 mod top;
 mod truth;
 
