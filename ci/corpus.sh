@@ -41,8 +41,8 @@ for p in kernel-patches/corpus/*.patch; do
   want=$(header Caught-by "$p" | tr -d ' ')
   not=$(header Not-caught "$p")
   case "$(header Cgroup "$p")" in
-    v1) layouts=(v1) ;;
-    both) layouts=(v2 v1) ;;
+    v1*) layouts=(v1) ;;
+    both*) layouts=(v2 v1) ;;
     *) layouts=(v2) ;;
   esac
   names=()

@@ -220,7 +220,8 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             cgroup,
             file,
             value,
-        } => set(env, cgroup, file, value.as_deref()),
+            from,
+        } => set(env, (cgroup, file), value.as_deref(), from.as_deref()),
         Step::Drop { file, count } => drop_files(env, file, *count),
         Step::Child { cgroup, file } => child(env, cgroup, file),
         Step::Pressure { size, within } => {

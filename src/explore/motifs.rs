@@ -282,6 +282,7 @@ pub fn limit_motif(
         cgroup: g.clone(),
         file: knob.to_string(),
         value: Some(value),
+        from: None,
     };
     let write = Step::Write {
         cgroup: g.clone(),

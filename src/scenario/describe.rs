@@ -52,6 +52,7 @@ impl Hold {
             (self.threads, "threads"),
             (self.files, "files made"),
             (self.fds, "descriptors' table"),
+            (self.pipes, "pipes"),
         ] {
             if n > 0 {
                 d += &format!(", {n} {what}");
@@ -130,11 +131,16 @@ impl Step {
                 cgroup,
                 file,
                 value: Some(v),
-            } => format!("write {v:?} to {cgroup}'s {file}"),
+                from,
+            } => match from {
+                Some(f) => format!("a task in {f} writes {v:?} to {cgroup}'s {file}"),
+                None => format!("write {v:?} to {cgroup}'s {file}"),
+            },
             Step::Set {
                 cgroup,
                 file,
                 value: None,
+                ..
             } => format!("read {cgroup}'s {file}"),
             Step::Drop { file, count } => {
                 format!("drop {count} files {file}.N from the page cache (POSIX_FADV_DONTNEED)")

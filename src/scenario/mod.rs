@@ -434,6 +434,9 @@ pub enum Step {
         cgroup: String,
         file: String,
         value: Option<String>,
+        /// The declared group whose task makes the write (a process forked into it for the
+        /// write alone); None: the runner, outside the run's groups.
+        from: Option<String>,
     },
     /// POSIX_FADV_DONTNEED over `<file>.<i>`, i < `count`, from the runner: their clean pages
     /// leave the page cache, and the groups that were charged for them.
@@ -487,6 +490,10 @@ pub struct Hold {
     /// Bytes of address space it maps and touches one page in every 2 MiB of: a page table page
     /// for each (pagetables).
     pub sparse: u64,
+    /// Pipes it makes and keeps open, each of `pipe_size` bytes (0: the kernel's default):
+    /// accounted slab, and a ring above 8 KiB taken from the page allocator (see `HOLD_KEYS`).
+    pub pipes: u32,
+    pub pipe_size: u64,
 }
 
 impl Hold {

@@ -115,8 +115,13 @@ impl Step {
                 cgroup,
                 file,
                 value,
+                from,
             } => {
                 let t = t.with("cgroup", s(cgroup)).with("file", s(file));
+                let t = match from {
+                    Some(f) => t.with("from", s(f)),
+                    None => t,
+                };
                 match value {
                     Some(v) => t.with("value", s(v)),
                     None => t,
@@ -292,6 +297,8 @@ fn hold(t: Table, h: &Hold) -> Table {
         .flag("nohugepage", h.nohugepage)
         .bytes("sock", h.sock)
         .bytes("sparse", h.sparse)
+        .count("pipes", h.pipes)
+        .bytes("pipe_size", h.pipe_size)
 }
 
 /// A `[[cgroup]]` table.
@@ -397,6 +404,8 @@ mod tests {
             nohugepage: false,
             sock: 1 << 20,
             sparse: 64 << 20,
+            pipes: 4,
+            pipe_size: 1 << 20,
         };
         let steps = vec![
             Step::Write {

@@ -156,80 +156,7 @@ pub const STEPS: &[StepSyntax] = &[
     StepSyntax {
         kind: StepKind::Hold,
         doc: "start a task that holds memory until it is released (anon, a memfd, a mapped file, a background writer)",
-        keys: &[
-            TASK,
-            CGROUP,
-            opt("anon", "bytes of anonymous memory it touches (default 0)"),
-            opt(
-                "shmem",
-                "bytes of a memfd it maps and writes: shared memory (default 0)",
-            ),
-            opt(
-                "file",
-                "a file it maps `size` bytes of, and writes `write` bytes of `<file>.written`",
-            ),
-            opt("size", "bytes of `file` it maps (default 0)"),
-            opt(
-                "dirty",
-                "dirty the mapped pages rather than read them (default false)",
-            ),
-            opt(
-                "redirty",
-                "keep dirtying the mapping until `wait` (needs file, size, dirty; default false)",
-            ),
-            opt(
-                "write",
-                "bytes of `<file>.written` it keeps rewriting in the background until `wait` (default 0)",
-            ),
-            opt(
-                "huge",
-                "its anonymous memory in huge pages, MADV_HUGEPAGE on a 2 MiB boundary (default false: 4 KiB pages)",
-            ),
-            opt(
-                "mlock",
-                "mlock its anonymous memory: unevictable (default false)",
-            ),
-            opt(
-                "zero",
-                "write its anonymous memory with zeros: zero pages when swapped out (default false)",
-            ),
-            opt(
-                "lazyfree",
-                "bytes of its anonymous memory given back with MADV_FREE after touching it (default 0)",
-            ),
-            opt(
-                "shmem_huge",
-                "its shmem in a file on a tmpfs of its own mounted with huge=always, in a mount namespace of its own: shmem huge pages (default false: a memfd)",
-            ),
-            opt(
-                "threads",
-                "threads that sleep until it exits: a kernel stack each, 0..4096 (default 0)",
-            ),
-            opt(
-                "files",
-                "empty files it makes in 100 directories: inodes and dentries, slab, 0..1000000 (default 0)",
-            ),
-            opt(
-                "fds",
-                "grow its descriptor table to this many (one descriptor dup'ed that high): vmalloc'ed, 0..1048576 (default 0)",
-            ),
-            opt(
-                "readonly",
-                "map `file` read-only, from a descriptor opened read-only, on a 2 MiB boundary: what MADV_COLLAPSE of a file needs (default false)",
-            ),
-            opt(
-                "nohugepage",
-                "with readonly: MADV_NOHUGEPAGE on the mapping before it is touched, so khugepaged does not collapse it in the background into huge pages charged to this task's group (default false)",
-            ),
-            opt(
-                "sock",
-                "bytes it queues on a TCP connection to itself over loopback, in a network namespace of its own, never read: socket buffers (default 0)",
-            ),
-            opt(
-                "sparse",
-                "bytes of address space it maps and touches one page in every 2 MiB of: a page table page each (default 0)",
-            ),
-        ],
+        keys: readers::HOLD_KEYS,
         read: hold,
     },
     StepSyntax {
@@ -496,6 +423,10 @@ pub const STEPS: &[StepSyntax] = &[
                 "value",
                 "the text written (a size such as `\"32M\"`, `\"max\"`, `\"-1\"`, `\"8M swappiness=0\"`), or `\"current+1M\"`: what the group uses now (memory.current, v1 memory.usage_in_bytes) plus a size, a limit just above what its tasks hold; none: only read",
             ),
+            opt(
+                "from",
+                "a declared group: a process forked into it makes the write, so what the write costs (reclaim in the writer's context, PSI) is that group's (default: the runner, outside the run's groups)",
+            ),
         ],
         read: |i| {
             let f = i.need::<String>("file")?;
@@ -529,6 +460,13 @@ pub const STEPS: &[StepSyntax] = &[
                     i.cgroup()?
                 },
                 file: file.clone(),
+                from: match i.get::<String>("from")? {
+                    Some(f) if value.is_none() => {
+                        return Err(i.err(f.span(), "from names who writes: it needs a value"));
+                    }
+                    Some(_) => Some(i.group("from")?),
+                    None => None,
+                },
                 value,
             })
         },

@@ -211,9 +211,9 @@ pub(super) fn wait_machine(
 /// does not have (ENOENT), does not stop the scenario (the `knob` check judges it).
 pub(super) fn set(
     env: &StepEnv,
-    cgroup: &str,
-    file: &str,
+    (cgroup, file): (&str, &str),
     value: Option<&str>,
+    from: Option<&str>,
 ) -> Result<JobResult, Stop> {
     let dir = match cgroup {
         crate::scenario::ROOT => crate::sys::cgroup::hierarchy_root(&env.ctx.parent.path),
@@ -245,9 +245,10 @@ pub(super) fn set(
     };
     let value = value.as_deref();
     let t = Instant::now();
-    let (error, same_fd) = match value {
-        Some(v) => write_once(&path, v),
-        None => (None, None),
+    let (error, same_fd) = match (value, from) {
+        (Some(v), None) => write_once(&path, v),
+        (Some(v), Some(g)) => (write_from(&env.group(g).path, &path, v)?, None),
+        (None, _) => (None, None),
     };
     let seconds = t.elapsed().as_secs_f64();
     let knob = crate::model::KnobWrite {
@@ -306,6 +307,62 @@ fn write_once(path: &std::path::Path, value: &str) -> (Option<String>, Option<St
     let same = (readable && f.rewind().is_ok() && f.read_to_string(&mut s).is_ok())
         .then(|| s.trim().to_string());
     (None, same)
+}
+
+/// One write(2) of `value` to `path` by a process forked into the group at `group` (it writes
+/// "0" to the group's cgroup.procs, which moves the writer itself): the errno name it failed
+/// with. The child only makes system calls on what was prepared before the fork.
+fn write_from(
+    group: &std::path::Path,
+    path: &std::path::Path,
+    value: &str,
+) -> Result<Option<String>, Stop> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &std::path::Path| CString::new(p.as_os_str().as_bytes()).expect("no NUL in a path");
+    let (procs, knob) = (c(&group.join("cgroup.procs")), c(path));
+    let fail = |what: &str, e: std::io::Error| {
+        Stop::Failed(Error::Environment(format!(
+            "{what} for a write to {} from {}: {e}",
+            path.display(),
+            group.display()
+        )))
+    };
+    // SAFETY: the child calls only open, write, close and _exit on data made before the fork.
+    match unsafe { nix::unistd::fork() }.map_err(|e| fail("fork", e.into()))? {
+        nix::unistd::ForkResult::Child => unsafe {
+            let put = |p: &CString, v: &[u8]| -> i32 {
+                let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return *libc::__errno_location();
+                }
+                let n = libc::write(fd, v.as_ptr().cast(), v.len());
+                let e = if n < 0 { *libc::__errno_location() } else { 0 };
+                libc::close(fd);
+                e
+            };
+            if put(&procs, b"0") != 0 {
+                libc::_exit(255);
+            }
+            libc::_exit(put(&knob, value.as_bytes()).min(254));
+        },
+        nix::unistd::ForkResult::Parent { child } => {
+            match nix::sys::wait::waitpid(child, None).map_err(|e| fail("waitpid", e.into()))? {
+                nix::sys::wait::WaitStatus::Exited(_, 0) => Ok(None),
+                nix::sys::wait::WaitStatus::Exited(_, 255) => Err(fail(
+                    "moving the writer into the group",
+                    std::io::Error::other("its cgroup.procs refused it"),
+                )),
+                nix::sys::wait::WaitStatus::Exited(_, e) => {
+                    Ok(Some(format!("{:?}", nix::errno::Errno::from_raw(e))))
+                }
+                other => Err(fail(
+                    "the writer",
+                    std::io::Error::other(format!("{other:?}")),
+                )),
+            }
+        }
+    }
 }
 
 /// `EINVAL` for an error with errno EINVAL; the error's text for one without an errno.

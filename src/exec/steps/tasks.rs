@@ -38,6 +38,8 @@ pub(super) fn hold(env: &mut StepEnv, hold: &Hold) -> Result<JobResult, Stop> {
             nohugepage: hold.nohugepage,
             sock: hold.sock,
             sparse: hold.sparse,
+            pipes: hold.pipes,
+            pipe_size: hold.pipe_size,
         },
     };
     let (h, secs, note) =

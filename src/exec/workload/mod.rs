@@ -164,6 +164,11 @@ pub struct HoldExtras {
     /// Bytes of address space touched once every 2 MiB (page tables).
     #[serde(default)]
     pub sparse: u64,
+    /// Pipes made and kept open, each resized to `pipe_size` bytes when not 0.
+    #[serde(default)]
+    pub pipes: u32,
+    #[serde(default)]
+    pub pipe_size: u64,
 }
 
 /// A running worker process.

@@ -2,8 +2,9 @@
 //! (the others read theirs in the step table): write's block size, what a hold holds, an
 //! advice and its region, await's counter.
 
-use super::{StepArgs, file_name};
+use super::{CGROUP, StepArgs, TASK, file_name};
 use crate::model::counter::{Counter, Source, counter};
+use crate::model::source::{Key, opt};
 use crate::model::step::{Advice, Region};
 use crate::scenario::{Hold, ScenarioError, Step};
 
@@ -28,6 +29,90 @@ pub(super) fn write(i: &StepArgs) -> Result<Step, ScenarioError> {
         fsync: i.flag("fsync")?,
     })
 }
+
+/// The keys of `hold`.
+pub(super) const HOLD_KEYS: &[Key] = &[
+    TASK,
+    CGROUP,
+    opt("anon", "bytes of anonymous memory it touches (default 0)"),
+    opt(
+        "shmem",
+        "bytes of a memfd it maps and writes: shared memory (default 0)",
+    ),
+    opt(
+        "file",
+        "a file it maps `size` bytes of, and writes `write` bytes of `<file>.written`",
+    ),
+    opt("size", "bytes of `file` it maps (default 0)"),
+    opt(
+        "dirty",
+        "dirty the mapped pages rather than read them (default false)",
+    ),
+    opt(
+        "redirty",
+        "keep dirtying the mapping until `wait` (needs file, size, dirty; default false)",
+    ),
+    opt(
+        "write",
+        "bytes of `<file>.written` it keeps rewriting in the background until `wait` (default 0)",
+    ),
+    opt(
+        "huge",
+        "its anonymous memory in huge pages, MADV_HUGEPAGE on a 2 MiB boundary (default false: 4 KiB pages)",
+    ),
+    opt(
+        "mlock",
+        "mlock its anonymous memory: unevictable (default false)",
+    ),
+    opt(
+        "zero",
+        "write its anonymous memory with zeros: zero pages when swapped out (default false)",
+    ),
+    opt(
+        "lazyfree",
+        "bytes of its anonymous memory given back with MADV_FREE after touching it (default 0)",
+    ),
+    opt(
+        "shmem_huge",
+        "its shmem in a file on a tmpfs of its own mounted with huge=always, in a mount namespace of its own: shmem huge pages (default false: a memfd)",
+    ),
+    opt(
+        "threads",
+        "threads that sleep until it exits: a kernel stack each, 0..4096 (default 0)",
+    ),
+    opt(
+        "files",
+        "empty files it makes in 100 directories: inodes and dentries, slab, 0..1000000 (default 0)",
+    ),
+    opt(
+        "fds",
+        "grow its descriptor table to this many (one descriptor dup'ed that high): vmalloc'ed, 0..1048576 (default 0)",
+    ),
+    opt(
+        "readonly",
+        "map `file` read-only, from a descriptor opened read-only, on a 2 MiB boundary: what MADV_COLLAPSE of a file needs (default false)",
+    ),
+    opt(
+        "nohugepage",
+        "with readonly: MADV_NOHUGEPAGE on the mapping before it is touched, so khugepaged does not collapse it in the background into huge pages charged to this task's group (default false)",
+    ),
+    opt(
+        "sock",
+        "bytes it queues on a TCP connection to itself over loopback, in a network namespace of its own, never read: socket buffers (default 0)",
+    ),
+    opt(
+        "pipes",
+        "pipes it makes and keeps open, 0..100000: each a pipe_inode_info, two files, an inode and a dentry, and its ring of pipe_size / 4 KiB slots (40 bytes each), all accounted kernel memory (slab) (default 0)",
+    ),
+    opt(
+        "pipe_size",
+        "each pipe's capacity (F_SETPIPE_SZ), a power of two from 4K to 16M: at 1M its 10 KiB ring is above the largest kmalloc cache (8 KiB), so SLUB takes it from the page allocator and counts it as slab_unreclaimable all the same (default the kernel's 64K)",
+    ),
+    opt(
+        "sparse",
+        "bytes of address space it maps and touches one page in every 2 MiB of: a page table page each (default 0)",
+    ),
+];
 
 /// `hold`: what the task holds, sizes and counts 0 when not set. A hold holds something; a flag
 /// that needs what is not there (redirty a dirtied mapping, readonly a clean one, huge, mlock,
@@ -54,10 +139,11 @@ pub(super) fn hold(i: &StepArgs) -> Result<Step, ScenarioError> {
     let shmem = i.size_or_zero("shmem")?;
     let (threads, files, fds) = kernel_memory(i)?;
     let (sock, sparse) = (i.size_or_zero("sock")?, i.size_or_zero("sparse")?);
-    if [anon, shmem, size, write, sock, sparse] == [0; 6] && threads + files + fds == 0 {
+    let (pipes, pipe_size) = pipes(i)?;
+    if [anon, shmem, size, write, sock, sparse] == [0; 6] && threads + files + fds + pipes == 0 {
         return Err(i.err(
             i.keys.span.clone(),
-            "a hold must hold something: anon, shmem, size, write, threads, files, fds, sock or sparse more than 0",
+            "a hold must hold something: anon, shmem, size, write, threads, files, fds, pipes, sock or sparse more than 0",
         ));
     }
     let readonly = i.flag("readonly")?;
@@ -104,7 +190,29 @@ pub(super) fn hold(i: &StepArgs) -> Result<Step, ScenarioError> {
         nohugepage,
         sock,
         sparse,
+        pipes,
+        pipe_size,
     }))
+}
+
+/// A hold's `pipes` (0..100000) and their `pipe_size` (4K..16M, a power of two as the kernel
+/// rounds it; only with pipes; 0 when not set: the kernel's default).
+fn pipes(i: &StepArgs) -> Result<(u32, u64), ScenarioError> {
+    let pipes = match i.get::<u32>("pipes")? {
+        Some(n) if *n.get_ref() > 100_000 => {
+            return Err(i.err(n.span(), "pipes must be 0..100000"));
+        }
+        Some(n) => n.into_inner(),
+        None => 0,
+    };
+    let size = i.size_or_zero("pipe_size")?;
+    if size != 0 && (pipes == 0 || !size.is_power_of_two() || !(4096..=16 << 20).contains(&size)) {
+        return Err(i.err(
+            i.keys.span.clone(),
+            "pipe_size is each pipe's capacity: a power of two from 4K to 16M, with pipes",
+        ));
+    }
+    Ok((pipes, size))
 }
 
 /// A hold's kernel memory: `threads` (0..4096), `files` (0..1000000), `fds` (0..1048576).

@@ -10,7 +10,10 @@ fn value(kind: StepKind, key: &str) -> String {
         "counter" => "\"dirty\"".into(),
         "fsync" | "dirty" | "redirty" | "huge" | "mlock" | "zero" | "shmem_huge" | "thread"
         | "checked" => "true".into(),
-        "count" | "clients" | "bystanders" | "immune" | "threads" | "files" | "fds" => "2".into(),
+        "count" | "clients" | "bystanders" | "immune" | "threads" | "files" | "fds" | "pipes" => {
+            "2".into()
+        }
+        "from" => "\"g\"".into(),
         "outside" => "\"g\"".into(),
         "advice" => "\"pageout\"".into(),
         "region" => "\"anon\"".into(),

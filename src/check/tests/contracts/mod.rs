@@ -14,7 +14,7 @@ use crate::check::notified::Notified;
 use crate::check::oom_waits::OomWaits;
 use crate::check::peak_reset::PeakReset;
 use crate::check::slowed::Slowed;
-use crate::check::stalled::Stalled;
+use crate::check::stalled::{Bound, Stalled};
 use crate::model::contract::{v1, v2};
 use crate::model::{CgroupSpec, KnobWrite, Notice, Version};
 
@@ -489,8 +489,31 @@ fn psi(us: u64) -> String {
 }
 
 fn stalled(totals: &[Option<u64>]) -> CheckResult {
-    let (cgroup, at_least) = ("a".into(), Duration::from_secs(2));
-    judge(Stalled { cgroup, at_least }, &pressure_reads(totals))
+    let bound = Bound::AtLeast(Duration::from_secs(2));
+    judge(
+        Stalled {
+            cgroup: "a".into(),
+            bound,
+        },
+        &pressure_reads(totals),
+    )
+}
+
+#[test]
+fn a_group_that_only_wrote_a_limit_stalls_at_most_the_bound() {
+    let bound = Bound::AtMost(Duration::from_millis(2));
+    let c = |totals: &[Option<u64>]| {
+        judge(
+            Stalled {
+                cgroup: "a".into(),
+                bound,
+            },
+            &pressure_reads(totals),
+        )
+    };
+    passes(&c(&[Some(10), Some(1_810)]), "+0.002 s");
+    let why = "a's memory.pressure some total rose by 0.030 s between t=0.550s and t=2.550s: its tasks stalled on memory although they only wrote a limit";
+    fails(&c(&[Some(0), Some(30_000)]), "+0.030 s", why, "v2.pressure");
 }
 
 #[test]

@@ -342,14 +342,17 @@ pub(super) fn touch_huge_tmpfs(dir: &std::path::Path, size: u64) -> Result<(fs::
     Ok((f, region))
 }
 
-/// The kernel memory a held task makes: threads (kernel stacks), empty files (inodes and
-/// dentries), a grown descriptor table (vmalloc). Returned to be kept until it exits.
-pub(super) fn kernel_memory(
-    extras: &HoldExtras,
-) -> Result<(
+/// What a held task keeps of its kernel memory until it exits: its threads, the descriptor
+/// dup'ed high, its pipes.
+pub(super) type KernelMemory = (
     Vec<std::thread::JoinHandle<()>>,
     Option<std::os::fd::OwnedFd>,
-)> {
+    Vec<std::os::fd::OwnedFd>,
+);
+
+/// The kernel memory a held task makes: threads (kernel stacks), empty files (inodes and
+/// dentries), a grown descriptor table (vmalloc), pipes (slab). Returned to be kept until it exits.
+pub(super) fn kernel_memory(extras: &HoldExtras) -> Result<KernelMemory> {
     let mut threads = Vec::new();
     for _ in 0..extras.threads {
         // Small user stacks: the kernel stack is the point.
@@ -375,19 +378,22 @@ pub(super) fn kernel_memory(
         }
     }
     let mut fd = None;
-    if extras.fds > 0 {
+    // Room for the descriptor dup'ed high and for both ends of every pipe.
+    let room = (extras.fds as u64 + 1).max(2 * extras.pipes as u64 + 256);
+    if extras.fds > 0 || extras.pipes > 0 {
         let max = libc::rlimit {
-            rlim_cur: extras.fds as u64 + 1,
-            rlim_max: extras.fds as u64 + 1,
+            rlim_cur: room,
+            rlim_max: room,
         };
         // SAFETY: a valid rlimit; root may raise it up to fs.nr_open.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &max) } != 0 {
             bail!(
-                "setrlimit RLIMIT_NOFILE {}: {}",
-                extras.fds + 1,
+                "setrlimit RLIMIT_NOFILE {room}: {}",
                 std::io::Error::last_os_error()
             );
         }
+    }
+    if extras.fds > 0 {
         let null = fs::File::open("/dev/null").context("open /dev/null")?;
         // SAFETY: dup2 onto a number above every descriptor in use.
         let r = unsafe { libc::dup2(null.as_raw_fd(), extras.fds as i32) };
@@ -401,7 +407,34 @@ pub(super) fn kernel_memory(
         // SAFETY: r is the descriptor just made, owned here.
         fd = Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(r) });
     }
-    Ok((threads, fd))
+    let pipes = make_pipes(extras.pipes, extras.pipe_size)?;
+    Ok((threads, fd, pipes))
+}
+
+/// `n` pipes, each resized to `size` bytes when not 0 (F_SETPIPE_SZ; root may pass
+/// fs.pipe-max-size). The kernel allocates a pipe's ring of `size` / 4 KiB slots with
+/// GFP_KERNEL_ACCOUNT: charged to the task's group. Both ends are kept.
+fn make_pipes(n: u32, size: u64) -> Result<Vec<std::os::fd::OwnedFd>> {
+    use std::os::fd::FromRawFd;
+    let mut fds = Vec::with_capacity(2 * n as usize);
+    for i in 0..n {
+        let mut p = [0i32; 2];
+        // SAFETY: p has room for the two descriptors pipe2 returns.
+        if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            bail!("pipe {} of {n}: {}", i + 1, std::io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just made and are owned here.
+        fds.extend(p.map(|d| unsafe { std::os::fd::OwnedFd::from_raw_fd(d) }));
+        // SAFETY: a pipe descriptor of ours.
+        if size > 0 && unsafe { libc::fcntl(p[1], libc::F_SETPIPE_SZ, size as libc::c_int) } < 0 {
+            bail!(
+                "F_SETPIPE_SZ {size} on pipe {} of {n}: {}",
+                i + 1,
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    Ok(fds)
 }
 
 pub(super) fn touch_anon(size: u64) -> Result<()> {
