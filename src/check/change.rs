@@ -25,6 +25,8 @@ pub struct Expect {
     /// Judge the change across all the matching steps together (from before the first to after
     /// the last), not across each.
     pub total: bool,
+    /// `by` is per object the step made (a hold's pipes: `StepRecord::made`), not in all.
+    pub each: bool,
 }
 
 impl Expect {
@@ -36,6 +38,20 @@ impl Expect {
             at_least: false,
             at_most: false,
             total: false,
+            each: false,
+        }
+    }
+
+    /// What step `st` must change the column by: `by`, or `by` times what it made with `each`
+    /// (None: it reports nothing made).
+    fn for_step(&self, st: &StepRecord) -> Option<Expect> {
+        match (self.each, st.made) {
+            (false, _) => Some(*self),
+            (true, Some(n)) => Some(Expect {
+                by: self.by * n as i64,
+                ..*self
+            }),
+            (true, None) => None,
         }
     }
 
@@ -127,7 +143,6 @@ pub fn change_in(
     expect: Expect,
     needs_moving: bool,
 ) -> CheckResult {
-    let by = expect.by;
     if let Some(r) = super::without_moving(&name, rec, needs_moving) {
         return r;
     }
@@ -136,30 +151,42 @@ pub fn change_in(
     };
     let events = (col.counter().and_then(crate::model::counter::counter))
         .is_some_and(|k| k.unit == crate::model::counter::Unit::Events);
-    let (tol, tol_text) = expect.tolerance(&rec.machine, events);
     let human_bytes = |v: i64| amount(v, events);
     let signed = |v: i64| signed_amount(v, events);
-    // A tolerance of half the change or more would pass a kernel that did half of it.
-    if (by != 0 || expect.at_least || expect.at_most) && 2 * tol >= by.abs() {
-        return missing(
-            name,
-            format!(
-                "the expected change {} is within twice the tolerance {} on this machine: a step that did half of it would pass, so the check could not fail",
-                signed(by),
-                human_bytes(tol)
-            ),
-        );
-    }
     let mut seen = Vec::new();
-    let wanted = if expect.at_least {
-        format!("{} or beyond, within {}", signed(by), human_bytes(tol))
-    } else if expect.at_most {
-        format!("{} or short of it, within {}", signed(by), human_bytes(tol))
-    } else {
-        format!("{} +- {}", signed(by), human_bytes(tol))
-    };
     let mut beyond = Vec::new();
+    let (mut wanted, mut tol_text) = (String::new(), String::new());
     for st in &spans(rec, (step, phase), expect.total) {
+        let Some(e) = expect.for_step(st) else {
+            return missing(
+                name,
+                format!(
+                    "the {step} step at t={:.3}s reports nothing it made",
+                    st.end
+                ),
+            );
+        };
+        let by = e.by;
+        let tol;
+        (tol, tol_text) = e.tolerance(&rec.machine, events);
+        // A tolerance of half the change or more would pass a kernel that did half of it.
+        if (by != 0 || e.at_least || e.at_most) && 2 * tol >= by.abs() {
+            return missing(
+                name,
+                format!(
+                    "the expected change {} is within twice the tolerance {} on this machine: a step that did half of it would pass, so the check could not fail",
+                    signed(by),
+                    human_bytes(tol)
+                ),
+            );
+        }
+        wanted = if e.at_least {
+            format!("{} or beyond, within {}", signed(by), human_bytes(tol))
+        } else if e.at_most {
+            format!("{} or short of it, within {}", signed(by), human_bytes(tol))
+        } else {
+            format!("{} +- {}", signed(by), human_bytes(tol))
+        };
         let r0 = row_done_before(rec, st.start);
         let Some(r1) = row_at_or_after(rec, st.end) else {
             return missing(
@@ -168,12 +195,12 @@ pub fn change_in(
             );
         };
         let d = rec.series.get(r1, c) - rec.series.get(r0, c);
-        if expect.wrong(d, tol) {
+        if e.wrong(d, tol) {
             let mut res = wrong(name, rec, (col, c, events), st, (r0, r1), by, wanted);
             res.tolerance = Some(tol_text);
             return res;
         }
-        if (expect.at_least || expect.at_most) && (d - by).abs() > tol {
+        if (e.at_least || e.at_most) && (d - by).abs() > tol {
             beyond.push(format!(
                 "{} at t={:.3}s",
                 human_bytes((d - by).abs()),
@@ -409,6 +436,10 @@ Result name: `change(<cgroup>.<counter> at <step>)`, or `change(<cgroup>.<counte
             "total",
             "judge the change across all such steps together, from before the first to after the last (default `false`: across each)",
         ),
+        opt(
+            "each",
+            "`by` is per object the step made (a hold's `pipes`: how many it made, fewer where the kernel refused one) (default `false`)",
+        ),
     ],
     parse,
     promises: &[],
@@ -445,6 +476,7 @@ pub fn parse(i: &CheckArgs) -> Result<Check, ScenarioError> {
             at_least,
             at_most,
             total: i.get::<bool>("total")?.is_some_and(|t| t.into_inner()),
+            each: i.get::<bool>("each")?.is_some_and(|t| t.into_inner()),
         },
         needs_moving,
     }))

@@ -251,6 +251,7 @@ impl Run<'_> {
             majflt: res.majflt,
             knob: res.knob.clone(),
             declined: res.declined.clone(),
+            made: res.made,
             immune: res.immune,
             immune_survived: res.immune_survived,
             outside_killed: res.outside_killed,

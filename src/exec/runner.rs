@@ -51,6 +51,13 @@ pub fn unmet_requirement(sc: &Scenario, version: Version, dedicated: bool) -> Op
                 );
             }
             Feature::Dedicated => true,
+            Feature::OomImmune if !proc::has_capability(proc::CAP_SYS_RESOURCE) => {
+                return Some(
+                    "needs to make a task unkillable (oom_score_adj -1000), which takes CAP_SYS_RESOURCE: this run does not have it (a container's root?)"
+                        .into(),
+                );
+            }
+            Feature::OomImmune => true,
         };
         if !ok {
             return Some(format!("kernel lacks {} (see `memcgtest env`)", f.name()));

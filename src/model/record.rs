@@ -100,6 +100,9 @@ pub struct StepRecord {
     /// or of a file without CONFIG_READ_ONLY_THP_FOR_FS): the step changed nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declined: Option<String>,
+    /// hold with pipes: how many the task made (fewer than asked where the kernel refused one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made: Option<u64>,
 }
 
 /// What a `set` step did to a file of its group: the value it wrote (none: it only read), how the

@@ -40,6 +40,7 @@ impl Hold {
             (self.zero, "zero-filled"),
             (self.lazyfree > 0, "partly MADV_FREE'd"),
             (self.shmem_huge, "shmem on a huge=always tmpfs"),
+            (self.unkillable, "unkillable"),
         ]
         .iter()
         .filter(|(on, _)| *on)

@@ -181,6 +181,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../scenarios/low-overcommit.toml"),
     ),
     (
+        "kmem-limit.toml",
+        include_str!("../../scenarios/kmem-limit.toml"),
+    ),
+    (
         "protection-oom.toml",
         include_str!("../../scenarios/protection-oom.toml"),
     ),
@@ -258,6 +262,9 @@ pub enum Feature {
     /// A machine of the run's own (`run --dedicated`; `memcgtest vm` guests are): the scenario
     /// puts the whole machine under memory pressure or changes machine-wide knobs.
     Dedicated,
+    /// The run may make a task unkillable (oom_score_adj -1000 needs CAP_SYS_RESOURCE, which a
+    /// container's root may lack).
+    OomImmune,
 }
 
 impl Feature {
@@ -266,6 +273,7 @@ impl Feature {
         ("vm-events", Feature::VmEvents),
         ("swap", Feature::Swap),
         ("dedicated", Feature::Dedicated),
+        ("oom-immune", Feature::OomImmune),
     ];
     pub fn name(self) -> &'static str {
         Feature::ALL.iter().find(|(_, f)| *f == self).unwrap().0
@@ -494,6 +502,9 @@ pub struct Hold {
     /// accounted slab, and a ring above 8 KiB taken from the page allocator (see `HOLD_KEYS`).
     pub pipes: u32,
     pub pipe_size: u64,
+    /// oom_score_adj -1000: the OOM killer may not pick it. At its group's limit with no other
+    /// task to kill, the kernel must refuse what it asks (ENOMEM), and its pipes stop there.
+    pub unkillable: bool,
 }
 
 impl Hold {

@@ -299,6 +299,7 @@ fn hold(t: Table, h: &Hold) -> Table {
         .bytes("sparse", h.sparse)
         .count("pipes", h.pipes)
         .bytes("pipe_size", h.pipe_size)
+        .flag("unkillable", h.unkillable)
 }
 
 /// A `[[cgroup]]` table.
@@ -406,6 +407,7 @@ mod tests {
             sparse: 64 << 20,
             pipes: 4,
             pipe_size: 1 << 20,
+            unkillable: true,
         };
         let steps = vec![
             Step::Write {

@@ -163,6 +163,23 @@ pub fn swap_enabled_in(proc: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// The capability that lets a task lower an oom_score_adj (to -1000: unkillable).
+pub const CAP_SYS_RESOURCE: u32 = 24;
+
+/// Whether this process has capability `cap` (a bit of CapEff in /proc/self/status).
+pub fn has_capability(cap: u32) -> bool {
+    let status = std::fs::read_to_string(Path::new(PROC).join("self/status")).unwrap_or_default();
+    has_capability_in(&status, cap)
+}
+
+/// [`has_capability`] from the text of a /proc/PID/status.
+pub fn has_capability_in(status: &str, cap: u32) -> bool {
+    (status.lines())
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .is_some_and(|bits| cap < 64 && bits >> cap & 1 == 1)
+}
+
 /// MemTotal from /proc/meminfo in bytes (0 if unreadable).
 pub fn mem_total_bytes() -> u64 {
     mem_total_bytes_in(Path::new(PROC))
@@ -651,5 +668,15 @@ mod tests {
         let e = user_cpu_seconds(&d.path().join("none")).unwrap_err();
         assert!(format!("{e:#}").contains("none/stat"), "{e:#}");
         assert!(user_cpu_seconds(Path::new(PROC)).unwrap() > 0.0);
+    }
+
+    #[test]
+    fn a_capability_is_a_bit_of_capeff() {
+        // A container's root: everything but CAP_SYS_RESOURCE (24).
+        let status = "Name:\tx\nCapPrm:\t000001fffeffffff\nCapEff:\t000001fffeffffff\n";
+        assert!(!has_capability_in(status, 24));
+        assert!(has_capability_in(status, 21) && has_capability_in(status, 0));
+        assert!(has_capability_in("CapEff:\t000001ffffffffff\n", 24));
+        assert!(!has_capability_in("Name:\tx\n", 0));
     }
 }

@@ -127,6 +127,7 @@ fn at_least_fails_only_short_of_what_was_asked() {
         at_least: true,
         at_most: false,
         total: false,
+        each: false,
     };
     let check = |col: &str, e| change("c".into(), &rec, &col.into(), StepKind::Move, e, false);
     // Asked to free 32 MiB, freed 64: beyond, allowed, said in the detail.
@@ -152,6 +153,46 @@ fn at_least_fails_only_short_of_what_was_asked() {
     assert_eq!(c.outcome, Outcome::NotExercised, "{}", c.detail);
     let c = check("a.anon", at_least(0));
     assert_eq!(c.outcome, Outcome::NotExercised, "{}", c.detail);
+}
+
+/// kmem-limit: with `each`, a step must change the column by `by` for every object it made.
+#[test]
+fn each_scales_by_what_the_step_made() {
+    // b.anon rises by 64 MiB across the step.
+    let mut rec = move_record(64 * MIB, None);
+    let each = Expect {
+        at_least: true,
+        each: true,
+        ..Expect::exactly(16 << 10)
+    };
+    let check = |rec: &Record| {
+        change(
+            "c".into(),
+            rec,
+            &"b.anon".into(),
+            StepKind::Move,
+            each,
+            false,
+        )
+    };
+    let made = |rec: &mut Record, n| rec.steps.iter_mut().for_each(|s| s.made = n);
+    // 4096 objects of at least 16 KiB: 64 MiB, as it rose.
+    made(&mut rec, Some(4096));
+    assert_eq!(check(&rec).outcome, Outcome::Pass, "{:?}", check(&rec));
+    // 8192 objects handed out, 64 MiB charged: half of them charged to no one.
+    made(&mut rec, Some(8192));
+    let c = check(&rec);
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(
+        c.expected.starts_with("+128.0 MiB or beyond"),
+        "{}",
+        c.expected
+    );
+    // A step that reports nothing made cannot be judged per object.
+    made(&mut rec, None);
+    let c = check(&rec);
+    assert_eq!(c.outcome, Outcome::NotExercised, "{}", c.detail);
+    assert!(c.detail.contains("reports nothing it made"), "{}", c.detail);
 }
 
 #[test]

@@ -40,9 +40,10 @@ pub(super) fn hold(env: &mut StepEnv, hold: &Hold) -> Result<JobResult, Stop> {
             sparse: hold.sparse,
             pipes: hold.pipes,
             pipe_size: hold.pipe_size,
+            unkillable: hold.unkillable,
         },
     };
-    let (h, secs, note) =
+    let (h, secs, made, note) =
         Holder::start(&job, env.group(&hold.cgroup), &env.limits()).map_err(|e| env.stop(e))?;
     if !note.is_empty() {
         env.notes
@@ -53,6 +54,7 @@ pub(super) fn hold(env: &mut StepEnv, hold: &Hold) -> Result<JobResult, Stop> {
     Ok(JobResult {
         bytes: hold.bytes(),
         seconds: secs,
+        made,
         ..Default::default()
     })
 }

@@ -128,6 +128,9 @@ pub struct JobResult {
     /// advise: why the kernel declined the advice (a collapse it could not make).
     #[serde(default)]
     pub declined: Option<String>,
+    /// hold with pipes: how many it made (fewer than asked when the kernel refused one).
+    #[serde(default)]
+    pub made: Option<u64>,
 }
 
 /// What a held task does besides holding its memory: how its anonymous memory is held, and the
@@ -169,6 +172,9 @@ pub struct HoldExtras {
     pub pipes: u32,
     #[serde(default)]
     pub pipe_size: u64,
+    /// oom_score_adj -1000; its pipes stop at the first the kernel refuses.
+    #[serde(default)]
+    pub unkillable: bool,
 }
 
 /// A running worker process.
@@ -396,7 +402,7 @@ impl Holder {
         job: &Job,
         cgroup: &Cgroup,
         limits: &Limits,
-    ) -> Result<(Holder, f64, String), WaitError> {
+    ) -> Result<(Holder, f64, Option<u64>, String), WaitError> {
         let mut worker = spawn(job, cgroup).map_err(|e| WaitError::Failed(e.into()))?;
         let stdin = worker.child.stdin.take().expect("holder stdin is piped");
         let stdout = std::io::BufReader::new(worker.child.stdout.take().expect("stdout piped"));
@@ -408,7 +414,12 @@ impl Holder {
             stdout,
         };
         let (secs, note) = h.answer_noted("ready", limits)?;
-        Ok((h, secs, note))
+        // "ready SECS made=N NOTE...": the pipes it made, when it was asked for some.
+        let (made, note) = match note.split_once(' ').unwrap_or((&note, "")) {
+            (m, rest) if m.starts_with("made=") => (m[5..].parse().ok(), rest.to_string()),
+            _ => (None, note),
+        };
+        Ok((h, secs, made, note))
     }
 
     /// Reads the holder's next line, which must start with `word`; returns the seconds it reports.

@@ -101,6 +101,10 @@ pub(super) const HOLD_KEYS: &[Key] = &[
         "bytes it queues on a TCP connection to itself over loopback, in a network namespace of its own, never read: socket buffers (default 0)",
     ),
     opt(
+        "unkillable",
+        "oom_score_adj -1000: the OOM killer may not pick it, so at its group's limit the kernel must refuse what it asks; its pipes then stop at the first refused (ENOMEM, or ENFILE when the pipe's inode cannot be had), and the step records how many it made (default false)",
+    ),
+    opt(
         "pipes",
         "pipes it makes and keeps open, 0..100000: each a pipe_inode_info, two files, an inode and a dentry, and its ring of pipe_size / 4 KiB slots (40 bytes each), all accounted kernel memory (slab) (default 0)",
     ),
@@ -192,6 +196,7 @@ pub(super) fn hold(i: &StepArgs) -> Result<Step, ScenarioError> {
         sparse,
         pipes,
         pipe_size,
+        unkillable: i.flag("unkillable")?,
     }))
 }
 

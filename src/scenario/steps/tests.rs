@@ -9,7 +9,7 @@ fn value(kind: StepKind, key: &str) -> String {
         "task" => "\"t\"".into(),
         "counter" => "\"dirty\"".into(),
         "fsync" | "dirty" | "redirty" | "huge" | "mlock" | "zero" | "shmem_huge" | "thread"
-        | "checked" => "true".into(),
+        | "unkillable" | "checked" => "true".into(),
         "count" | "clients" | "bystanders" | "immune" | "threads" | "files" | "fds" | "pipes" => {
             "2".into()
         }
@@ -120,6 +120,65 @@ fn nohugepage_without_readonly_is_refused_at_its_key() {
     };
     match read_step(text, &doc["x"], &groups).unwrap() {
         Step::Hold(h) => assert!(h.readonly && h.nohugepage),
+        s => panic!("{s:?}"),
+    }
+}
+
+/// The step's error for `toml` (one step `x`, groups g and admin), or the step.
+fn one_step(toml: &str) -> Result<Step, ScenarioError> {
+    let doc: std::collections::BTreeMap<String, Spanned<Table>> = toml::from_str(toml).unwrap();
+    let text = Text {
+        file: "f.toml",
+        text: toml,
+    };
+    let groups = vec!["g".to_string(), "admin".to_string()];
+    read_step(text, &doc["x"], &groups)
+}
+
+#[test]
+fn a_write_from_a_group_needs_a_value_and_a_declared_group() {
+    let set = |rest: &str| {
+        one_step(&format!(
+            "x = {{ action = \"set\", cgroup = \"g\", file = \"memory.max\",\n {rest} }}\n"
+        ))
+    };
+    let e = set("from = \"admin\"").unwrap_err();
+    assert!(e.msg.contains("it needs a value"), "{e}");
+    assert_eq!(e.line, 2, "{e}");
+    let e = set("value = \"8M\", from = \"nobody\"").unwrap_err();
+    assert!(e.msg.contains("no cgroup named \"nobody\""), "{e}");
+    match set("value = \"8M\", from = \"admin\"").unwrap() {
+        Step::Set { from, .. } => assert_eq!(from.as_deref(), Some("admin")),
+        s => panic!("{s:?}"),
+    }
+}
+
+#[test]
+fn pipe_size_is_a_power_of_two_for_pipes() {
+    let hold = |rest: &str| {
+        one_step(&format!(
+            "x = {{ action = \"hold\", cgroup = \"g\", task = \"t\", {rest} }}\n"
+        ))
+    };
+    for bad in [
+        "pipes = 4, pipe_size = \"3K\"",
+        "pipes = 4, pipe_size = \"32M\"",
+        "anon = \"1M\", pipe_size = \"1M\"",
+    ] {
+        let e = hold(bad).unwrap_err();
+        assert!(
+            e.msg.contains("a power of two from 4K to 16M"),
+            "{bad}: {e}"
+        );
+    }
+    assert!(
+        hold("pipes = 100001")
+            .unwrap_err()
+            .msg
+            .contains("0..100000")
+    );
+    match hold("pipes = 4, pipe_size = \"1M\", unkillable = true").unwrap() {
+        Step::Hold(h) => assert_eq!((h.pipes, h.pipe_size, h.unkillable), (4, 1 << 20, true)),
         s => panic!("{s:?}"),
     }
 }

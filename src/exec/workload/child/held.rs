@@ -407,21 +407,27 @@ pub(super) fn kernel_memory(extras: &HoldExtras) -> Result<KernelMemory> {
         // SAFETY: r is the descriptor just made, owned here.
         fd = Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(r) });
     }
-    let pipes = make_pipes(extras.pipes, extras.pipe_size)?;
+    let pipes = make_pipes(extras.pipes, extras.pipe_size, extras.unkillable)?;
     Ok((threads, fd, pipes))
 }
 
 /// `n` pipes, each resized to `size` bytes when not 0 (F_SETPIPE_SZ; root may pass
 /// fs.pipe-max-size). The kernel allocates a pipe's ring of `size` / 4 KiB slots with
-/// GFP_KERNEL_ACCOUNT: charged to the task's group. Both ends are kept.
-fn make_pipes(n: u32, size: u64) -> Result<Vec<std::os::fd::OwnedFd>> {
+/// GFP_KERNEL_ACCOUNT: charged to the task's group. Both ends are kept. With `refusable`, the
+/// first pipe the kernel refuses ends the making: ENOMEM, or ENFILE, which pipe(2) returns when
+/// it cannot allocate the pipe's inode or pipe_inode_info (create_pipe_files).
+fn make_pipes(n: u32, size: u64, refusable: bool) -> Result<Vec<std::os::fd::OwnedFd>> {
     use std::os::fd::FromRawFd;
     let mut fds = Vec::with_capacity(2 * n as usize);
     for i in 0..n {
         let mut p = [0i32; 2];
         // SAFETY: p has room for the two descriptors pipe2 returns.
         if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            bail!("pipe {} of {n}: {}", i + 1, std::io::Error::last_os_error());
+            let e = std::io::Error::last_os_error();
+            if refusable && matches!(e.raw_os_error(), Some(libc::ENOMEM | libc::ENFILE)) {
+                break;
+            }
+            bail!("pipe {} of {n}: {e}", i + 1);
         }
         // SAFETY: both descriptors were just made and are owned here.
         fds.extend(p.map(|d| unsafe { std::os::fd::OwnedFd::from_raw_fd(d) }));

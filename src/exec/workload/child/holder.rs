@@ -30,6 +30,9 @@ pub(super) fn hold(
     // A kernel without TCP (CONFIG_INET) holds none: a note, and the checks over sock say
     // they were not exercised.
     let mut notes = Vec::new();
+    if extras.unkillable {
+        std::fs::write("/proc/self/oom_score_adj", "-1000").context("oom_score_adj -1000")?;
+    }
     let _sock = match extras.sock {
         0 => Vec::new(),
         n => hold_sock(n).unwrap_or_else(|e| {
@@ -48,9 +51,13 @@ pub(super) fn hold(
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut writers = start_writers((mapping, file), (file_size, redirty, write), &stop);
     let mut out = std::io::stdout().lock();
+    let made = match extras.pipes {
+        0 => String::new(),
+        _ => format!("made={} ", _kernel.2.len() / 2),
+    };
     writeln!(
         out,
-        "ready {} {}",
+        "ready {} {made}{}",
         t.elapsed().as_secs_f64(),
         notes.join("; ")
     )?;
