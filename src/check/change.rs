@@ -168,24 +168,9 @@ pub fn change_in(
         };
         let by = e.by;
         let tol;
-        (tol, tol_text) = e.tolerance(&rec.machine, events);
-        // A tolerance of half the change or more would pass a kernel that did half of it.
-        if (by != 0 || e.at_least || e.at_most) && 2 * tol >= by.abs() {
-            return missing(
-                name,
-                format!(
-                    "the expected change {} is within twice the tolerance {} on this machine: a step that did half of it would pass, so the check could not fail",
-                    signed(by),
-                    human_bytes(tol)
-                ),
-            );
-        }
-        wanted = if e.at_least {
-            format!("{} or beyond, within {}", signed(by), human_bytes(tol))
-        } else if e.at_most {
-            format!("{} or short of it, within {}", signed(by), human_bytes(tol))
-        } else {
-            format!("{} +- {}", signed(by), human_bytes(tol))
+        (tol, tol_text, wanted) = match bounds(&e, &rec.machine, events) {
+            Ok(b) => b,
+            Err(why) => return missing(name, why),
         };
         let r0 = row_done_before(rec, st.start);
         let Some(r1) = row_at_or_after(rec, st.end) else {
@@ -229,22 +214,38 @@ pub fn change_in(
     );
     res.tolerance = Some(tol_text);
     if !beyond.is_empty() {
+        let (how, key) = match expect.at_least {
+            true => ("beyond", "at_least"),
+            false => ("short of", "at_most"),
+        };
         res.detail += &format!(
-            "; {} what was asked (allowed here: {}): {}",
-            if expect.at_least {
-                "beyond"
-            } else {
-                "short of"
-            },
-            if expect.at_least {
-                "at_least"
-            } else {
-                "at_most"
-            },
+            "; {how} what was asked (allowed here: {key}): {}",
             beyond.join(", ")
         );
     }
     res
+}
+
+/// The tolerance for `e`, where it comes from, and what is expected in words; Err: why the check
+/// could not fail (a tolerance of half the change or more would pass a kernel that did half).
+fn bounds(e: &Expect, m: &Machine, events: bool) -> Result<(i64, String, String), String> {
+    let (by, (tol, tol_text)) = (e.by, e.tolerance(m, events));
+    let (signed, human) = (|v| signed_amount(v, events), |v| amount(v, events));
+    if (by != 0 || e.at_least || e.at_most) && 2 * tol >= by.abs() {
+        return Err(format!(
+            "the expected change {} is within twice the tolerance {} on this machine: a step that did half of it would pass, so the check could not fail",
+            signed(by),
+            human(tol)
+        ));
+    }
+    let wanted = if e.at_least {
+        format!("{} or beyond, within {}", signed(by), human(tol))
+    } else if e.at_most {
+        format!("{} or short of it, within {}", signed(by), human(tol))
+    } else {
+        format!("{} +- {}", signed(by), human(tol))
+    };
+    Ok((tol, tol_text, wanted))
 }
 
 /// The steps of kind `step` (in `phase`, if given) that did what they were asked, each on its
