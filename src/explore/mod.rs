@@ -22,9 +22,10 @@ mod world;
 /// A mebibyte: the unit of the sizes the generator draws.
 const MIB: u64 = 1 << 20;
 
-/// The step strategies the generator draws from, as a markdown table (docs/explore.md).
+/// The step strategies the generator draws from and the motifs it adds, as markdown tables
+/// (docs/explore.md), each with the kind of condition it makes.
 pub fn strategies_table() -> String {
-    strategy::table()
+    format!("{}\n{}", strategy::table(), motifs::table())
 }
 
 use std::path::{Path, PathBuf};
@@ -110,6 +111,9 @@ pub fn explore(place: &Place, o: &Options) -> Result<u8, Error> {
     {
         let case = generator::generate(seed, index, &m);
         index += 1;
+        for c in strategy::conditions(&case.phases) {
+            *t.conditions.entry(c).or_default() += 1;
+        }
         if let Some(f) = e.case(case, o, &mut t)? {
             t.found.push(f);
             if o.first {
@@ -161,6 +165,8 @@ struct Tally {
     results: Vec<ScenarioResult>,
     found: Vec<Found>,
     flaky: u32,
+    /// How many cases made each kind of condition (`strategy::conditions`).
+    conditions: std::collections::BTreeMap<strategy::Condition, u32>,
 }
 
 impl Explorer<'_> {
@@ -296,7 +302,7 @@ impl Explorer<'_> {
             &t.found,
             (t.flaky, known_failures),
             self.out,
-        );
+        ) + &reached(&t.conditions);
         self.say(&summary);
         write(&self.out.join("summary.txt"), &summary)?;
         let verdict = if cleanup::interrupted() {
@@ -418,6 +424,14 @@ fn shrink(
         break;
     }
     Ok((chain, runs))
+}
+
+/// "; conditions made: workload 8, history 3, ..." (every kind, 0 where no case made it).
+fn reached(counts: &std::collections::BTreeMap<strategy::Condition, u32>) -> String {
+    let each: Vec<String> = (strategy::Condition::ALL.iter())
+        .map(|c| format!("{} {}", c.name(), counts.get(c).copied().unwrap_or(0)))
+        .collect();
+    format!("conditions made (cases): {}\n", each.join(", "))
 }
 
 fn summary(

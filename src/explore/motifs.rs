@@ -7,11 +7,60 @@ use super::MIB;
 use super::case::Declared;
 use super::dice::Dice;
 use super::generator::{Machine, phase};
+use super::strategy::Condition;
 use super::tree::{cap_above, is_leaf, protectable};
 use super::world::World;
 use crate::model::Version;
 use crate::model::record::within;
 use crate::scenario::{CgroupSpec, Hold, Phase, Step};
+
+/// The motifs: name, the kind of condition it makes, how often and what it adds (docs/explore.md).
+const MOTIFS: &[(&str, Condition, &str)] = &[
+    (
+        "protection",
+        Condition::History,
+        "v2, 1 case in 4: a leaf with memory.min writes first, then a sibling presses the parent's limit (reclaim rooted above a protection set before the groups grew)",
+    ),
+    (
+        "move",
+        Condition::History,
+        "v1 with charge moving, 1 case in 4: a held task moved with its charges",
+    ),
+    (
+        "hold",
+        Condition::Workload,
+        "2 cases in 5: a held task whose anon and shmem must show",
+    ),
+    (
+        "thread",
+        Condition::Allocation,
+        "v2, 3 cases in 10: 768 threads (kernel stacks) and 64 pipes of 1 MiB (rings above the largest kmalloc size class)",
+    ),
+    (
+        "limit",
+        Condition::History,
+        "1 case in 4: a limit lowered below what a leaf wrote, then lifted",
+    ),
+    (
+        "mid-flight",
+        Condition::MidFlight,
+        "1 case in 5: memory.high (v1: memory.soft_limit_in_bytes) lowered to a quarter of a file a held task keeps dirtying through its mapping, while it dirties, then lifted",
+    ),
+    (
+        "concurrency",
+        Condition::Concurrency,
+        "1 case in 5: 2 to 4 tasks of one leaf faulting at the same moment",
+    ),
+];
+
+/// The motifs as a markdown table.
+pub fn table() -> String {
+    let mut t = String::from("| motif | condition | what it adds |\n|---|---|---|\n");
+    for (name, c, what) in MOTIFS {
+        t += &format!("| {name} | {} | {what} |\n", c.name());
+    }
+    t
+}
 
 /// The shape `protected` judges, which random steps almost never make (0 declarations in 5400
 /// cases): a leaf with memory.min under a parent where reclaim is rooted writes a file of up to
@@ -212,7 +261,9 @@ pub fn hold_motif(
 /// of kernel stacks (16 KiB each on x86_64), which `identities` must find within the leaf's
 /// kernel memory (v2 kernel_stack within kernel). Random holds start no threads. Fewer would
 /// not do: the rule's tolerance is the unflushed bound of each of its six counters (6.5 MiB on
-/// 2 CPUs), and 256 threads' stacks counted twice (4 MiB too many) stayed within it.
+/// 2 CPUs), and 256 threads' stacks counted twice (4 MiB too many) stayed within it. The task
+/// also makes 64 pipes of 1 MiB: rings above the largest kmalloc size class, which SLUB takes
+/// from the page allocator (1 MiB of slab_unreclaimable, within kernel for `identities`).
 pub fn thread_motif(
     d: &mut Dice,
     m: &Machine,
@@ -228,8 +279,8 @@ pub fn thread_motif(
         return;
     }
     let g = d.pick(&leaves).name.clone();
-    // The threads' kernel stacks and the few pages of their user stacks.
-    let task = w.hold(&g, MIB, 24 * MIB);
+    // The threads' kernel stacks and the few pages of their user stacks, the pipes' slab.
+    let task = w.hold(&g, MIB, 26 * MIB);
     motif_phase(
         phases,
         Step::Hold(Hold {
@@ -237,6 +288,8 @@ pub fn thread_motif(
             cgroup: g,
             anon: MIB,
             threads: 768,
+            pipes: 64,
+            pipe_size: MIB,
             ..Hold::default()
         }),
     );
@@ -323,4 +376,98 @@ fn uncapped_leaves<'a>(
         .filter(|g| is_leaf(groups, &g.name) && !w.exhausted.contains(&g.name))
         .filter(|g| cap_above(groups, &g.name) == u64::MAX && g.move_charge.is_none())
         .filter(|g| w.room(groups, &g.name, m.budget()) >= 32 * MIB)
+}
+
+/// Knobs changed mid-flight: in a phase of its own, an uncapped leaf with no task of its own
+/// writes 16 to 32 MiB of a file (fsync), then a task maps it and keeps dirtying every page in
+/// the background (`hold` with `redirty`) while a knob is lowered to a quarter of that under it,
+/// held 300 ms, and lifted again; then the task stops dirtying. v2 lowers memory.high: the pages
+/// are written back, reclaimed and faulted in again under it, their charges racing the write of
+/// memory.high, and every invariant then judges the state (memory.high, not max: a task above
+/// high is throttled, never OOM-killed). v1 lowers memory.soft_limit_in_bytes, which only global
+/// pressure enforces: a write racing the charges and no more.
+pub fn midflight_motif(
+    d: &mut Dice,
+    m: &Machine,
+    groups: &[CgroupSpec],
+    w: &mut World,
+    phases: &mut Vec<Phase>,
+) {
+    let leaves = limitable(m, groups, w);
+    if leaves.is_empty() {
+        return;
+    }
+    let (knob, none) = match m.version {
+        Version::V2 => ("memory.high", "max"),
+        Version::V1 => ("memory.soft_limit_in_bytes", "-1"),
+    };
+    let g = d.pick(&leaves).clone();
+    let size = d.mib(16, 32);
+    let file = w.write(groups, &g, size);
+    w.maps(&file, &g);
+    let task = w.hold(&g, MIB, MIB + size);
+    if let Some(t) = w.tasks.last_mut() {
+        t.file = Some(file.clone());
+    }
+    let set = |value: String| Step::Set {
+        cgroup: g.clone(),
+        file: knob.into(),
+        value: Some(value),
+        from: None,
+    };
+    let write = Step::Write {
+        cgroup: g.clone(),
+        file: file.clone(),
+        size,
+        block_size: MIB,
+        fsync: true,
+    };
+    motif_phase(phases, write);
+    let steps = &mut phases.last_mut().expect("the motif's phase").steps;
+    steps.push(Step::Hold(Hold {
+        task: task.clone(),
+        cgroup: g.clone(),
+        anon: MIB,
+        file: Some(file),
+        size,
+        dirty: true,
+        redirty: true,
+        ..Hold::default()
+    }));
+    steps.push(set(format!("{}M", size / 4 / MIB)));
+    steps.push(Step::Sleep(std::time::Duration::from_millis(300)));
+    steps.push(set(none.into()));
+    steps.push(Step::Wait { task });
+}
+
+/// Concurrency: in a phase of its own, 2 to 4 tasks of one leaf with room for them fault in 1 to
+/// 4 MiB each at the same moment, for 300 ms (`fault` with clients): their charges and
+/// uncharges race on the group's page counter and per-CPU stock, which every invariant then
+/// judges.
+pub fn concurrency_motif(
+    d: &mut Dice,
+    m: &Machine,
+    groups: &[CgroupSpec],
+    w: &World,
+    phases: &mut Vec<Phase>,
+) {
+    let clients = 2 + d.index(3) as u32;
+    let leaves: Vec<&CgroupSpec> = (groups.iter())
+        .filter(|g| is_leaf(groups, &g.name) && !w.exhausted.contains(&g.name))
+        .filter(|g| w.room(groups, &g.name, m.budget()) >= 8 * MIB * clients as u64)
+        .collect();
+    if leaves.is_empty() {
+        return;
+    }
+    let g = d.pick(&leaves).name.clone();
+    let size = d.mib(1, 4);
+    motif_phase(
+        phases,
+        Step::Fault {
+            cgroup: g,
+            size,
+            clients,
+            duration: std::time::Duration::from_millis(300),
+        },
+    );
 }

@@ -69,10 +69,13 @@ fn each_step(c: &Case, f: fn(&mut Step)) -> Case {
     v
 }
 
-/// A hold without its variations: base pages, no zero pages or lazyfree, a clean mapping.
+/// A hold without its variations: base pages, no zero pages or lazyfree, a clean mapping that
+/// nothing dirties again.
 fn plain(s: &mut Step) {
     if let Step::Hold(h) = s {
         (h.huge, h.zero, h.lazyfree, h.dirty, h.shmem_huge) = (false, false, 0, false, false);
+        // Redirtying needs a dirtied mapping.
+        h.redirty = false;
     }
 }
 

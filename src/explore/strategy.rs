@@ -37,6 +37,75 @@ pub struct Strategy {
     pub draw: fn(&mut Dice, At, &mut World) -> Option<Step>,
     /// When it is drawn and what it draws, for docs/explore.md.
     pub doc: (&'static str, &'static str),
+    /// The kind of condition it makes.
+    pub condition: Condition,
+}
+
+/// The kinds of condition a real memcg bug needs before anything visible goes wrong, which the
+/// generator's strategies and motifs make (docs/explore.md lists which makes which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Condition {
+    /// Plain workload: page cache written, read, mapped, dropped; anon faulted, held, released.
+    Workload,
+    /// What happened before the moment that matters: reclaim from the group or from its parent,
+    /// protection set before the groups grew, tasks moved in with their charges.
+    History,
+    /// Kinds of allocation beyond page cache and anon: kernel stacks, slab of several size
+    /// classes and above them (large kmallocs), shmem, huge pages.
+    Allocation,
+    /// Tasks of one group charging or dying at the same moment.
+    Concurrency,
+    /// A knob written while the workload it governs runs.
+    MidFlight,
+}
+
+impl Condition {
+    pub const ALL: [Condition; 5] = [
+        Condition::Workload,
+        Condition::History,
+        Condition::Allocation,
+        Condition::Concurrency,
+        Condition::MidFlight,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Condition::Workload => "workload",
+            Condition::History => "history",
+            Condition::Allocation => "allocation",
+            Condition::Concurrency => "concurrency",
+            Condition::MidFlight => "mid-flight",
+        }
+    }
+}
+
+/// The conditions the steps of `phases` make: each step's by its kind, and by what it does where
+/// one kind makes several (a hold of kernel memory, a fault loop of several tasks, a knob
+/// written while a held task keeps writing).
+pub fn conditions(phases: &[crate::scenario::Phase]) -> std::collections::BTreeSet<Condition> {
+    let mut writing = false;
+    let mut out = std::collections::BTreeSet::new();
+    for step in phases.iter().flat_map(|p| &p.steps) {
+        let c = match step {
+            Step::Hold(h) => {
+                writing |= h.write > 0 || h.redirty;
+                match h.threads + h.pipes > 0 || h.shmem > 0 || h.huge {
+                    true => Condition::Allocation,
+                    false => Condition::Workload,
+                }
+            }
+            Step::Wait { .. } | Step::Release { .. } => {
+                writing = false;
+                Condition::Workload
+            }
+            Step::Fault { clients, .. } if *clients > 1 => Condition::Concurrency,
+            Step::Exhaust { bystanders, .. } if *bystanders > 0 => Condition::Concurrency,
+            Step::Set { value: Some(_), .. } if writing => Condition::MidFlight,
+            Step::Set { .. } | Step::Reclaim { .. } | Step::Move { .. } => Condition::History,
+            _ => Condition::Workload,
+        };
+        out.insert(c);
+    }
+    out
 }
 
 /// The strategies, in the order their weights are summed (the order is part of the seed's
@@ -47,6 +116,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 14,
         when: always,
         draw: write,
+        condition: Condition::Workload,
         doc: (
             "always",
             "a buffered write of a new file, 1 MiB up to the size budget, in blocks of 4 KiB, 64 KiB or 1 MiB, with fsync one time in five",
@@ -57,6 +127,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 6,
         when: always,
         draw: mmap_write,
+        condition: Condition::Workload,
         doc: (
             "always",
             "a write through a shared mapping of a new file, up to half the budget, held 100 to 800 ms",
@@ -67,6 +138,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 6,
         when: always,
         draw: read,
+        condition: Condition::Workload,
         doc: (
             "always",
             "the first time and 3 times in 10 a `create` of a file for readers (made, not measured); else a `read` of one, cold or (4 in 10) warm",
@@ -77,6 +149,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 5,
         when: has_files,
         draw: truncate,
+        condition: Condition::Workload,
         doc: (
             "a written file exists",
             "a written file truncated to 0 or half its size",
@@ -87,6 +160,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 3,
         when: has_files,
         draw: unlink,
+        condition: Condition::Workload,
         doc: (
             "a written file exists",
             "a written file removed, unless a held task maps it (its pages would outlive the name the per-file truth reads)",
@@ -97,6 +171,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 3,
         when: has_files,
         draw: fsync,
+        condition: Condition::Workload,
         doc: ("a written file exists", "fsync(2) of a written file"),
     },
     Strategy {
@@ -104,6 +179,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 8,
         when: always,
         draw: sync,
+        condition: Condition::Workload,
         doc: ("always", "sync(2)"),
     },
     Strategy {
@@ -111,6 +187,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 4,
         when: always,
         draw: sleep,
+        condition: Condition::Workload,
         doc: ("always", "100 to 500 ms"),
     },
     Strategy {
@@ -118,6 +195,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 4,
         when: room_for_2m,
         draw: fault,
+        condition: Condition::Workload,
         doc: (
             "the leaf has 2 MiB of room",
             "a fault loop over 1 to 16 MiB, within the room, for 100 to 500 ms",
@@ -128,6 +206,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 3,
         when: room_for_2m,
         draw: usemem,
+        condition: Condition::Workload,
         doc: (
             "the leaf has 2 MiB of room",
             "anon of up to half the room, touched and freed",
@@ -138,6 +217,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 10,
         when: can_hold,
         draw: hold,
+        condition: Condition::Allocation,
         doc: (
             "the leaf has 4 MiB of room and no `exhaust` ran there",
             "a task holding anon, shmem and maybe a written file mapped (dirtied or not); some of its anon huge, zero-filled or lazily freed",
@@ -148,6 +228,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 3,
         when: has_tasks,
         draw: grow,
+        condition: Condition::Workload,
         doc: (
             "a task is held",
             "more anon for a held task, within its group's room (a mapping of its own)",
@@ -158,6 +239,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 4,
         when: has_anon,
         draw: advise,
+        condition: Condition::History,
         doc: (
             "a held task has anon",
             "pageout (touch without swap), cold, touch or collapse of its anon",
@@ -168,6 +250,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 5,
         when: has_tasks,
         draw: move_task,
+        condition: Condition::History,
         doc: (
             "a task is held",
             "a held task moved to another leaf with room for all it holds, where no `exhaust` ran",
@@ -178,6 +261,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 5,
         when: has_tasks,
         draw: release,
+        condition: Condition::Workload,
         doc: ("a task is held", "a held task's exit"),
     },
     Strategy {
@@ -185,6 +269,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 4,
         when: has_cache,
         draw: reclaim,
+        condition: Condition::History,
         doc: (
             "v2, and the leaf surely holds 2 MiB of page cache its own writes made",
             "memory.reclaim of 1 MiB up to half of that, at most 8 MiB",
@@ -195,6 +280,7 @@ pub const STRATEGIES: &[Strategy] = &[
         weight: 3,
         when: always,
         draw: exhaust,
+        condition: Condition::Concurrency,
         doc: (
             "the leaf has a limit and no swap, holds no task, was not exhausted, and a memory.high above throttles the climb for at most 20 s",
             "anon twice the limit, which the OOM killer must end, with 0 to 2 bystanders",
@@ -205,13 +291,15 @@ pub const STRATEGIES: &[Strategy] = &[
 /// The strategies as a markdown table (docs/explore.md).
 pub fn table() -> String {
     let total: u64 = STRATEGIES.iter().map(|s| s.weight).sum();
-    let mut t =
-        String::from("| step kind | weight | drawn when | what it draws |\n|---|---|---|---|\n");
+    let mut t = String::from(
+        "| step kind | weight | condition | drawn when | what it draws |\n|---|---|---|---|---|\n",
+    );
     for s in STRATEGIES {
         let pct = s.weight as f64 * 100.0 / total as f64;
         t += &format!(
-            "| `{}` | {pct:.0} % | {} | {} |\n",
+            "| `{}` | {pct:.0} % | {} | {} | {} |\n",
             s.kind.name(),
+            s.condition.name(),
             s.doc.0,
             s.doc.1
         );
