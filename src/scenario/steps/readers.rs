@@ -102,7 +102,7 @@ pub(super) const HOLD_KEYS: &[Key] = &[
     ),
     opt(
         "unkillable",
-        "oom_score_adj -1000: the OOM killer may not pick it, so at its group's limit the kernel must refuse what it asks; its pipes then stop at the first refused (ENOMEM, or ENFILE when the pipe's inode cannot be had), and the step records how many it made (default false)",
+        "oom_score_adj -1000: the OOM killer may not pick it, so at its group's limit the kernel must refuse what it asks; its pipes then stop at the first refused (ENOMEM, or ENFILE when the pipe's inode cannot be had) and it closes its last 64 again, room for its own replies at the limit; the step records how many it kept (default false)",
     ),
     opt(
         "pipes",

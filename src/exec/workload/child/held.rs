@@ -414,8 +414,9 @@ pub(super) fn kernel_memory(extras: &HoldExtras) -> Result<KernelMemory> {
 /// `n` pipes, each resized to `size` bytes when not 0 (F_SETPIPE_SZ; root may pass
 /// fs.pipe-max-size). The kernel allocates a pipe's ring of `size` / 4 KiB slots with
 /// GFP_KERNEL_ACCOUNT: charged to the task's group. Both ends are kept. With `refusable`, the
-/// first pipe the kernel refuses ends the making: ENOMEM, or ENFILE, which pipe(2) returns when
-/// it cannot allocate the pipe's inode or pipe_inode_info (create_pipe_files).
+/// first pipe the kernel refuses ends the making (ENOMEM, or ENFILE, which pipe(2) returns when
+/// it cannot allocate the pipe's inode or pipe_inode_info: create_pipe_files), and the last 64
+/// made are closed again.
 fn make_pipes(n: u32, size: u64, refusable: bool) -> Result<Vec<std::os::fd::OwnedFd>> {
     use std::os::fd::FromRawFd;
     let mut fds = Vec::with_capacity(2 * n as usize);
@@ -425,6 +426,11 @@ fn make_pipes(n: u32, size: u64, refusable: bool) -> Result<Vec<std::os::fd::Own
         if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             let e = std::io::Error::last_os_error();
             if refusable && matches!(e.raw_os_error(), Some(libc::ENOMEM | libc::ENFILE)) {
+                // Room for what the task must still do at its limit: its replies to the runner
+                // go through a pipe whose pages are charged to its group (Debian's 6.1 refused
+                // the page of its last reply). 64 pipes give back about 150 KiB.
+                let keep = fds.len().saturating_sub(2 * 64);
+                fds.truncate(keep);
                 break;
             }
             bail!("pipe {} of {n}: {e}", i + 1);
