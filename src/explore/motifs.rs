@@ -331,19 +331,8 @@ pub fn limit_motif(
         Version::V2 => ("memory.max", "max"),
         Version::V1 => ("memory.limit_in_bytes", "-1"),
     };
-    let set = |value: String| Step::Set {
-        cgroup: g.clone(),
-        file: knob.to_string(),
-        value: Some(value),
-        from: None,
-    };
-    let write = Step::Write {
-        cgroup: g.clone(),
-        file,
-        size,
-        block_size: MIB,
-        fsync: true,
-    };
+    let set = |value: String| set_knob(&g, knob, value);
+    let write = fsynced_write(&g, file, size);
     motif_phase(phases, write);
     let steps = &mut phases.last_mut().expect("the motif's phase").steps;
     steps.push(Step::Sync);
@@ -409,19 +398,8 @@ pub fn midflight_motif(
     if let Some(t) = w.tasks.last_mut() {
         t.file = Some(file.clone());
     }
-    let set = |value: String| Step::Set {
-        cgroup: g.clone(),
-        file: knob.into(),
-        value: Some(value),
-        from: None,
-    };
-    let write = Step::Write {
-        cgroup: g.clone(),
-        file: file.clone(),
-        size,
-        block_size: MIB,
-        fsync: true,
-    };
+    let set = |value: String| set_knob(&g, knob, value);
+    let write = fsynced_write(&g, file.clone(), size);
     motif_phase(phases, write);
     let steps = &mut phases.last_mut().expect("the motif's phase").steps;
     steps.push(Step::Hold(Hold {
@@ -470,4 +448,25 @@ pub fn concurrency_motif(
             duration: std::time::Duration::from_millis(300),
         },
     );
+}
+
+/// The runner writes `value` to `g`'s `knob`.
+fn set_knob(g: &str, knob: &str, value: String) -> Step {
+    Step::Set {
+        cgroup: g.to_string(),
+        file: knob.to_string(),
+        value: Some(value),
+        from: None,
+    }
+}
+
+/// `g` writes `size` bytes of `file` in 1 MiB blocks and fsyncs it.
+fn fsynced_write(g: &str, file: String, size: u64) -> Step {
+    Step::Write {
+        cgroup: g.to_string(),
+        file,
+        size,
+        block_size: MIB,
+        fsync: true,
+    }
 }

@@ -354,7 +354,7 @@ fn write_from(
                     std::io::Error::other("its cgroup.procs refused it"),
                 )),
                 nix::sys::wait::WaitStatus::Exited(_, e) => {
-                    Ok(Some(format!("{:?}", nix::errno::Errno::from_raw(e))))
+                    Ok(Some(errno_name(&std::io::Error::from_raw_os_error(e))))
                 }
                 other => Err(fail(
                     "the writer",
