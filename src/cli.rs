@@ -444,6 +444,11 @@ pub struct VmArgs {
     /// Guest memory.
     #[arg(long, default_value = "2G", value_parser = units::parse_size)]
     pub memory: u64,
+    /// NUMA nodes of the guest: its memory split evenly, CPU i on node i mod N (1..=8). With
+    /// two, pages migrate across nodes (the numa-migration scenario) and memory.numa_stat has a
+    /// second node to be wrong about.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub numa_nodes: u32,
     /// Size of the sparse ext4 scratch disk.
     #[arg(long, default_value = "4G", value_parser = units::parse_size)]
     pub disk: u64,

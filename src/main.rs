@@ -452,6 +452,7 @@ fn vm_options(cli: &Cli, a: &cli::VmArgs, guest: &[String]) -> vm::Options {
                 .min(4) as u32
         }),
         memory_mib: a.memory >> 20,
+        numa_nodes: a.numa_nodes,
         disk_mib: a.disk >> 20,
         slow_disk_bps: a.slow_disk_bps,
         timeout: a.timeout,

@@ -337,6 +337,7 @@ pub const KINDS: &[Kind] = &[
     slowed::KIND,
     stalled::KIND,
     within_node::KIND,
+    placed::KIND,
 ];
 
 /// The `cgroup` key most checks take.
@@ -622,6 +623,7 @@ mod observed;
 mod oom_kills;
 mod oom_waits;
 mod peak_reset;
+mod placed;
 mod protected;
 mod ratio;
 mod reference;
@@ -655,6 +657,7 @@ pub use notifies::Notifies;
 pub use numa_stat::{NumaStat, numa_stat};
 pub use observed::{Observed, observed};
 pub use oom_kills::{OomKills, oom_kills};
+pub use placed::{Placed, placed};
 pub use protected::{Protected, protected};
 pub use ratio::{Ratio, ratio};
 pub use reference::STALE_WINDOW;

@@ -252,6 +252,7 @@ impl Run<'_> {
             knob: res.knob.clone(),
             declined: res.declined.clone(),
             made: res.made,
+            placed: res.placed.clone(),
             immune: res.immune,
             immune_survived: res.immune_survived,
             outside_killed: res.outside_killed,

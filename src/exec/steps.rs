@@ -24,7 +24,7 @@ mod workers;
 
 pub(super) use kernel::tune_machine;
 use kernel::{KHUGEPAGED_SCANS, await_counter, make_cgroups, reclaim, set, wait_machine};
-use tasks::{advise, grow, hold, move_task, move_thread, release, wait};
+use tasks::{advise, grow, hold, migrate, move_task, move_thread, release, wait};
 use workers::{child, drop_files};
 use workers::{create, exhaust, fault, read, usemem};
 
@@ -215,6 +215,7 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             advice,
             region,
         } => advise(env, task, *advice, *region),
+        Step::Migrate { task, region, node } => migrate(env, task, *region, *node),
         Step::Cgroups { cgroup, count } => make_cgroups(env, cgroup, *count),
         Step::Set {
             cgroup,

@@ -156,8 +156,14 @@ impl Case {
         if self.writes() {
             out += "writeback = true\n";
         }
-        if self.swap {
-            out += "features = [\"swap\"]\n";
+        let numa = (self.phases.iter().flat_map(|p| &p.steps))
+            .any(|s| matches!(s, crate::scenario::Step::Migrate { .. }));
+        let features: Vec<&str> = [(self.swap, "\"swap\""), (numa, "\"numa\"")]
+            .into_iter()
+            .filter_map(|(on, f)| on.then_some(f))
+            .collect();
+        if !features.is_empty() {
+            out += &format!("features = [{}]\n", features.join(", "));
         }
         out += "\n[sample]\ninterval = \"20ms\"\n";
         for g in &self.groups {

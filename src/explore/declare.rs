@@ -165,6 +165,7 @@ impl<'a> Own<'a> {
                 Step::Release { task }
                 | Step::Grow { task, .. }
                 | Step::Advise { task, .. }
+                | Step::Migrate { task, .. }
                 | Step::Move { task, .. } => self.tasks.contains(&task.as_str()),
                 Step::Exhaust { cgroup, .. } => within(cgroup, parent),
                 _ => false,

@@ -11,8 +11,8 @@ use super::case::Case;
 use super::declare::{declared, protections};
 use super::dice::Dice;
 use super::motifs::{
-    concurrency_motif, hold_motif, limit_motif, midflight_motif, move_motif, protection_motif,
-    thread_motif,
+    concurrency_motif, hold_motif, limit_motif, midflight_motif, move_motif, numa_motif,
+    protection_motif, thread_motif,
 };
 use super::strategy;
 use super::tree::{leaves, tree};
@@ -33,6 +33,8 @@ pub struct Machine {
     pub charge_moving: bool,
     /// cachestat(2) gives per-file truth (6.5 on).
     pub per_file: bool,
+    /// Two NUMA nodes with memory or more: pages may be moved across them (the numa motif).
+    pub numa: bool,
 }
 
 impl Machine {
@@ -80,6 +82,12 @@ pub fn generate(seed: u64, index: u32, m: &Machine) -> Case {
     let mut l = Dice::new(seed ^ 0x6c69_6d69, index);
     if l.chance(25) {
         motifs.extend(limit_motif(&mut l, m, &mut groups, &mut w, &mut phases));
+    }
+    // Only where there are two nodes, and then from a stream of its own: a one-node machine's
+    // cases are what they were.
+    let mut n = Dice::new(seed ^ 0x6e75_6d61, index);
+    if m.numa && n.chance(25) {
+        numa_motif(&mut n, m, &groups, &mut w, &mut phases);
     }
     phases.extend(end_phase(&w));
     let mut checks = declared(m, &groups, &w);
@@ -177,6 +185,7 @@ mod tests {
             swap: true,
             charge_moving: true,
             per_file: true,
+            numa: false,
         }
     }
 
@@ -201,6 +210,7 @@ mod tests {
                 swap,
                 charge_moving: swap,
                 per_file: swap,
+                numa: false,
             })
         });
         for (m, seed) in machines.flat_map(|m| [42, 21, 5].map(move |s| (m, s))) {
@@ -419,6 +429,7 @@ mod tests {
                     swap,
                     charge_moving: swap,
                     per_file: swap,
+                    numa: false,
                 };
                 for i in 0..3000 {
                     for b in generate(71, i, &m).to_toml().bytes() {

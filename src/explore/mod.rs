@@ -148,6 +148,7 @@ fn machine(session: &Session) -> generator::Machine {
         swap: crate::sys::proc::swap_enabled(),
         charge_moving: crate::sys::env::probe_charge_moving(&session.ctx.parent) == "available",
         per_file: crate::sys::cachestat::support().is_ok(),
+        numa: crate::sys::numa::memory_nodes().len() >= 2,
     }
 }
 

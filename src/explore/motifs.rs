@@ -12,6 +12,7 @@ use super::tree::{cap_above, is_leaf, protectable};
 use super::world::World;
 use crate::model::Version;
 use crate::model::record::within;
+use crate::model::step::{Region, Target};
 use crate::scenario::{CgroupSpec, Hold, Phase, Step};
 
 /// The motifs: name, the kind of condition it makes, how often and what it adds (docs/explore.md).
@@ -50,6 +51,11 @@ const MOTIFS: &[(&str, Condition, &str)] = &[
         "concurrency",
         Condition::Concurrency,
         "1 case in 5: 2 to 4 tasks of one leaf faulting at the same moment",
+    ),
+    (
+        "numa",
+        Condition::MidFlight,
+        "on a machine with two NUMA nodes, 1 case in 4: a held task's mapped file (dirtied over and over by its writer meanwhile), anon and shmem (huge pages, 1 in 2) moved away from the node they are on with move_pages",
     ),
 ];
 
@@ -415,6 +421,60 @@ pub fn midflight_motif(
     steps.push(set(format!("{}M", size / 4 / MIB)));
     steps.push(Step::Sleep(std::time::Duration::from_millis(300)));
     steps.push(set(none.into()));
+    steps.push(Step::Wait { task });
+}
+
+/// NUMA: in a phase of its own, a task of a leaf with room holds 8 to 32 MiB of a file it keeps
+/// dirtying through its mapping, 2 MiB of anon and 4 to 8 MiB of shmem (on a huge=always tmpfs,
+/// 1 case in 2), and moves each away from the node holding it while the writer runs: the
+/// migration path's per-node stat moves of dirty, mapped, shmem and huge pages, which `placed`
+/// and every per-node invariant then judge.
+pub fn numa_motif(
+    d: &mut Dice,
+    m: &Machine,
+    groups: &[CgroupSpec],
+    w: &mut World,
+    phases: &mut Vec<Phase>,
+) {
+    let leaves: Vec<String> = uncapped_leaves(m, groups, w)
+        .filter(|g| !w.held_in.contains(&g.name))
+        .map(|g| g.name.clone())
+        .collect();
+    if leaves.is_empty() {
+        return;
+    }
+    let g = d.pick(&leaves).clone();
+    let size = d.mib(8, 32);
+    let shmem = d.mib(4, 8);
+    let huge = d.chance(50);
+    let file = w.write(groups, &g, size);
+    w.maps(&file, &g);
+    let task = w.hold(&g, 2 * MIB + shmem, 2 * MIB + shmem + size);
+    if let Some(t) = w.tasks.last_mut() {
+        t.file = Some(file.clone());
+    }
+    motif_phase(phases, fsynced_write(&g, file.clone(), size));
+    let steps = &mut phases.last_mut().expect("the motif's phase").steps;
+    steps.push(Step::Hold(Hold {
+        task: task.clone(),
+        cgroup: g,
+        anon: 2 * MIB,
+        shmem,
+        shmem_huge: huge,
+        file: Some(file),
+        size,
+        dirty: true,
+        redirty: true,
+        ..Hold::default()
+    }));
+    for region in Region::ALL {
+        steps.push(Step::Migrate {
+            task: task.clone(),
+            region,
+            node: Target::Away,
+        });
+    }
+    steps.push(Step::Sleep(std::time::Duration::from_millis(200)));
     steps.push(Step::Wait { task });
 }
 

@@ -168,7 +168,9 @@ fn keep_valid_steps(c: &mut Case, groups: &[String]) {
             }
             Step::Move { task, to, .. } => has(to) && tasks.iter().any(|t| t.0 == *task),
             Step::Grow { task, .. } | Step::Wait { task } => tasks.iter().any(|t| t.0 == *task),
-            Step::Advise { task, .. } => tasks.iter().any(|t| t.0 == *task && t.1),
+            Step::Advise { task, .. } | Step::Migrate { task, .. } => {
+                tasks.iter().any(|t| t.0 == *task && t.1)
+            }
             Step::Release { task } => {
                 let ok = tasks.iter().any(|t| t.0 == *task);
                 tasks.retain(|t| t.0 != *task);
@@ -247,6 +249,7 @@ mod tests {
             swap: true,
             charge_moving: true,
             per_file: true,
+            numa: true,
         };
         for i in 0..40 {
             let c = generate(9, i, &m);
@@ -271,6 +274,7 @@ mod tests {
             swap: true,
             charge_moving: true,
             per_file: true,
+            numa: false,
         };
         let mut seen = 0;
         for i in 0..200 {

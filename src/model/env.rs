@@ -14,6 +14,9 @@ pub struct EnvInfo {
     pub cpus: u64,
     pub page_size: u64,
     pub memory_bytes: u64,
+    /// The NUMA nodes with memory (/sys/devices/system/node/has_memory).
+    #[serde(default)]
+    pub numa_nodes: Vec<u32>,
     pub root: bool,
     pub cgroup: CgroupInfo,
     pub capabilities: Capabilities,

@@ -16,6 +16,7 @@ pub fn env() -> EnvInfo {
         cpus: 2,
         page_size: 4096,
         memory_bytes: 2 << 30,
+        numa_nodes: vec![0],
         root: true,
         cgroup: CgroupInfo {
             layout: "v1".into(),

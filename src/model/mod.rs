@@ -17,6 +17,7 @@ pub mod kcidb;
 pub mod known;
 pub mod mutant;
 pub mod node_events;
+pub mod placement;
 pub mod record;
 pub mod result;
 pub mod series;

@@ -103,6 +103,9 @@ pub struct StepRecord {
     /// hold with pipes: how many the task made (fewer than asked where the kernel refused one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub made: Option<u64>,
+    /// migrate: where the task's pages are after it, and the group's memory.numa_stat then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placed: Option<crate::model::placement::Placement>,
 }
 
 /// What a `set` step did to a file of its group: the value it wrote (none: it only read), how the

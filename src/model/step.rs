@@ -38,6 +38,7 @@ pub enum StepKind {
     Await,
     Exhaust,
     Advise,
+    Migrate,
     Cgroups,
     Pressure,
     Khugepaged,
@@ -48,7 +49,7 @@ pub enum StepKind {
 
 impl StepKind {
     /// Every kind, in the order errors and references list them.
-    pub const ALL: [StepKind; 27] = [
+    pub const ALL: [StepKind; 28] = [
         StepKind::Write,
         StepKind::Sync,
         StepKind::Fsync,
@@ -60,6 +61,7 @@ impl StepKind {
         StepKind::Probe,
         StepKind::Hold,
         StepKind::Advise,
+        StepKind::Migrate,
         StepKind::Pressure,
         StepKind::Khugepaged,
         StepKind::Cgroups,
@@ -102,6 +104,7 @@ impl StepKind {
             StepKind::Await => "await",
             StepKind::Exhaust => "exhaust",
             StepKind::Advise => "advise",
+            StepKind::Migrate => "migrate",
             StepKind::Cgroups => "cgroups",
             StepKind::Pressure => "pressure",
             StepKind::Khugepaged => "khugepaged",
@@ -179,6 +182,33 @@ impl Advice {
     }
     pub fn parse(name: &str) -> Option<Advice> {
         Advice::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+/// Where a `migrate` step moves a mapping's pages: to a node, or `away` from the node that holds
+/// most of them now (to the next node with memory, in the order the kernel lists them). A dirty
+/// page that moves keeps its dirty count with it only if the kernel moves it; one move away
+/// from wherever the pages were dirtied leaves a wrong count behind whatever node that was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    Node(u32),
+    Away,
+}
+
+impl Target {
+    /// As scenario files and the holder's commands write it: the node's number, or `away`.
+    pub fn name(self) -> String {
+        match self {
+            Target::Node(n) => n.to_string(),
+            Target::Away => "away".into(),
+        }
+    }
+    pub fn parse(s: &str) -> Option<Target> {
+        match s {
+            "away" => Some(Target::Away),
+            n => n.parse().ok().filter(|n| *n <= 63).map(Target::Node),
+        }
     }
 }
 

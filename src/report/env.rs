@@ -19,6 +19,7 @@ pub fn render(e: &EnvInfo) -> String {
         e.cpus,
         crate::model::units::human_bytes(e.memory_bytes as i64)
     );
+    s += &format!("numa nodes:        {:?} (with memory)\n", e.numa_nodes);
     s += &format!("running as root:   {}\n", yn(e.root));
     s += &format!("cgroup layout:     {}\n", e.cgroup.layout);
     s += &format!("  v1 memory mount: {}\n", p(&e.cgroup.v1_memory_mount));

@@ -2,6 +2,7 @@
 //! data", "task t in p/a holds 8.0 MiB anon").
 
 use super::{Hold, Step};
+use crate::model::step::Target;
 use crate::model::units::human_bytes;
 
 /// A size in words ("64.0 MiB").
@@ -119,6 +120,10 @@ impl Step {
                 advice,
                 region,
             } => format!("task {task}: {} its {}", advice.name(), region.name()),
+            Step::Migrate { task, region, node } => match node {
+                Target::Away => format!("task {task} moves its {} to another node", region.name()),
+                Target::Node(n) => format!("task {task} moves its {} to node {n}", region.name()),
+            },
             Step::Cgroups { cgroup, count } => format!("make {count} empty groups below {cgroup}"),
             Step::Pressure { size, within } => format!(
                 "kswapd reclaims {} machine-wide (min_free_kbytes raised), for at most {within:?}",

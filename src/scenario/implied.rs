@@ -9,7 +9,7 @@ use super::{Phase, Step};
 /// the same check for that group: identities, monotonic, faults, usage-covers, limit-counters,
 /// numa-stat over every node counter (v2; dropped under v1), tasks (not in scenarios that move
 /// tasks: a task that moves without its charge parts from it by design), under-limit for a
-/// limited group, and hierarchy over every counter for each group with children and for the
+/// limited group, placed where a task migrates, and hierarchy over every counter for each group with children and for the
 /// scenario's own top group (`TOP_GROUP`), whose events within-node holds to the node's. They judge every counter the kernel shows (see
 /// `SamplePlan`).
 pub(super) fn implied(
@@ -22,10 +22,9 @@ pub(super) fn implied(
         DirtyDomain, Faults, Hierarchy, Identities, LimitCounters, Monotonic, Notifies, NumaStat,
         Tasks, UnderLimit, UsageCovers, WithinNode,
     };
-    let moves = phases
-        .iter()
-        .flat_map(|p| &p.steps)
-        .any(|s| matches!(s, Step::Move { .. }));
+    let steps = || phases.iter().flat_map(|p| &p.steps);
+    let moves = steps().any(|s| matches!(s, Step::Move { .. }));
+    let migrates = steps().any(|s| matches!(s, Step::Migrate { .. }));
     let has_children = |p: &str| {
         cgroups.iter().any(|c| {
             c.name
@@ -74,6 +73,9 @@ pub(super) fn implied(
         }
         if versions_v2 {
             add(Check::implied(Notifies { cgroup: g.clone() }));
+        }
+        if migrates {
+            add(Check::implied(crate::check::Placed { cgroup: g.clone() }));
         }
         if c.limit.is_some() || c.swap_max.is_some() {
             add(Check::implied(UnderLimit { cgroup: g.clone() }));

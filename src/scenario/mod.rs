@@ -185,6 +185,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../scenarios/kmem-limit.toml"),
     ),
     (
+        "numa-migration.toml",
+        include_str!("../../scenarios/numa-migration.toml"),
+    ),
+    (
         "protection-oom.toml",
         include_str!("../../scenarios/protection-oom.toml"),
     ),
@@ -265,6 +269,8 @@ pub enum Feature {
     /// The run may make a task unkillable (oom_score_adj -1000 needs CAP_SYS_RESOURCE, which a
     /// container's root may lack).
     OomImmune,
+    /// Two NUMA nodes with memory or more: pages can move between nodes (`migrate`).
+    Numa,
 }
 
 impl Feature {
@@ -274,6 +280,7 @@ impl Feature {
         ("swap", Feature::Swap),
         ("dedicated", Feature::Dedicated),
         ("oom-immune", Feature::OomImmune),
+        ("numa", Feature::Numa),
     ];
     pub fn name(self) -> &'static str {
         Feature::ALL.iter().find(|(_, f)| *f == self).unwrap().0
@@ -422,6 +429,13 @@ pub enum Step {
         advice: Advice,
         region: Region,
     },
+    /// A held task moves every page of one of its mappings to NUMA node `node` (move_pages(2));
+    /// the step records where its pages are then, and what the group's memory.numa_stat says.
+    Migrate {
+        task: String,
+        region: Region,
+        node: crate::model::step::Target,
+    },
     /// `count` empty groups are made below `cgroup` (removed with the run): the kernel charges
     /// each one's per-CPU statistics to its parent, `cgroup`'s percpu.
     Cgroups { cgroup: String, count: u32 },
@@ -563,6 +577,7 @@ impl Step {
             Step::Exhaust { .. } => StepKind::Exhaust,
             Step::Await { .. } => StepKind::Await,
             Step::Advise { .. } => StepKind::Advise,
+            Step::Migrate { .. } => StepKind::Migrate,
             Step::Cgroups { .. } => StepKind::Cgroups,
             Step::Pressure { .. } => StepKind::Pressure,
             Step::Khugepaged { .. } => StepKind::Khugepaged,

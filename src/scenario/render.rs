@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::{Antagonist, CgroupSpec, Hold, Phase, Step};
+use crate::model::step::Target;
 
 /// A size as scenario files write it: the largest unit that divides it (`"64M"`, `"4K"`,
 /// `"4097"`).
@@ -103,6 +104,16 @@ impl Step {
                 .with("task", s(task))
                 .with("advice", s(advice.name()))
                 .with("region", s(region.name())),
+            Step::Migrate { task, region, node } => t
+                .with("task", s(task))
+                .with("region", s(region.name()))
+                .with(
+                    "node",
+                    match node {
+                        Target::Node(n) => n.to_string(),
+                        Target::Away => s("away"),
+                    },
+                ),
             Step::Sync => t,
             Step::Sleep(d) => t.with("duration", duration(*d)),
             Step::Pressure { size: n, within } => {
@@ -444,6 +455,16 @@ mod tests {
                 advice: Advice::Pageout,
                 region: Region::Anon,
             },
+            Step::Migrate {
+                task: "t".into(),
+                region: Region::Shmem,
+                node: Target::Node(1),
+            },
+            Step::Migrate {
+                task: "t".into(),
+                region: Region::File,
+                node: Target::Away,
+            },
             Step::Move {
                 task: "t".into(),
                 to: "p".into(),
@@ -521,7 +542,7 @@ mod tests {
             },
         ];
         let text = format!(
-            "name = \"rt\"\nsummary = \"round trip\"\n[origin]\nsubject = \"x\"\n[requires]\ncgroup = [\"v1\"]\nwriteback = true\n{}{}{}",
+            "name = \"rt\"\nsummary = \"round trip\"\n[origin]\nsubject = \"x\"\n[requires]\ncgroup = [\"v1\"]\nwriteback = true\nfeatures = [\"numa\"]\n{}{}{}",
             cgroup(&groups[0]),
             cgroup(&groups[1]),
             super::phase(&phase)

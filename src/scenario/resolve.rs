@@ -48,6 +48,7 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
     let phases = phases(cx, &raw, &names)?;
     check_tasks(cx, &raw, &phases)?;
     check_dedicated(cx, &phases, &features)?;
+    check_numa(cx, &phases, &features)?;
 
     let outline = outline(&cgroups, &phases, &cgroup_versions);
     let (counters, vmstat, mut checks) = sampled(cx, &raw, &outline)?;
@@ -142,6 +143,21 @@ fn check_dedicated(cx: &Text, phases: &[Phase], features: &[Feature]) -> Result<
             format!(
                 "a {k} step changes the whole machine (or writes the root group): the scenario must say requires.features = [\"dedicated\"] (it then runs only with run --dedicated and in memcgtest vm)"
             ),
+        ));
+    }
+    Ok(())
+}
+
+/// A migrate step moves pages between NUMA nodes: the scenario must require two.
+fn check_numa(cx: &Text, phases: &[Phase], features: &[Feature]) -> Result<(), ScenarioError> {
+    let migrates = phases
+        .iter()
+        .flat_map(|p| &p.steps)
+        .any(|s| s.kind() == StepKind::Migrate);
+    if migrates && !features.contains(&Feature::Numa) {
+        return Err(cx.err(
+            0..0,
+            "a migrate step moves pages between NUMA nodes: the scenario must say requires.features = [\"numa\"] (it is then skipped on a machine with one node)",
         ));
     }
     Ok(())
@@ -703,11 +719,12 @@ pub(super) fn check_tasks(
                 | Step::Wait { task }
                 | Step::Release { task }
                 | Step::Advise { task, .. }
+                | Step::Migrate { task, .. }
                     if !alive.iter().any(|a| a.task == *task) =>
                 {
                     return Err(cx.err(rs.span(), format!("no task {task:?} is held here")));
                 }
-                Step::Advise { task, region, .. } => {
+                Step::Advise { task, region, .. } | Step::Migrate { task, region, .. } => {
                     let h = alive.iter().find(|a| a.task == *task).expect("alive");
                     let holds = match region {
                         Region::Anon => h.anon > 0,
@@ -717,7 +734,11 @@ pub(super) fn check_tasks(
                     if !holds {
                         return Err(cx.err(
                             rs.span(),
-                            format!("task {task:?} holds no {} memory to advise", region.name()),
+                            format!(
+                                "task {task:?} holds no {} memory to {}",
+                                region.name(),
+                                st.kind().name()
+                            ),
                         ));
                     }
                 }

@@ -13,7 +13,7 @@ use super::{ScenarioError, Step};
 use crate::model::StepKind;
 use crate::model::source::{Key, Keys, Table, Text, key_table, opt, req};
 use crate::model::units::MIN_INTERVAL;
-use readers::{advise, await_counter, hold, write};
+use readers::{advise, await_counter, hold, migrate, write};
 
 mod readers;
 
@@ -171,6 +171,19 @@ pub const STEPS: &[StepSyntax] = &[
             opt("region", "`anon` (default), `shmem` or `file`"),
         ],
         read: advise,
+    },
+    StepSyntax {
+        kind: StepKind::Migrate,
+        doc: "a held task moves every page of one of its mappings to NUMA node `node` with move_pages(2) (needs requires.features = [\"numa\"]); the step records how many of its pages are on each node then, and the group's memory.numa_stat and memory.stat, read right after: the `placed` check judges them",
+        keys: &[
+            TASK,
+            opt("region", "`anon` (default), `shmem` or `file`"),
+            req(
+                "node",
+                "the node to move to: 0..63, a node with memory; or `\"away\"`: from the node holding most of the pages now to the next node with memory (one such move leaves the pages off the node they were dirtied on, wherever that was)",
+            ),
+        ],
+        read: migrate,
     },
     StepSyntax {
         kind: StepKind::Pressure,

@@ -429,11 +429,12 @@ fn ab_against_base(
 fn run_key(o: &Options, cgroup: &str) -> String {
     let v = &o.vm;
     let text = format!(
-        "{cgroup} {:?} {:?} {} {} {} {} {}",
+        "{cgroup} {:?} {:?} {} {} {} {} {} {}",
         v.guest_args,
         v.append,
         v.cpus,
         v.memory_mib,
+        v.numa_nodes,
         v.swap,
         v.disk_mib,
         binary_id()

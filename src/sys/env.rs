@@ -265,6 +265,7 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
         cpus: machine.cpus,
         page_size: machine.page_size,
         memory_bytes,
+        numa_nodes: crate::sys::numa::memory_nodes(),
         root,
         cgroup,
         capabilities,

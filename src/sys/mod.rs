@@ -8,6 +8,7 @@ pub mod cleanup;
 pub mod env;
 pub mod hostload;
 pub mod lock;
+pub mod numa;
 pub mod proc;
 pub mod readahead;
 pub mod sysctl;

@@ -77,6 +77,7 @@ fn qemu_command(
         accel,
         cpus: opts.cpus,
         memory_mib: opts.memory_mib,
+        numa_nodes: opts.numa_nodes,
         kernel: opts.kernel.clone(),
         initrd: initrd.to_path_buf(),
         append: qemu::kernel_cmdline(&opts.append),
@@ -290,11 +291,13 @@ pub(super) fn boot_with_fallback(
     let b = loop {
         let timeout = opts.timeout.unwrap_or_else(|| default_timeout(accel));
         eprintln!(
-            "memcgtest vm: booting {} with {} ({} CPUs, {} MiB, cgroup {}{}), timeout {}s",
+            "memcgtest vm: booting {} with {} ({} CPUs, {} MiB, {} NUMA node{}, cgroup {}{}), timeout {}s",
             opts.kernel.display(),
             accel.as_str(),
             opts.cpus,
             opts.memory_mib,
+            opts.numa_nodes,
+            if opts.numa_nodes == 1 { "" } else { "s" },
             opts.cgroup,
             if mods.is_empty() {
                 String::new()

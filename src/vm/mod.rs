@@ -52,6 +52,8 @@ pub struct Options {
     pub accel: AccelChoice,
     pub cpus: u32,
     pub memory_mib: u64,
+    /// NUMA nodes of the guest (memory split evenly, CPUs spread over them).
+    pub numa_nodes: u32,
     pub disk_mib: u64,
     /// Write rate qemu allows the slow disk, bytes per second.
     pub slow_disk_bps: u64,

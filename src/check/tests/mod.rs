@@ -657,6 +657,7 @@ mod fields;
 mod kinds;
 mod moves;
 mod oom;
+mod placed;
 mod top;
 mod truth;
 

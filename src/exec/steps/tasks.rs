@@ -9,7 +9,8 @@ use crate::exec::workload::{HoldExtras, Holder, Job, JobResult};
 use crate::model::MoveRecord;
 use crate::model::counter::USAGE;
 use crate::model::error::Error;
-use crate::model::step::{Advice, Region};
+use crate::model::placement::{Placement, region_lines};
+use crate::model::step::{Advice, Region, Target};
 use crate::scenario::Hold;
 use crate::sys::cgroup::{Cgroup, file_name, stat};
 
@@ -202,6 +203,72 @@ pub(super) fn advise(
         declined: (!note.is_empty()).then(|| note.clone()),
         ..Default::default()
     })
+}
+
+/// `migrate`: the held task moves `region` to `node`; then its group's memory.numa_stat is read
+/// between two answers of where the pages are, until the two agree (three tries): what the
+/// `placed` check holds the group's per-node counters to.
+pub(super) fn migrate(
+    env: &mut StepEnv,
+    task: &str,
+    region: Region,
+    target: Target,
+) -> Result<JobResult, Stop> {
+    let limits = env.limits();
+    let cg = env.group(&env.holders[task].1).clone();
+    let r = env.holder(task).0.placed(region, Some(target), &limits);
+    let (secs, node, mut pages, mut unplaced) = r.map_err(|e| env.stop(e))?;
+    let node = node.unwrap_or(0);
+    let mut tries = 0;
+    let (numa, stable) = loop {
+        let numa = numa_lines(&cg, region).map_err(|e| Stop::Failed(Error::Kernel(e)))?;
+        let r = env.holder(task).0.placed(region, None, &limits);
+        let (_, _, after, left) = r.map_err(|e| env.stop(e))?;
+        let stable = (&after, left) == (&pages, unplaced);
+        (pages, unplaced, tries) = (after, left, tries + 1);
+        if stable || tries == 3 {
+            break (numa, stable);
+        }
+    };
+    let placement = Placement {
+        task: task.to_string(),
+        cgroup: env.holders[task].1.clone(),
+        region,
+        node,
+        pages,
+        unplaced,
+        numa,
+        stable,
+    };
+    env.measured(&format!(
+        "{} of task {task} on nodes {:?} after the move to node {node} ({} on none)",
+        region.name(),
+        placement.pages,
+        placement.unplaced
+    ));
+    Ok(JobResult {
+        seconds: secs,
+        placed: Some(placement),
+        ..Default::default()
+    })
+}
+
+/// The memory.numa_stat lines `region`'s pages count in, bytes per node (v1 counts pages).
+fn numa_lines(cg: &Cgroup, region: Region) -> Result<Vec<(String, Vec<i64>)>, String> {
+    let text = cg
+        .read("memory.numa_stat")
+        .map_err(|e| format!("read memory.numa_stat: {e}"))?;
+    let unit = match cg.version {
+        crate::sys::cgroup::Version::V1 => crate::sys::proc::page_size() as i64,
+        crate::sys::cgroup::Version::V2 => 1,
+    };
+    Ok(region_lines(region, cg.version)
+        .iter()
+        .filter_map(|&k| {
+            let v = stat::node_values(&text, k)?;
+            Some((k.to_string(), v.iter().map(|x| x * unit).collect()))
+        })
+        .collect())
 }
 
 pub(super) fn wait(env: &mut StepEnv, task: &str) -> Result<JobResult, Stop> {

@@ -131,6 +131,9 @@ pub struct JobResult {
     /// hold with pipes: how many it made (fewer than asked when the kernel refused one).
     #[serde(default)]
     pub made: Option<u64>,
+    /// migrate: where the task's pages are then, and what its group's memory.numa_stat said.
+    #[serde(default)]
+    pub placed: Option<crate::model::placement::Placement>,
 }
 
 /// What a held task does besides holding its memory: how its anonymous memory is held, and the
@@ -476,6 +479,36 @@ impl Holder {
             return Err(self.failed(format!("send {cmd:?} to holder: {e}")));
         }
         self.answer_noted("ok", limits)
+    }
+
+    /// Sends `migrate REGION NODE|away` (`to`: Some) or `where REGION`; returns the seconds, the
+    /// node moved to (None for `where`), the region's pages per node after it (index: node) and
+    /// the pages on no node.
+    pub fn placed(
+        &mut self,
+        region: crate::model::step::Region,
+        to: Option<crate::model::step::Target>,
+        limits: &Limits,
+    ) -> Result<(f64, Option<u32>, Vec<u64>, u64), WaitError> {
+        let cmd = match to {
+            Some(n) => format!("migrate {} {}", region.name(), n.name()),
+            None => format!("where {}", region.name()),
+        };
+        if let Err(e) = writeln!(self.stdin, "{cmd}").and_then(|_| self.stdin.flush()) {
+            return Err(self.failed(format!("send {cmd:?} to holder: {e}")));
+        }
+        let (secs, text) = self.answer_noted("ok", limits)?;
+        let mut it = text.split_whitespace();
+        let node = it.next().and_then(|n| n.parse::<u32>().ok());
+        let per: Option<Vec<u64>> = it
+            .next()
+            .map(|p| p.split(',').map(|n| n.parse().ok()).collect())
+            .unwrap_or(Some(Vec::new()));
+        let unplaced = it.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        match per {
+            Some(per) => Ok((secs, node, per, unplaced)),
+            None => Err(self.failed(format!("holder answered {cmd:?} with {text:?}"))),
+        }
     }
 
     /// The holder stopped talking: whose fault it is follows from how it exited (a holder that

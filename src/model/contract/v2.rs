@@ -513,7 +513,7 @@ pub const STAT_NUMA_BALANCING: Contract = not(
     "memory.stat",
     "numa_pages_migrated: Number of pages migrated by NUMA balancing. numa_pte_updates: … numa_hint_faults: …",
     Stat,
-    "needs automatic NUMA balancing on a machine with more than one node; the test VMs have one node and no balancing",
+    "needs automatic NUMA balancing (CONFIG_NUMA_BALANCING, off in the project's test kernel) and a task whose memory sits on the node away from its CPU for seconds of hint faults; the test VMs have two nodes (numa-migration moves pages across them with move_pages, which these counters do not count), but no scenario waits for balancing yet",
 );
 pub const STAT_DEMOTE: Contract = not(
     "v2.stat.demote",

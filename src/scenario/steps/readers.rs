@@ -5,7 +5,7 @@
 use super::{CGROUP, StepArgs, TASK, file_name};
 use crate::model::counter::{Counter, Source, counter};
 use crate::model::source::{Key, opt};
-use crate::model::step::{Advice, Region};
+use crate::model::step::{Advice, Region, Target};
 use crate::scenario::{Hold, ScenarioError, Step};
 
 /// `write`: the block size is 1..64M, 1M when not set.
@@ -280,7 +280,16 @@ pub(super) fn advise(i: &StepArgs) -> Result<Step, ScenarioError> {
             ),
         )
     })?;
-    let region = match i.get::<String>("region")? {
+    Ok(Step::Advise {
+        task: i.task()?,
+        advice,
+        region: region(i)?,
+    })
+}
+
+/// The mapping of a held task that `advise` and `migrate` work on: `region`, default anon.
+fn region(i: &StepArgs) -> Result<Region, ScenarioError> {
+    Ok(match i.get::<String>("region")? {
         None => Region::Anon,
         Some(r) => Region::parse(r.get_ref()).ok_or_else(|| {
             i.err(
@@ -291,11 +300,29 @@ pub(super) fn advise(i: &StepArgs) -> Result<Step, ScenarioError> {
                 ),
             )
         })?,
+    })
+}
+
+/// `migrate`: a region of a held task and the node (0..63, or "away") its pages go to.
+pub(super) fn migrate(i: &StepArgs) -> Result<Step, ScenarioError> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Node {
+        Number(u32),
+        Word(String),
+    }
+    let n = i.need::<Node>("node")?;
+    let target = match n.get_ref() {
+        Node::Number(x) => Target::parse(&x.to_string()),
+        Node::Word(w) => (w == "away").then_some(Target::Away),
     };
-    Ok(Step::Advise {
+    let Some(node) = target else {
+        return Err(i.err(n.span(), "node must be 0..63 or \"away\""));
+    };
+    Ok(Step::Migrate {
         task: i.task()?,
-        advice,
-        region,
+        region: region(i)?,
+        node,
     })
 }
 

@@ -17,6 +17,7 @@ fn value(kind: StepKind, key: &str) -> String {
         "outside" => "\"g\"".into(),
         "advice" => "\"pageout\"".into(),
         "region" => "\"anon\"".into(),
+        "node" => "1".into(),
         "warm" => "true".into(),
         // Read-only excludes dirty, which the table sets.
         "readonly" | "nohugepage" => "false".into(),

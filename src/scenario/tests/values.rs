@@ -362,3 +362,42 @@ mod prop {
         }
     }
 }
+
+/// A migrate step: a node or "away", of memory the task holds, in a scenario that requires two
+/// nodes; anything else is an error naming the line and what is wrong.
+#[test]
+fn migrate_steps_need_a_node_a_region_held_and_numa() {
+    let text = |features: &str, node: &str, region: &str| {
+        format!(
+            "name = \"t\"\nsummary = \"s\"\n[origin]\nsubject = \"x\"\n[requires]\nfeatures = [{features}]\n[[cgroup]]\nname = \"a\"\n[[phase]]\nname = \"p\"\nsteps = [{{ action = \"hold\", task = \"t\", anon = \"4M\" }},\n  {{ action = \"migrate\", task = \"t\", region = \"{region}\", node = {node} }}]\n"
+        )
+    };
+    let sc = crate::scenario::parse("f.toml", &text("\"numa\"", "\"away\"", "anon")).unwrap();
+    assert!(matches!(
+        sc.phases[0].steps[1],
+        Step::Migrate {
+            node: crate::model::step::Target::Away,
+            ..
+        }
+    ));
+    let sc = crate::scenario::parse("f.toml", &text("\"numa\"", "1", "anon")).unwrap();
+    let names: Vec<String> = sc.checks.iter().map(|c| c.name()).collect();
+    assert!(names.iter().any(|n| n == "placed(a)"), "{names:?}");
+    let e = crate::scenario::parse("f.toml", &text("\"numa\"", "64", "anon")).unwrap_err();
+    assert!(
+        e.to_string().contains("node must be 0..63 or \"away\""),
+        "{e}"
+    );
+    let e = crate::scenario::parse("f.toml", &text("\"numa\"", "\"near\"", "anon")).unwrap_err();
+    assert!(e.to_string().starts_with("f.toml:12:"), "{e}");
+    let e = crate::scenario::parse("f.toml", &text("\"numa\"", "1", "shmem")).unwrap_err();
+    assert!(
+        e.to_string().contains("holds no shmem memory to migrate"),
+        "{e}"
+    );
+    let e = crate::scenario::parse("f.toml", &text("", "1", "anon")).unwrap_err();
+    assert!(
+        e.to_string().contains("requires.features = [\"numa\"]"),
+        "{e}"
+    );
+}

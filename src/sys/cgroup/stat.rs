@@ -71,6 +71,26 @@ pub fn extract_node_sums<K: AsRef<str>>(
     })
 }
 
+/// One line of a memory.numa_stat (v2 `anon N0=4096 N1=0`, v1 `anon=3 N0=1 N1=2`): its value on
+/// each node (index: node; a node the line skips reads 0); None when the line is missing or does
+/// not parse.
+pub fn node_values(text: &str, key: &str) -> Option<Vec<i64>> {
+    let line = text.lines().find(|l| {
+        let k = l.split(' ').next().unwrap_or("");
+        k.split_once('=').map_or(k, |(k, _)| k) == key
+    })?;
+    let mut v = Vec::new();
+    for p in line.split(' ').skip(1).filter(|p| !p.is_empty()) {
+        let (node, x) = p.strip_prefix('N')?.split_once('=')?;
+        let node: usize = node.parse().ok()?;
+        if v.len() <= node {
+            v.resize(node + 1, 0);
+        }
+        v[node] = parse_value(x)?;
+    }
+    Some(v)
+}
+
 /// The value of each wanted key's line, as `value` reads the rest of the line.
 fn extract_with<K: AsRef<str>>(
     text: &str,
@@ -101,6 +121,17 @@ mod tests {
 
     const V1: &str = include_str!("../../../tests/fixtures/memory.stat.v1");
     const V2: &str = include_str!("../../../tests/fixtures/memory.stat.v2");
+
+    #[test]
+    fn node_values_of_both_versions() {
+        let v2 = "anon N0=4096 N1=8192\nfile N0=1\nshmem N0=0 N2=3\n";
+        assert_eq!(node_values(v2, "anon"), Some(vec![4096, 8192]));
+        assert_eq!(node_values(v2, "shmem"), Some(vec![0, 0, 3]));
+        assert_eq!(node_values(v2, "file_dirty"), None);
+        let v1 = "total=5 N0=2 N1=3\nanon=4 N0=1 N1=3\nhierarchical_anon=4 N0=1 N1=3\n";
+        assert_eq!(node_values(v1, "anon"), Some(vec![1, 3]));
+        assert_eq!(node_values("anon N0=x\n", "anon"), None);
+    }
 
     #[test]
     fn v1_stat_with_negative_dirty() {

@@ -205,12 +205,59 @@ fn serve(
                     note.unwrap_or_default()
                 )?;
             }
+            (Some(cmd @ ("migrate" | "where")), Some(w)) => {
+                let t = Instant::now();
+                let which = Which::parse(w).context("migrate|where REGION [NODE]")?;
+                let to = match cmd {
+                    "migrate" => Some(
+                        (it.next())
+                            .and_then(crate::model::step::Target::parse)
+                            .context("migrate REGION NODE|away")?,
+                    ),
+                    _ => None,
+                };
+                let region = match which {
+                    Which::Anon => anon_region,
+                    Which::Shmem => shmem_region,
+                    Which::File => file_region,
+                };
+                let placed = match region {
+                    Some(r) => placed(r, to)?,
+                    None => String::new(),
+                };
+                writeln!(out, "ok {} {placed}", t.elapsed().as_secs_f64())?;
+            }
             (Some("exit"), None) => break,
             _ => bail!("unknown holder command {line:?}"),
         }
         out.flush()?;
     }
     Ok(())
+}
+
+/// Asks the kernel to move `region`'s pages to `to` (None: only where they are); answers the
+/// node moved to and where the pages are then: "NODE PAGES_ON_NODE0,PAGES_ON_NODE1,...
+/// UNPLACED" (see `numa::move_pages`; NODE -1 for none).
+fn placed(region: Region, to: Option<crate::model::step::Target>) -> Result<String> {
+    use crate::model::step::Target;
+    use crate::sys::numa::{memory_nodes, move_pages, pages_per_node};
+    let node = match to {
+        None => None,
+        Some(Target::Node(n)) => Some(n),
+        Some(Target::Away) => {
+            let (per, _) = pages_per_node(&move_pages(region.addr, region.len, None)?);
+            let most = (0..per.len()).max_by_key(|&n| per[n]).unwrap_or(0) as u32;
+            let nodes = memory_nodes();
+            let at = nodes.iter().position(|&n| n == most).map_or(0, |i| i + 1);
+            Some(nodes[at % nodes.len()])
+        }
+    };
+    let status = move_pages(region.addr, region.len, node)
+        .with_context(|| format!("move_pages to node {node:?}"))?;
+    let (per, unplaced) = pages_per_node(&status);
+    let per: Vec<String> = per.iter().map(|p| p.to_string()).collect();
+    let node = node.map_or(-1, |n| n as i64);
+    Ok(format!("{node} {} {unplaced}", per.join(",")))
 }
 
 /// Writes to every page of the mapping at `addr` over and over until `stop`: its pages are

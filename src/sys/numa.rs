@@ -1,0 +1,134 @@
+//! NUMA nodes: which the machine has, and where a mapping's pages are.
+//!
+//! The kernel lists its nodes in /sys/devices/system/node as ranges ("0-1,3"): `online` every
+//! node it knows, `has_memory` those with memory (N_MEMORY), the only ones a page can move to.
+//! `move_pages(2)` moves pages of a process to given nodes, or with no nodes says where each
+//! page is: a node, or a negative errno (-ENOENT for a page not present, -EFAULT for no page
+//! table entry).
+
+use std::path::Path;
+
+/// The nodes of a node list ("0-1,3" -> [0, 1, 3]); None when it does not parse.
+pub fn parse_node_list(text: &str) -> Option<Vec<u32>> {
+    let mut nodes = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+                if b < a {
+                    return None;
+                }
+                nodes.extend(a..=b);
+            }
+            None => nodes.push(part.parse().ok()?),
+        }
+    }
+    Some(nodes)
+}
+
+/// The nodes with memory under `sys_root` (/sys): `has_memory`, else `online` (kernels without
+/// CONFIG_NUMA have neither: one node, 0).
+pub fn memory_nodes_in(sys_root: &Path) -> Vec<u32> {
+    let dir = sys_root.join("devices/system/node");
+    ["has_memory", "online"]
+        .iter()
+        .find_map(|f| parse_node_list(&std::fs::read_to_string(dir.join(f)).ok()?))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| vec![0])
+}
+
+/// This machine's nodes with memory.
+pub fn memory_nodes() -> Vec<u32> {
+    memory_nodes_in(Path::new("/sys"))
+}
+
+/// move_pages(2)'s flag: move the pages only this process maps (include/uapi/linux/mempolicy.h).
+const MPOL_MF_MOVE: libc::c_int = 1 << 1;
+
+/// Where each 4 KiB page of `len` bytes at `addr` in this process is after asking move_pages(2)
+/// to move it to `to` (None: only ask where it is). Per page: its node, or the negative errno
+/// the kernel gave it (a page that could not move stays where it was and says why).
+pub fn move_pages(addr: usize, len: usize, to: Option<u32>) -> std::io::Result<Vec<i32>> {
+    const PAGE: usize = 4096;
+    const CHUNK: usize = 4096;
+    let pages: Vec<*mut libc::c_void> = (0..len.div_ceil(PAGE))
+        .map(|i| (addr + i * PAGE) as *mut libc::c_void)
+        .collect();
+    let mut status = vec![0i32; pages.len()];
+    for (p, s) in pages.chunks(CHUNK).zip(status.chunks_mut(CHUNK)) {
+        let nodes = to.map(|n| vec![n as i32; p.len()]);
+        let nodes_ptr = nodes.as_ref().map_or(std::ptr::null(), |n| n.as_ptr());
+        // SAFETY: `p`, `nodes` and `s` hold p.len() entries each; pid 0 is this process; the
+        // kernel only reads the addresses.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                0,
+                p.len() as libc::c_ulong,
+                p.as_ptr(),
+                nodes_ptr,
+                s.as_mut_ptr(),
+                MPOL_MF_MOVE,
+            )
+        };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(status)
+}
+
+/// Pages per node of a move_pages status list (index: node; a page with an error counts in
+/// none), and how many had an error.
+pub fn pages_per_node(status: &[i32]) -> (Vec<u64>, u64) {
+    let max = status.iter().copied().max().unwrap_or(0).max(0) as usize;
+    let mut per = vec![0u64; max + 1];
+    let mut errors = 0;
+    for &s in status {
+        match usize::try_from(s) {
+            Ok(n) => per[n] += 1,
+            Err(_) => errors += 1,
+        }
+    }
+    (per, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_lists_parse() {
+        assert_eq!(parse_node_list("0\n"), Some(vec![0]));
+        assert_eq!(parse_node_list("0-1,3"), Some(vec![0, 1, 3]));
+        assert_eq!(parse_node_list(""), Some(vec![]));
+        assert_eq!(parse_node_list("1-0"), None);
+        assert_eq!(parse_node_list("x"), None);
+    }
+
+    #[test]
+    fn memory_nodes_prefer_has_memory() {
+        let d = tempfile::tempdir().unwrap();
+        let n = d.path().join("devices/system/node");
+        assert_eq!(memory_nodes_in(d.path()), [0]);
+        std::fs::create_dir_all(&n).unwrap();
+        std::fs::write(n.join("online"), "0-2\n").unwrap();
+        assert_eq!(memory_nodes_in(d.path()), [0, 1, 2]);
+        std::fs::write(n.join("has_memory"), "0,2\n").unwrap();
+        assert_eq!(memory_nodes_in(d.path()), [0, 2]);
+    }
+
+    #[test]
+    fn status_counts_per_node() {
+        assert_eq!(pages_per_node(&[0, 1, 1, -2, 1]), (vec![1, 3], 1));
+        assert_eq!(pages_per_node(&[]), (vec![0], 0));
+    }
+
+    #[test]
+    fn own_pages_have_a_node() {
+        let v = vec![1u8; 3 * 4096];
+        let addr = (v.as_ptr() as usize) & !4095;
+        let status = move_pages(addr, 4096, None).unwrap();
+        assert!(status[0] >= 0, "{status:?}");
+    }
+}
