@@ -22,7 +22,8 @@ kernel=$(ci/build-kernel.sh kernel-patches/schemata/memcg-mutate.patch)
 
 # Each kind and fault, the new invariants' mutants among them (usage-covers' LRU sum:
 # active_anon double; hierarchy((top)): a statistic not passed up, file_mapped and file_dirty
-# local; within-node: pgscan_direct double; hierarchy's flush moment under v1: shmem local);
+# local; within-node: pgscan_direct double; hierarchy's flush moment under v1: shmem local;
+# the migration path's per-node moves in two-node guests: placed and numa-stat, numa-migration);
 # each killed in the full matrix by a wide margin (a kill by a hair would be flaky).
 SAMPLE_V2=(
   stat:file_dirty:drop
@@ -36,6 +37,8 @@ SAMPLE_V2=(
   counter:memory:double
   counter:swap:double
   event:pgscan_direct:double
+  migrate:shmem:fraction
+  migrate:file_dirty:drop
 )
 SAMPLE_V1=(
   stat:file_writeback:drop

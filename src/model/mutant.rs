@@ -20,6 +20,9 @@ pub enum Kind {
     Memevent,
     /// A page counter as its usage file reads it (`memory`, `swap`, `memsw`, `kmem`).
     Counter,
+    /// A node stat item a migrated folio moves between nodes (`file`, `shmem`, `shmem_thp`,
+    /// `swapcached`, `file_dirty`): drop moves the nodes' counts only, fraction one page per folio.
+    Migrate,
 }
 
 /// The fault (the patch's MODE).
@@ -34,7 +37,7 @@ pub enum Mode {
     Double,
     /// It is not passed to the ancestors.
     Local,
-    /// A page counter reads 1/8 low.
+    /// A page counter reads 1/8 low (migrate: one page moves per folio, whatever its size).
     Fraction,
 }
 
@@ -45,6 +48,7 @@ impl Kind {
             Kind::Event => "event",
             Kind::Memevent => "memevent",
             Kind::Counter => "counter",
+            Kind::Migrate => "migrate",
         }
     }
 }

@@ -64,6 +64,10 @@ const GROW_ONLY: &[&str] = &[
     "pgpromote_success",
 ];
 
+/// The node stat items a migrated page-cache folio moves between nodes in
+/// __folio_migrate_mapping(), each through the schemata's migrate_mod_lruvec().
+const MIGRATED: &[&str] = &["file", "shmem", "shmem_thp", "swapcached", "file_dirty"];
+
 /// Why a field has no mutant of its own in the patch.
 pub const NOT_A_COUNT: &str = "a setting, watermark or failure count: the schemata patch mutates counts (memory.stat, memory.events, the usage files); the single mutants of kernel-patches/ prove it";
 
@@ -117,6 +121,10 @@ fn stat_items(key: &str, version: Version) -> Result<Vec<(Kind, String)>, &'stat
 /// A memory.numa_stat key's items: v2 prints stat items per node, v1 sums of the LRU lists.
 fn numa_items(key: &str, version: Version) -> Result<Vec<(Kind, String)>, &'static str> {
     let parts: &[&str] = match (version, key.strip_prefix("hierarchical_").unwrap_or(key)) {
+        // Per node, also what migration moves across nodes.
+        (Version::V2, k) if MIGRATED.contains(&k) => {
+            return Ok(vec![(Kind::Stat, k.into()), (Kind::Migrate, k.into())]);
+        }
         (Version::V2, _) => return stat_items(key, version),
         (Version::V1, "total") => &[
             "inactive_anon",
@@ -156,6 +164,11 @@ pub fn modes(kind: Kind, item: &str, version: Version) -> Vec<(Mode, Option<&'st
             vec![(Drop, None), (Leak, None), (Double, None), (Fraction, None)]
         }
         Kind::Counter => vec![(Drop, None), (Double, None), (Fraction, None)],
+        // One page per folio differs only for a large folio: shmem's huge pages (also file).
+        Kind::Migrate if matches!(item, "file" | "shmem" | "shmem_thp") => {
+            vec![(Drop, None), (Fraction, None)]
+        }
+        Kind::Migrate => vec![(Drop, None)],
     }
 }
 
@@ -171,23 +184,31 @@ pub fn plan(table: &Table, seconds: &BTreeMap<String, f64>) -> (Vec<Plan>, Vec<(
     // The items that are covered fields of their own: a part of a sum (v2's pgscan) is a mutant
     // only where it is covered itself, and runs only where it moved itself (pgscan_khugepaged
     // moves in machine-pressure alone, pgscan in every reclaim).
+    // A migrate item rides along a per-node field and is no part of a sum.
+    type Items = Vec<(Kind, String)>;
+    let counts =
+        |its: Items| -> (Items, Items) { its.into_iter().partition(|i| i.0 != Kind::Migrate) };
     let alone: Vec<(Kind, String)> = (covered.iter())
         .filter_map(|r| items(&r.field, table.version).ok())
+        .map(|its| counts(its).0)
         .filter(|its| its.len() == 1)
         .flatten()
         .collect();
     for row in covered {
-        let (its, sum) = match items(&row.field, table.version) {
-            Ok(its) if its.len() > 1 => (
-                its.into_iter().filter(|i| alone.contains(i)).collect(),
-                true,
-            ),
-            Ok(its) => (its, false),
-            Err(why) => {
-                unmapped.push((row.field.clone(), why.to_string()));
-                continue;
-            }
-        };
+        let (its, sum): (Vec<(Kind, String)>, bool) =
+            match items(&row.field, table.version).map(counts) {
+                Ok((its, moved)) if its.len() > 1 => (
+                    (its.into_iter().filter(|i| alone.contains(i)))
+                        .chain(moved)
+                        .collect(),
+                    true,
+                ),
+                Ok((its, moved)) => (its.into_iter().chain(moved).collect(), false),
+                Err(why) => {
+                    unmapped.push((row.field.clone(), why.to_string()));
+                    continue;
+                }
+            };
         for (kind, item) in its {
             for (mode, equivalent) in modes(kind, &item, table.version) {
                 let mutant = Mutant {

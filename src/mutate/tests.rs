@@ -32,10 +32,6 @@ fn fields_map_to_the_kernels_items() {
     );
     assert_eq!(items("memory.stat:cache", Version::V1), Ok(stat("file")));
     assert_eq!(
-        items("memory.numa_stat:file_dirty", Version::V2),
-        Ok(stat("file_dirty"))
-    );
-    assert_eq!(
         items("memory.numa_stat:hierarchical_total", Version::V1)
             .unwrap()
             .len(),
@@ -61,6 +57,23 @@ fn fields_map_to_the_kernels_items() {
     assert_eq!(
         items("memory.memsw.usage_in_bytes", Version::V1),
         Ok(vec![(Kind::Counter, "memsw".to_string())])
+    );
+    // A v2 per-node field is also what migration moves across nodes; v1 lists LRU sizes.
+    assert_eq!(
+        items("memory.numa_stat:file_dirty", Version::V2),
+        Ok(vec![
+            (Kind::Stat, "file_dirty".to_string()),
+            (Kind::Migrate, "file_dirty".to_string())
+        ])
+    );
+    assert_eq!(
+        items("memory.numa_stat:anon", Version::V2),
+        Ok(vec![(Kind::Stat, "anon".to_string())])
+    );
+    let huge = modes(Kind::Migrate, "shmem", Version::V2);
+    assert_eq!(
+        huge.iter().map(|m| m.0).collect::<Vec<_>>(),
+        [Mode::Drop, Mode::Fraction]
     );
     assert!(items("memory.max", Version::V2).is_err());
     assert!(items("memory.stat:hierarchical_memory_limit", Version::V1).is_err());
@@ -117,10 +130,17 @@ fn a_plan_merges_the_fields_of_an_item_and_runs_the_quickest_first() {
         ("mid".to_string(), 3.0),
     ]);
     let (plans, unmapped) = plan(&table, &secs);
-    assert_eq!(plans.len(), 4, "drop, leak, double, local of file_dirty");
+    assert_eq!(
+        plans.len(),
+        5,
+        "drop, leak, double, local of file_dirty; its migration's drop"
+    );
     assert_eq!(plans[0].mutant.to_string(), "stat:file_dirty:drop");
     assert_eq!(plans[0].fields.len(), 2);
     assert_eq!(plans[0].scenarios, ["fast", "mid", "slow"]);
+    // The per-node field alone is made of what migration moves.
+    assert_eq!(plans[4].mutant.to_string(), "migrate:file_dirty:drop");
+    assert_eq!(plans[4].scenarios, ["mid"]);
     assert_eq!(unmapped.len(), 1);
     assert_eq!(unmapped[0].0, "memory.max");
 }
