@@ -562,6 +562,42 @@ mod tests {
         }
     }
 
+    /// On a two-node machine the numa motif moves a held task's file, anon and shmem away while
+    /// its writer dirties the file (mid-flight), and its cases say they need two nodes; on one
+    /// node no case has a migrate step.
+    #[test]
+    fn numa_moves_pages_away_while_a_task_writes() {
+        let numa = Machine {
+            numa: true,
+            ..machine(Version::V2)
+        };
+        let moved = |m: &Machine, i| {
+            let c = generate(1, i, m);
+            let n = (c.phases.iter().flat_map(|p| &p.steps))
+                .filter(|s| matches!(s, Step::Migrate { .. }))
+                .count();
+            (n, c)
+        };
+        let (mut cases, mut midflight) = (0, 0);
+        for i in 0..40 {
+            let (n, c) = moved(&numa, i);
+            if n > 0 {
+                assert_eq!(n, 3, "file, anon and shmem");
+                assert!(c.to_toml().contains("\"numa\"]"), "{}", c.to_toml());
+                crate::scenario::parse("c.toml", &c.to_toml()).unwrap();
+                cases += 1;
+                midflight += crate::explore::strategy::conditions(&c.phases)
+                    .contains(&crate::explore::strategy::Condition::MidFlight)
+                    as usize;
+            }
+            assert_eq!(moved(&machine(Version::V2), i).0, 0);
+        }
+        assert!(
+            cases >= 3 && midflight == cases,
+            "{cases} cases, {midflight} mid-flight"
+        );
+    }
+
     /// The mid-flight motif lowers memory.high under a task that keeps dirtying, and lifts it.
     #[test]
     fn midflight_lowers_high_while_a_task_writes() {

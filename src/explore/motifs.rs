@@ -424,7 +424,7 @@ pub fn midflight_motif(
     steps.push(Step::Wait { task });
 }
 
-/// NUMA: in a phase of its own, a task of a leaf with room holds 8 to 32 MiB of a file it keeps
+/// NUMA: in a phase of its own, a task of a leaf with room (twice what it holds) holds 8 to 32 MiB of a file it keeps
 /// dirtying through its mapping, 2 MiB of anon and 4 to 8 MiB of shmem (on a huge=always tmpfs,
 /// 1 case in 2), and moves each away from the node holding it while the writer runs: the
 /// migration path's per-node stat moves of dirty, mapped, shmem and huge pages, which `placed`
@@ -436,17 +436,20 @@ pub fn numa_motif(
     w: &mut World,
     phases: &mut Vec<Phase>,
 ) {
-    let leaves: Vec<String> = uncapped_leaves(m, groups, w)
-        .filter(|g| !w.held_in.contains(&g.name))
+    let size = d.mib(8, 32);
+    let shmem = d.mib(4, 8);
+    let huge = d.chance(50);
+    // Any leaf with room for all of it twice over (a limit then never reclaims it meanwhile).
+    let leaves: Vec<String> = (groups.iter())
+        .filter(|g| is_leaf(groups, &g.name) && !w.exhausted.contains(&g.name))
+        .filter(|g| g.move_charge.is_none() && !w.held_in.contains(&g.name))
+        .filter(|g| w.room(groups, &g.name, m.budget()) >= 2 * (size + shmem + 2 * MIB))
         .map(|g| g.name.clone())
         .collect();
     if leaves.is_empty() {
         return;
     }
     let g = d.pick(&leaves).clone();
-    let size = d.mib(8, 32);
-    let shmem = d.mib(4, 8);
-    let huge = d.chance(50);
     let file = w.write(groups, &g, size);
     w.maps(&file, &g);
     let task = w.hold(&g, 2 * MIB + shmem, 2 * MIB + shmem + size);

@@ -99,7 +99,10 @@ pub fn conditions(phases: &[crate::scenario::Phase]) -> std::collections::BTreeS
             }
             Step::Fault { clients, .. } if *clients > 1 => Condition::Concurrency,
             Step::Exhaust { bystanders, .. } if *bystanders > 0 => Condition::Concurrency,
-            Step::Set { value: Some(_), .. } if writing => Condition::MidFlight,
+            Step::Set { value: Some(_), .. } | Step::Migrate { .. } if writing => {
+                Condition::MidFlight
+            }
+            Step::Migrate { .. } => Condition::History,
             Step::Set { .. } | Step::Reclaim { .. } | Step::Move { .. } => Condition::History,
             _ => Condition::Workload,
         };
