@@ -58,16 +58,10 @@ pub fn unmet_requirement(sc: &Scenario, version: Version, dedicated: bool) -> Op
                 );
             }
             Feature::OomImmune => true,
-            Feature::Numa => {
-                let nodes = crate::sys::numa::memory_nodes();
-                if nodes.len() < 2 {
-                    return Some(format!(
-                        "needs two NUMA nodes with memory to move pages between; this machine has {} (memcgtest vm guests have two: --numa-nodes)",
-                        nodes.len()
-                    ));
-                }
-                true
-            }
+            Feature::Numa => match crate::sys::numa::too_few() {
+                Some(why) => return Some(why),
+                None => true,
+            },
         };
         if !ok {
             return Some(format!("kernel lacks {} (see `memcgtest env`)", f.name()));

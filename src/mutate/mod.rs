@@ -181,18 +181,7 @@ fn baseline(o: &Options, dir: &Path) -> Result<RunReport> {
 /// the key without the guest's arguments: see `recorded`). Not the binary: a matrix outlives its
 /// builds; a survivor is judged again by another binary, see `Recorded`.
 fn key(v: &vm::Options) -> String {
-    let text = format!(
-        "{} {:?} {:?} {} {} {} {} {} {:?}",
-        v.cgroup,
-        v.guest_args,
-        v.append,
-        v.cpus,
-        v.memory_mib,
-        v.numa_nodes,
-        v.swap,
-        v.disk_mib,
-        v.kernel,
-    );
+    let text = format!("{} {} {:?}", v.cgroup, v.shape(), v.kernel);
     format!("{:08x}", crate::model::kcidb::fnv1a(text.as_bytes()) as u32)
 }
 

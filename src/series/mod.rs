@@ -428,17 +428,7 @@ fn ab_against_base(
 /// line added) and the binary that judges it.
 fn run_key(o: &Options, cgroup: &str) -> String {
     let v = &o.vm;
-    let text = format!(
-        "{cgroup} {:?} {:?} {} {} {} {} {} {}",
-        v.guest_args,
-        v.append,
-        v.cpus,
-        v.memory_mib,
-        v.numa_nodes,
-        v.swap,
-        v.disk_mib,
-        binary_id()
-    );
+    let text = format!("{cgroup} {} {}", v.shape(), binary_id());
     format!("{cgroup}-{:08x}", crate::model::kcidb::fnv1a(&text) as u32)
 }
 

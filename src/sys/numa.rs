@@ -45,6 +45,16 @@ pub fn memory_nodes() -> Vec<u32> {
 /// move_pages(2)'s flag: move the pages only this process maps (include/uapi/linux/mempolicy.h).
 const MPOL_MF_MOVE: libc::c_int = 1 << 1;
 
+/// Why pages cannot move between nodes here (fewer than two nodes with memory), if so.
+pub fn too_few() -> Option<String> {
+    let n = memory_nodes().len();
+    (n < 2).then(|| {
+        format!(
+            "needs two NUMA nodes with memory to move pages between; this machine has {n} (memcgtest vm guests have two: --numa-nodes)"
+        )
+    })
+}
+
 /// Where each 4 KiB page of `len` bytes at `addr` in this process is after asking move_pages(2)
 /// to move it to `to` (None: only ask where it is). Per page: its node, or the negative errno
 /// the kernel gave it (a page that could not move stays where it was and says why).

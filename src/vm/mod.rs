@@ -76,6 +76,23 @@ pub struct Options {
     pub append: String,
 }
 
+impl Options {
+    /// What the guest runs and the VM it runs in (size, nodes, command line added), as text:
+    /// the part of a run's key (`series`, `mutate`) that is not the kernel or the binary.
+    pub fn shape(&self) -> String {
+        format!(
+            "{:?} {:?} {} {} {} {} {}",
+            self.guest_args,
+            self.append,
+            self.cpus,
+            self.memory_mib,
+            self.numa_nodes,
+            self.swap,
+            self.disk_mib
+        )
+    }
+}
+
 /// The scratch disk's image in the work directory.
 const SCRATCH_IMAGE: &str = "scratch.img";
 /// The slow disk's image (beside the scratch disk's) and size: for scenarios about pages under
