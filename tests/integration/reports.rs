@@ -33,12 +33,12 @@ fn ktap_and_report_dir() {
         }
         let csv = std::fs::read_to_string(rep.path().join("dirty-migration.csv")).unwrap();
         // The per-file truth is read first (where cachestat exists), then /proc/vmstat (the
-        // accounting checks' levels, then the events within-node((top)) brackets), the
+        // accounting checks' levels, identities' isolated pages, then the events within-node((top)) brackets), the
         // scenario's top group and aux (hierarchy((top))), the declared groups, /proc/vmstat
         // again and the truth again; every header carries its unit.
         let header = csv.lines().next().unwrap();
         for part in [
-            "vmstat:pre:nr_dirty[pages],vmstat:pre:nr_writeback[pages],vmstat:pre:pgfault[events],",
+            "vmstat:pre:nr_dirty[pages],vmstat:pre:nr_writeback[pages],vmstat:pre:nr_isolated_anon[pages],vmstat:pre:nr_isolated_file[pages],vmstat:pre:pgfault[events],",
             "vmstat:pre:thp_swpout_fallback[events],(top).dirty[B],",
             "again:(top).usage[B],aux.dirty[B],",
             "again:aux.usage[B],tasks:pre:test.anon[B],",
