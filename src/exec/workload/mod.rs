@@ -459,11 +459,17 @@ impl Holder {
         Ok((secs, it.collect::<Vec<_>>().join(" ")))
     }
 
+    /// Writes one command line to the holder.
+    fn send(&mut self, cmd: &str) -> Result<(), WaitError> {
+        match writeln!(self.stdin, "{cmd}").and_then(|_| self.stdin.flush()) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.failed(format!("send {cmd:?} to holder: {e}"))),
+        }
+    }
+
     /// Sends one command and waits for its "ok"; returns the seconds the holder reports.
     pub fn command(&mut self, cmd: &str, limits: &Limits) -> Result<f64, WaitError> {
-        if let Err(e) = writeln!(self.stdin, "{cmd}").and_then(|_| self.stdin.flush()) {
-            return Err(self.failed(format!("send {cmd:?} to holder: {e}")));
-        }
+        self.send(cmd)?;
         self.answer("ok", limits)
     }
 
@@ -475,9 +481,7 @@ impl Holder {
         limits: &Limits,
     ) -> Result<(f64, String), WaitError> {
         let cmd = format!("advise {} {}", advice.name(), region.name());
-        if let Err(e) = writeln!(self.stdin, "{cmd}").and_then(|_| self.stdin.flush()) {
-            return Err(self.failed(format!("send {cmd:?} to holder: {e}")));
-        }
+        self.send(&cmd)?;
         self.answer_noted("ok", limits)
     }
 
@@ -494,9 +498,7 @@ impl Holder {
             Some(n) => format!("migrate {} {}", region.name(), n.name()),
             None => format!("where {}", region.name()),
         };
-        if let Err(e) = writeln!(self.stdin, "{cmd}").and_then(|_| self.stdin.flush()) {
-            return Err(self.failed(format!("send {cmd:?} to holder: {e}")));
-        }
+        self.send(&cmd)?;
         let (secs, text) = self.answer_noted("ok", limits)?;
         let mut it = text.split_whitespace();
         let node = it.next().and_then(|n| n.parse::<u32>().ok());
