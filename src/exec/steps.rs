@@ -13,6 +13,7 @@ use super::watchdog::Watchdog;
 use super::workload::{self, Holder, Job, JobResult, Limits, WaitError};
 use crate::model::MoveRecord;
 use crate::model::error::Error;
+use crate::scenario::probe::{self, PROBE_BALLAST};
 use crate::scenario::{Scenario, Step};
 use crate::sys::cgroup::{Cgroup, Version};
 use crate::sys::cleanup::interrupted;
@@ -34,10 +35,9 @@ use workers::{create, exhaust, fault, read, usemem};
 /// cgroup writeback (v2) the group is a dirty domain of its own whose dirtyable memory is its file
 /// pages plus at most the other clean page cache, scaled by the same ratios: in a fresh VM that is
 /// a few MiB and background writeback would start at once. The probe step therefore first makes
-/// sure the group has clean file pages of 3x the probe (see `probe_ballast`).
-/// Clean page cache a v2 group needs before a probe, as a multiple of the probe's size.
-pub(super) const PROBE_BALLAST: u64 = 3;
-
+/// sure the group has clean file pages of PROBE_BALLAST x the probe (see `probe_ballast`), and
+/// room below its limit for them and the probe (see `crate::scenario::probe`).
+///
 /// How much clean ballast to write before a probe of `size` in `cg`: none on v1 (no per-group
 /// dirty domain; extra pages there would only push a limited group into reclaim, which starts
 /// writeback); on v2 what the group's file pages lack of PROBE_BALLAST x size.
@@ -119,16 +119,25 @@ impl<'a> StepEnv<'a> {
     }
 }
 
-/// Before a probe: clean ballast for the group's dirty domain (see `probe_ballast`), then
-/// writeback held off.
+/// Before a probe: room below the group's limit (the clean page cache of the files written in
+/// its subtree dropped), clean ballast for its dirty domain (see `probe_ballast`), then writeback
+/// held off.
 pub(super) fn prepare_probe(
     env: &StepEnv,
-    cg: &Cgroup,
+    (group, cg): (&str, &Cgroup),
     file: &str,
     size: u64,
     guard: &mut Guard,
 ) -> Result<(), Stop> {
+    for f in probe::own_files(env.sc, group) {
+        let path = env.path(&f);
+        if path.exists() {
+            crate::exec::workload::drop_cache(&path)
+                .map_err(|e| Stop::Failed(Error::Environment(format!("{e:#}"))))?;
+        }
+    }
     let need = probe_ballast(cg, size).map_err(|e| Stop::Failed(Error::Kernel(e)))?;
+    check_room(env, (group, cg), need + size)?;
     if need > 0 {
         let ballast = Job::Write {
             path: env.path(&format!("{file}.ballast")),
@@ -141,6 +150,35 @@ pub(super) fn prepare_probe(
     }
     hold_writeback(&mut guard.sysctls)?;
     Ok(())
+}
+
+/// A probe's pages and ballast (`add`) must fit in half of what the group's limit leaves: a
+/// group pushed into reclaim starts writeback (see `crate::scenario::probe`), and the probe
+/// would judge nothing. The parser holds declared sizes to this; here what the group already
+/// holds counts too.
+fn check_room(env: &StepEnv, (group, cg): (&str, &Cgroup), add: u64) -> Result<(), Stop> {
+    let Some(limit) = probe::bounding_limit(env.sc, group) else {
+        return Ok(());
+    };
+    let file = crate::sys::cgroup::file_name(cg.version, "usage");
+    let text = cg
+        .read(file)
+        .map_err(|e| Stop::Failed(Error::Kernel(e.to_string())))?;
+    let usage: u64 = text.trim().parse().map_err(|_| {
+        Stop::Failed(Error::Kernel(format!(
+            "{group}'s {file} is not a number: {text:?}"
+        )))
+    })?;
+    if usage + add <= limit / 2 {
+        return Ok(());
+    }
+    let b = |v: u64| crate::model::units::human_bytes(v as i64);
+    Err(Stop::Failed(Error::Environment(format!(
+        "the probe in {group} has no room: it holds {} with its clean page cache dropped, the probe and its ballast add {}, more than half its limit {} (reclaim during a probe starts writeback)",
+        b(usage),
+        b(add),
+        b(limit)
+    ))))
 }
 
 /// Runs one step: the executor of its kind.

@@ -502,6 +502,8 @@ impl Scenario {
                         h.lazyfree /= divisor;
                     }
                     Step::Grow { anon, .. } => *anon /= divisor,
+                    // As the limits: the probe and its ballast need room below them.
+                    Step::Probe { size, .. } => *size = (*size / divisor).max(probe::MIN_PROBE),
                     Step::MmapWrite { size, .. }
                     | Step::Reclaim { size, .. }
                     | Step::Create { size, .. }
@@ -588,6 +590,7 @@ mod describe;
 pub mod headroom;
 mod implied;
 pub mod plan;
+pub mod probe;
 mod raw;
 pub mod render;
 mod resolve;

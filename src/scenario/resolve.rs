@@ -69,7 +69,7 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
     let scratch = scratch(cx, &raw)?;
     let fixes = fixes(cx, &raw)?;
 
-    Ok(Scenario {
+    let sc = Scenario {
         name,
         sysctls,
         scratch,
@@ -94,7 +94,25 @@ pub(super) fn resolve(cx: Text, raw: RawScenario) -> Result<Scenario, ScenarioEr
         known,
         fixes,
         source: cx.file.to_string(),
-    })
+    };
+    check_probe_room(cx, &sc)?;
+    Ok(sc)
+}
+
+/// A probe needs room below its group's limit (see `super::probe`).
+fn check_probe_room(cx: &Text, sc: &Scenario) -> Result<(), ScenarioError> {
+    match super::probe::cramped(sc) {
+        None => Ok(()),
+        Some((group, size, limit)) => Err(cx.err(
+            0..0,
+            format!(
+                "a probe of {} in {group} needs a limit of at least {} on {group} and its ancestors (probe and clean ballast in half of it: reclaim during a probe starts writeback), but it is {}",
+                crate::model::units::human_bytes(size as i64),
+                crate::model::units::human_bytes(super::probe::room(size) as i64),
+                crate::model::units::human_bytes(limit as i64)
+            ),
+        )),
+    }
 }
 
 /// `fixes`: each `<12 hex digits> ("<subject>")`, no commit twice.

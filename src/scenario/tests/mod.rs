@@ -663,3 +663,46 @@ fn fixes_are_tags_of_upstream_commits() {
     let e = err(&with(r#"["8a8792f600ab (\"a\")", "8a8792f600ab (\"b\")"]"#));
     assert!(e.msg.contains("named twice"), "{e}");
 }
+
+/// A probe needs its ballast and itself in half its group's (or an ancestor's) limit: reclaim
+/// during a probe starts writeback. Quick runs shrink the probe with the limits.
+#[test]
+fn a_probe_needs_room_below_the_limit() {
+    let with_probe = |size: &str| {
+        GOOD.replacen(
+            "[[check]]",
+            &format!(
+                "[[phase]]\nname = \"p3\"\nsteps = [{{ action = \"probe\", cgroup = \"a/b\", size = \"{size}\" }}]\n[[check]]"
+            ),
+            1,
+        )
+    };
+    // a's 64 MiB leave room for a probe of 8 MiB (ballast 24 MiB, 32 MiB in all), not of 16.
+    let mut s = parse("f.toml", &with_probe("8M")).unwrap();
+    let e = err(&with_probe("16M"));
+    assert!(
+        e.msg
+            .contains("a probe of 16.0 MiB in a/b needs a limit of at least 128.0 MiB")
+            && e.msg.contains("but it is 64.0 MiB"),
+        "{e}"
+    );
+    assert_eq!(probe::bounding_limit(&s, "a/b"), Some(64 << 20));
+    s.scale_down(8);
+    assert!(matches!(s.phases[2].steps[0], Step::Probe { size, .. } if size == probe::MIN_PROBE));
+    let all = load_all(None).unwrap();
+    let mut da = all
+        .into_iter()
+        .find(|s| s.name == "dirty-accounting")
+        .unwrap();
+    da.scale_down(8);
+    let probe = da
+        .phases
+        .iter()
+        .flat_map(|p| &p.steps)
+        .find_map(|s| match s {
+            Step::Probe { size, .. } => Some(*size),
+            _ => None,
+        });
+    assert_eq!(probe, Some(8 << 20));
+    assert!(probe::cramped(&da).is_none());
+}
