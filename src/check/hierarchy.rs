@@ -156,10 +156,13 @@ struct Parts {
 }
 
 /// Whether `parent`'s statistics were flushed right before each read: the v2 top group, whose
-/// cpu.stat the sampler reads first (reading a v2 group's cpu.stat flushes the rstat tree below
-/// it, the memcg statistics with it: cgroup_base_stat_cputime_show -> cgroup_rstat_flush).
+/// cpu.stat the sampler reads first, on kernels before 6.16 (reading a v2 group's cpu.stat
+/// flushed the rstat tree below it, the memcg statistics with it; see
+/// `crate::model::record::cpu_stat_flushes_memcg`).
 fn fresh(rec: &Record, parent: &str) -> bool {
-    parent == crate::model::TOP_GROUP && rec.version == crate::model::Version::V2
+    parent == crate::model::TOP_GROUP
+        && rec.version == crate::model::Version::V2
+        && rec.machine.top_flushed
 }
 
 impl Parts {
@@ -571,9 +574,10 @@ holds the declared top-level groups and the helpers' group `aux` (sampled too) a
 else, so a statistic the kernel does not pass to the ancestors shows there in every scenario \
 (on v2 its memory.events and memory.swap.events too: it holds no tasks and no limits, so no \
 event is its own). \
-On v2 the sampler reads the top group's cpu.stat before its memory.stat (that read flushes \
-the statistics of its whole subtree: cgroup_rstat_flush), so the top group cannot be stale \
-and gets no 3 s allowance. Result name: `hierarchy(<parent>)`.",
+On v2 the sampler reads the top group's cpu.stat before its memory.stat: before Linux 6.16 \
+that read flushes the statistics of its whole subtree (cgroup_rstat_flush), so there the top \
+group cannot be stale and gets no 3 s allowance; since 6.16 each controller has its own rstat \
+tree and cpu.stat flushes only CPU times, so the top group is judged as any parent. Result name: `hierarchy(<parent>)`.",
     keys: &[
         req("parent", "the declared parent group"),
         req("counters", "the counters compared"),

@@ -93,6 +93,7 @@ mod tests {
             page_size: 4096,
             node_drift_pages: 48,
             lru_gen: false,
+            top_flushed: true,
         };
         let mut rec = Record::bare(
             crate::model::Series::new(vec![]),

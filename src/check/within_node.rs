@@ -57,11 +57,11 @@ fn tolerance(rec: &Record, event: &NodeEvent) -> (i64, String) {
     )
 }
 
-/// How old the events a group's read shows may be: none for the v2 top group, whose cpu.stat
-/// the sampler reads first (it flushes the whole subtree); for any other, ANCESTOR_LAG (a read
-/// flushes only what the kernel thinks is pending; the periodic flush takes everything).
+/// How old the events a group's read shows may be: none for the v2 top group before 6.16, whose
+/// cpu.stat the sampler reads first (it flushed the whole subtree); for any other, ANCESTOR_LAG
+/// (a read flushes only what the kernel thinks is pending; the periodic flush takes everything).
 fn lag(rec: &Record, cgroup: &str) -> f64 {
-    if cgroup == TOP_GROUP && rec.version == Version::V2 {
+    if cgroup == TOP_GROUP && rec.version == Version::V2 && rec.machine.top_flushed {
         0.0
     } else {
         ANCESTOR_LAG
@@ -263,7 +263,7 @@ count: a busy machine weakens the check, never fails it. Tolerance per event: pe
 most one call counts in the memcg a moment before the node (1 for a fault or a huge page, a \
 huge page's pages for a folio, a reclaim batch of 32 pages plus a huge page, 4096 with the \
 multi-gen LRU, for reclaim's counts). A group's read may show its events late: the v2 top \
-group's are flushed by the sampler (its cpu.stat is read first), but any other group's (all \
+group's are flushed by the sampler before Linux 6.16 (its cpu.stat is read first), but any other group's (all \
 of them on v1) may be up to 3 s old (the periodic flush, as in `hierarchy`), so its rise from \
 a sample is held to the node's from 3 s before that sample. It fails on the event and the \
 window where the group rose most beyond the node, naming both rises. Every scenario gets one for its own top group. Result name: \

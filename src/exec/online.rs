@@ -154,6 +154,7 @@ counters = ["dirty"]
             page_size: 4096,
             node_drift_pages: 48,
             lru_gen: false,
+            top_flushed: true,
         };
         Record::bare(series, machine, crate::model::Version::V2)
     }

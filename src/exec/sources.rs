@@ -125,9 +125,12 @@ fn group_sources(
     if numa {
         sources.push(numa_source(plan, name, cg, true, columns)?);
     }
-    // The v2 top group's cpu.stat flushes the statistics of its whole subtree (hierarchy((top))
-    // then allows it no staleness); read for that, nothing kept.
-    if name == crate::model::TOP_GROUP && cg.version == crate::model::Version::V2 {
+    // Before 6.16 the v2 top group's cpu.stat flushes the statistics of its whole subtree
+    // (hierarchy((top)) then allows it no staleness); read for that, nothing kept.
+    if name == crate::model::TOP_GROUP
+        && cg.version == crate::model::Version::V2
+        && crate::model::record::cpu_stat_flushes_memcg(&crate::sys::env::kernel_release())
+    {
         sources.push(Source::keyed(&cg.file("cpu.stat"), Vec::new())?);
     }
     sources.push(Source::keyed(&cg.file("memory.stat"), stat)?);

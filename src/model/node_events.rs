@@ -122,6 +122,7 @@ mod tests {
             page_size: 4096,
             node_drift_pages: 0,
             lru_gen: false,
+            top_flushed: true,
         };
         assert_eq!(Batch::One.pages(&m), 1);
         assert_eq!(Batch::Folio.pages(&m), 512);

@@ -249,6 +249,19 @@ pub struct Machine {
     /// The multi-gen LRU is on (/sys/kernel/mm/lru_gen/enabled): reclaim isolates up to
     /// MAX_LRU_BATCH pages at a time, not SWAP_CLUSTER_MAX.
     pub lru_gen: bool,
+    /// Reading a v2 group's cpu.stat flushes its memcg statistics (see
+    /// `cpu_stat_flushes_memcg`): the sampler reads the top group's first, so it is never stale.
+    pub top_flushed: bool,
+}
+
+/// Whether reading a v2 group's cpu.stat flushes the memcg statistics below it on kernel
+/// `release`. Up to 6.15 it did (cgroup_base_stat_cputime_show -> cgroup_rstat_flush, which
+/// walks every controller's state of the subtree); since 6.16 each controller has an rstat tree
+/// of its own ("cgroup: use separate rstat trees for each subsystem") and cpu.stat flushes only
+/// the cgroup's own CPU times (css_rstat_flush(&cgrp->self)). Unknown releases: no.
+pub fn cpu_stat_flushes_memcg(release: &str) -> bool {
+    crate::model::known::Release::parse(release)
+        .is_some_and(|r| r.0.iter().take(2).cmp([6, 16].iter()) == std::cmp::Ordering::Less)
 }
 
 impl Machine {

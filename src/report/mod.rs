@@ -334,6 +334,7 @@ fn of_samples(series: Series, r: &ScenarioResult, page_size: u64) -> Record {
         page_size,
         node_drift_pages: 0,
         lru_gen: false,
+        top_flushed: true,
     };
     let mut rec = Record::bare(series, machine, r.cgroup_version.unwrap_or(Version::V2));
     rec.phases = (r.phases.iter())

@@ -651,6 +651,7 @@ mod tests {
                 page_size: 4096,
                 node_drift_pages: 64,
                 lru_gen: false,
+                top_flushed: true,
             },
             moves: vec![],
             charge_moving: None,

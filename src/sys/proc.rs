@@ -249,6 +249,9 @@ pub fn machine(proc_root: &Path) -> Machine {
         page_size,
         node_drift_pages: threshold * cpus,
         lru_gen: lru_gen(&proc_root.with_file_name("sys")),
+        top_flushed: crate::model::record::cpu_stat_flushes_memcg(
+            &crate::sys::env::kernel_release(),
+        ),
     }
 }
 

@@ -57,6 +57,7 @@ pub(super) fn cycles(settled: &[i64]) -> Record {
             page_size: 4096,
             node_drift_pages: 48,
             lru_gen: false,
+            top_flushed: true,
         },
         moves: vec![],
         charge_moving: None,

@@ -42,6 +42,7 @@ pub(super) fn move_record(moved: i64, charge_moving: Option<String>) -> Record {
             page_size: 4096,
             node_drift_pages: 48,
             lru_gen: false,
+            top_flushed: true,
         },
         moves: vec![],
         charge_moving,

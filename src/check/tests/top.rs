@@ -44,6 +44,23 @@ fn the_top_group_sums_its_groups_and_on_v2_is_never_stale() {
     let c = hierarchy("h".into(), &top_tree(Version::V2, 0), TOP_GROUP, &dirty);
     assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
     assert!(c.actual.contains("(top).dirty = 0 B"), "{}", c.actual);
+    // Since 6.16 cpu.stat flushes only CPU times: the v2 top group is a parent like any other.
+    let mut late = top_tree(Version::V2, 0);
+    late.machine.top_flushed = false;
+    let c = hierarchy("h".into(), &late, TOP_GROUP, &dirty);
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+}
+
+#[test]
+fn cpu_stat_flushes_memcg_before_6_16_only() {
+    use crate::model::record::cpu_stat_flushes_memcg;
+    assert!(cpu_stat_flushes_memcg("6.12.118"));
+    assert!(cpu_stat_flushes_memcg("6.1.0-57-cloud-amd64"));
+    assert!(cpu_stat_flushes_memcg("6.15.9"));
+    assert!(!cpu_stat_flushes_memcg("6.16.0"));
+    assert!(!cpu_stat_flushes_memcg("6.18.44-fc"));
+    assert!(!cpu_stat_flushes_memcg("7.0-rc1"));
+    assert!(!cpu_stat_flushes_memcg("weird"));
 }
 
 #[test]
