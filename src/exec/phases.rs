@@ -363,7 +363,7 @@ fn before_step(env: &StepEnv, sampler: &Sampler, guard: &mut Guard) -> Result<us
         cgroup, file, size, ..
     } = env.step
     {
-        prepare_probe(env, (cgroup, env.group(cgroup)), file, *size, guard)?;
+        prepare_probe(env, cgroup, file, *size, guard)?;
         // The window starts from a sample taken after the ballast is clean.
         sampler.wait_fresh(2);
     }

@@ -44,8 +44,16 @@ pub(super) fn sampler_sources(
     if !pre_keys.is_empty() {
         sources.push(Source::keyed(&vmstat_path, pre_keys)?);
     }
+    let flushed = ctx.machine.top_flushed;
     for (name, cg) in groups {
-        sources.extend(group_sources(plan, name, cg, groups, &mut columns)?);
+        sources.extend(group_sources(
+            plan,
+            name,
+            cg,
+            groups,
+            flushed,
+            &mut columns,
+        )?);
     }
     let mut vm_keys = Vec::new();
     for k in &plan.vmstat {
@@ -72,6 +80,7 @@ fn group_sources(
     name: &str,
     cg: &Cgroup,
     groups: &[(String, Cgroup)],
+    top_flushed: bool,
     columns: &mut Vec<Column>,
 ) -> Result<Vec<Source>, Stop> {
     let tasks = plan.tasks.iter().any(|g| g == name);
@@ -127,10 +136,7 @@ fn group_sources(
     }
     // Before 6.16 the v2 top group's cpu.stat flushes the statistics of its whole subtree
     // (hierarchy((top)) then allows it no staleness); read for that, nothing kept.
-    if name == crate::model::TOP_GROUP
-        && cg.version == crate::model::Version::V2
-        && crate::model::record::cpu_stat_flushes_memcg(&crate::sys::env::kernel_release())
-    {
+    if name == crate::model::TOP_GROUP && cg.version == crate::model::Version::V2 && top_flushed {
         sources.push(Source::keyed(&cg.file("cpu.stat"), Vec::new())?);
     }
     sources.push(Source::keyed(&cg.file("memory.stat"), stat)?);

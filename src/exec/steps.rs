@@ -124,7 +124,7 @@ impl<'a> StepEnv<'a> {
 /// held off.
 pub(super) fn prepare_probe(
     env: &StepEnv,
-    (group, cg): (&str, &Cgroup),
+    group: &str,
     file: &str,
     size: u64,
     guard: &mut Guard,
@@ -136,8 +136,9 @@ pub(super) fn prepare_probe(
                 .map_err(|e| Stop::Failed(Error::Environment(format!("{e:#}"))))?;
         }
     }
+    let cg = env.group(group);
     let need = probe_ballast(cg, size).map_err(|e| Stop::Failed(Error::Kernel(e)))?;
-    check_room(env, (group, cg), need + size)?;
+    check_room(env, group, need + size)?;
     if need > 0 {
         let ballast = Job::Write {
             path: env.path(&format!("{file}.ballast")),
@@ -156,10 +157,11 @@ pub(super) fn prepare_probe(
 /// group pushed into reclaim starts writeback (see `crate::scenario::probe`), and the probe
 /// would judge nothing. The parser holds declared sizes to this; here what the group already
 /// holds counts too.
-fn check_room(env: &StepEnv, (group, cg): (&str, &Cgroup), add: u64) -> Result<(), Stop> {
+fn check_room(env: &StepEnv, group: &str, add: u64) -> Result<(), Stop> {
     let Some(limit) = probe::bounding_limit(env.sc, group) else {
         return Ok(());
     };
+    let cg = env.group(group);
     let file = crate::sys::cgroup::file_name(cg.version, "usage");
     let text = cg
         .read(file)
