@@ -6,7 +6,9 @@
 //! mapped pages away: scenarios that move judge it before the move only (`phase`).
 
 use super::args::CheckArgs;
-use super::{Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt};
+use super::{
+    Check, CheckResult, CheckSpec, Kind, Needs, Outcome, columns, missing, opt, stale_lag,
+};
 use crate::model::contract::{v1, v2};
 use crate::model::counter::{FILE, HELD};
 use crate::model::error::ScenarioError;
@@ -35,9 +37,10 @@ as a writer at its group's limit evicts an older file, would make the smaller of
 sums no bound: stock 6.12 v1, dirty-migration's probe, 1.4 MiB); the read after walks \
 each file from its end (one walk from the start counts a file appended at its end while \
 its start is evicted twice over: 2 MiB on 6.12). A shortfall is measured from the least \
-the files held within 3 s (a read that finds another stats flush under way skips its own \
-and may show the group as of an earlier flush, up to the periodic flush every 2 s: 4.6 MiB \
-for 3 samples on 6.12 under TCG) and must last 2 samples in a row. A move takes mapped pages away, so scenarios that move judge it \
+the files held within the group's stale window (0.1 s for a leaf; 3 s for a group with \
+sampled children, whose statistics may lag by up to the periodic flush) or at the sample \
+before (a read that finds another stats flush under way skips its own and shows an earlier \
+flush: 4.6 MiB for 3 samples 400 ms apart on 6.12 under TCG) and must last 2 samples in a row. A move takes mapped pages away, so scenarios that move judge it \
 before the move only (`phase`). Tolerance: the unflushed-stats bound. Not run on a \
 kernel without cachestat (a note says so) or when a group outside the subtree writes \
 the group's files; not exercised when the files never held more than the tolerance. \
@@ -111,11 +114,7 @@ pub fn holds_files(name: String, rec: &Record, cgroup: &str, phase: Option<&str>
         pre,
         post,
         held: s.col(&Column::files(cgroup, HELD, false)),
-        // A leaf's too: a read that finds another flush under way skips its own (the other
-        // flusher zeroed the group's pending-update count at its first CPU) and shows the other
-        // CPUs' updates as of their last flush; when reads are far apart (a sampler slowed by a
-        // writer at 70 MB/s under TCG: 400 ms) that is MiBs, and the periodic flush bounds it.
-        lag: super::hierarchy::ANCESTOR_LAG,
+        lag: stale_lag(rec, cgroup),
     };
     let (mut run, mut worst, mut most) = (0, (0, i64::MIN), 0);
     for &r in &rows {
@@ -190,13 +189,17 @@ impl Files<'_> {
     }
 
     /// How far the file counter at row `r` is short of the least the files held in the `lag`
-    /// before it.
+    /// before it, or at the sample before it. A read that finds another stats flush under way
+    /// skips its own (the flusher zeroed the group's pending-update count at its first CPU) and
+    /// shows the other CPUs as of their last flush: with the sampler slowed to a pass per 400 ms
+    /// by a 70 MB/s writer under TCG, 4.6 MiB below the files for 3 samples, never below what
+    /// they held at the sample before (6.12, full dirty-migration).
     fn short(&self, r: usize) -> i64 {
         let s = &self.rec.series;
         let t = s.t[r];
         let floor = (0..=r)
             .rev()
-            .take_while(|&q| t - s.t[q] <= self.lag)
+            .take_while(|&q| q + 1 >= r || t - s.t[q] <= self.lag)
             .map(|q| self.lo(q))
             .min()
             .unwrap_or(0);
@@ -217,7 +220,7 @@ impl Files<'_> {
                 human_bytes(tol)
             ),
             format!(
-                "at t={t:.3}s (phase {}) {cgroup}'s file counter was {} short of the page cache its own files held (cachestat) at any time in the {:.0} ms before, for {RUN} samples in a row: pages its tasks added to the cache are not counted in it: {}",
+                "at t={t:.3}s (phase {}) {cgroup}'s file counter was {} short of the page cache its own files held (cachestat) at any time in the {:.0} ms before or at the sample before, for {RUN} samples in a row: pages its tasks added to the cache are not counted in it: {}",
                 self.rec.phase_at(t),
                 human_bytes(gap),
                 self.lag * 1000.0,
@@ -233,7 +236,7 @@ impl Files<'_> {
 /// The tolerance text: the unflushed-stats bound, and how stale the group's count may be.
 fn tolerance_text(rec: &Record, lag: f64) -> String {
     format!(
-        "{}, for {RUN} samples in a row; a count the files reached within the last {:.0} ms is stale, not short (a read during another stats flush skips its own; the periodic flush bounds how old it is)",
+        "{}, for {RUN} samples in a row; a count the files reached within the last {:.0} ms or at the sample before is stale, not short (a read during another stats flush skips its own)",
         rec.machine.stat_batch_explained(),
         lag * 1000.0,
     )
