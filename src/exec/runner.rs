@@ -645,7 +645,7 @@ fn conclude(
     if let Some(cut) = &cut {
         online::cut_short(&mut result.checks, cut);
     }
-    let release = crate::sys::env::kernel_release();
+    let release = crate::sys::proc::kernel_release();
     result.fixed = mark_known(
         &mut result.checks,
         &sc.known,

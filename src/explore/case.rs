@@ -186,3 +186,15 @@ impl Case {
         self.phases.iter().map(|p| p.steps.len()).sum()
     }
 }
+
+/// A phase `name` that runs `steps` once, without antagonists.
+pub fn phase(name: String, steps: Vec<Step>) -> Phase {
+    Phase {
+        name,
+        repeat: 1,
+        warmup: false,
+        alternate: false,
+        steps,
+        antagonists: Vec::new(),
+    }
+}

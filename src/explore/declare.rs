@@ -1,9 +1,9 @@
 //! The checks a generated case declares besides the invariants every scenario gets, derived
 //! from its groups, its steps and what the World recorded of them.
 
-use super::MIB;
 use super::case::Declared;
-use super::generator::Machine;
+use super::machine::MIB;
+use super::machine::Machine;
 use super::tree::{is_leaf, protectable};
 use super::world::World;
 use crate::model::record::within;

@@ -4,7 +4,7 @@
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 
-use super::MIB;
+use super::machine::MIB;
 
 /// A seeded source of the generator's choices.
 pub struct Dice(ChaCha8Rng);

@@ -7,9 +7,10 @@
 
 use std::time::Duration;
 
-use super::case::Case;
+use super::case::{Case, phase};
 use super::declare::{declared, protections};
 use super::dice::Dice;
+use super::machine::Machine;
 use super::motifs::{
     concurrency_motif, hold_motif, limit_motif, midflight_motif, move_motif, numa_motif,
     protection_motif, thread_motif,
@@ -20,29 +21,6 @@ use super::world::World;
 use crate::model::Version;
 use crate::model::step::Advice;
 use crate::scenario::{Antagonist, CgroupSpec, Phase, Step};
-
-/// What the generator knows of the machine.
-#[derive(Debug, Clone, Copy)]
-pub struct Machine {
-    pub version: Version,
-    /// RAM, bytes: sizes stay well inside it.
-    pub memory: u64,
-    /// Swap is enabled: swap limits and page-outs may be generated.
-    pub swap: bool,
-    /// v1 charge moving works (memory.move_charge_at_immigrate; removed in 6.13).
-    pub charge_moving: bool,
-    /// cachestat(2) gives per-file truth (6.5 on).
-    pub per_file: bool,
-    /// Two NUMA nodes with memory or more: pages may be moved across them (the numa motif).
-    pub numa: bool,
-}
-
-impl Machine {
-    /// The most a case's steps hold or write at once: 1/16 of RAM, 32..128 MiB.
-    pub fn budget(&self) -> u64 {
-        (self.memory / 16).clamp(32 << 20, 128 << 20)
-    }
-}
 
 /// The case (seed, index) for `m`.
 pub fn generate(seed: u64, index: u32, m: &Machine) -> Case {
@@ -156,18 +134,6 @@ fn end_phase(w: &World) -> Option<Phase> {
         })
         .collect();
     (!steps.is_empty()).then(|| phase("end".into(), steps))
-}
-
-/// A phase `name` that runs `steps` once, without antagonists.
-pub fn phase(name: String, steps: Vec<Step>) -> Phase {
-    Phase {
-        name,
-        repeat: 1,
-        warmup: false,
-        alternate: false,
-        steps,
-        antagonists: Vec::new(),
-    }
 }
 
 #[cfg(test)]
@@ -507,7 +473,7 @@ mod tests {
                     Step::Set { file, value, .. } if file == knob => value.clone(),
                     _ => None,
                 };
-                let half = format!("{}M", size / 2 / crate::explore::MIB);
+                let half = format!("{}M", size / 2 / crate::explore::machine::MIB);
                 assert_eq!(set(steps[k - 2]).as_deref(), Some(half.as_str()));
                 assert_eq!(set(steps[k - 1]).as_deref(), Some(none));
                 let spec = c.groups.iter().find(|x| x.name == g).unwrap();

@@ -13,14 +13,12 @@ pub mod case;
 mod declare;
 mod dice;
 pub mod generator;
+pub mod machine;
 mod motifs;
 pub mod shrink;
 mod strategy;
 mod tree;
 mod world;
-
-/// A mebibyte: the unit of the sizes the generator draws.
-const MIB: u64 = 1 << 20;
 
 /// The step strategies the generator draws from and the motifs it adds, as markdown tables
 /// (docs/explore.md), each with the kind of condition it makes.
@@ -141,8 +139,8 @@ fn out_dir(o: &Options, seed: u64) -> Result<PathBuf, Error> {
 }
 
 /// What the generator needs to know of this machine.
-fn machine(session: &Session) -> generator::Machine {
-    generator::Machine {
+fn machine(session: &Session) -> machine::Machine {
+    machine::Machine {
         version: session.ctx.parent.version,
         memory: crate::sys::proc::mem_total_bytes(),
         swap: crate::sys::proc::swap_enabled(),

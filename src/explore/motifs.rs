@@ -3,10 +3,11 @@
 //! `usage-kept`, a hold whose anon and shmem must show, 768 threads' kernel stacks). Each adds
 //! its groups and phases and returns the checks it declares.
 
-use super::MIB;
 use super::case::Declared;
+use super::case::phase;
 use super::dice::Dice;
-use super::generator::{Machine, phase};
+use super::machine::MIB;
+use super::machine::Machine;
 use super::strategy::Condition;
 use super::tree::{cap_above, is_leaf, protectable};
 use super::world::World;

@@ -228,7 +228,8 @@ fn keep_valid_checks(c: &mut Case, groups: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explore::generator::{Machine, generate};
+    use crate::explore::generator::generate;
+    use crate::explore::machine::Machine;
     use crate::model::Version;
 
     /// Every candidate of many generated cases is a valid scenario, and smaller.

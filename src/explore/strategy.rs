@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use super::MIB;
 use super::dice::Dice;
-use super::generator::Machine;
+use super::machine::MIB;
+use super::machine::Machine;
 use super::world::{Task, World};
 use crate::model::Version;
 use crate::model::record::within;

@@ -2,9 +2,9 @@
 //! checks ask of it (which groups are leaves, the least cap above a group, where protection can
 //! be judged).
 
-use super::MIB;
 use super::dice::Dice;
-use super::generator::Machine;
+use super::machine::MIB;
+use super::machine::Machine;
 use crate::model::Version;
 use crate::model::record::within;
 use crate::scenario::CgroupSpec;

@@ -185,7 +185,7 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explore::MIB;
+    use crate::explore::machine::MIB;
 
     /// The budget: what a new allocation may take where nothing caps it.
     const NO_CAP: u64 = 64 * MIB;

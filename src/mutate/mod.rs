@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use crate::model::error::{Error, exit};
 use crate::model::mutant::{Entry, Fate, Matrix, Mode};
 use crate::model::{Outcome, RunReport, Status, Version};
-use crate::series::{binary_id, load, lock, save};
+use crate::sys::outdir::{binary_id, load, lock, save};
 use crate::vm;
 use pairs::Plan;
 

@@ -231,7 +231,7 @@ fn a_boot_is_found_again_whatever_order_its_scenarios_ran_in() {
             setup: setup.into(),
             entry: e.clone(),
         };
-        crate::series::save(&dir.path().join(name), &r).unwrap();
+        crate::sys::outdir::save(&dir.path().join(name), &r).unwrap();
     };
     let mut plan = the_plan();
     let mut e = pairs::equivalent_entry(&plan, "");

@@ -23,6 +23,7 @@ use anyhow::{Context, Result, anyhow};
 
 use crate::model::error::{Error, exit};
 use crate::sys::cleanup;
+use crate::sys::outdir::{binary_id, load, lock, save};
 use crate::vm;
 use build::{Builder, Built};
 use git::{Patch, Refused};
@@ -218,20 +219,6 @@ fn write_reports(o: &Options, b: &Builder, rep: &SeriesReport) -> Result<()> {
     };
     let h = o.output.join("index.html");
     std::fs::write(&h, html::render(rep, link)).with_context(|| format!("write {}", h.display()))
-}
-
-/// One run at a time in an output directory: its builds and checkout are shared state.
-pub(crate) fn lock(out: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
-    let p = out.join(".lock");
-    let f = std::fs::File::create(&p).with_context(|| format!("create {}", p.display()))?;
-    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|_| {
-        Error::Environment(format!(
-            "another memcgtest run uses {} (it holds {})",
-            out.display(),
-            p.display()
-        ))
-        .into()
-    })
 }
 
 fn builder(o: &Options) -> Result<Builder> {
@@ -432,16 +419,6 @@ fn run_key(o: &Options, cgroup: &str) -> String {
     format!("{cgroup}-{:08x}", crate::model::kcidb::fnv1a(&text) as u32)
 }
 
-/// This memcgtest binary, hashed: a result is reused only by the binary that judged it (another
-/// version may check more, or differently).
-pub(crate) fn binary_id() -> u64 {
-    static ID: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *ID.get_or_init(|| {
-        let bytes = std::fs::read("/proc/self/exe").unwrap_or_default();
-        crate::model::kcidb::fnv1a(&bytes)
-    })
-}
-
 /// One boot of a patch's image under `cgroup`, or the one recorded.
 fn layout_run(
     o: &Options,
@@ -508,19 +485,4 @@ fn interrupted() -> Result<()> {
         return Err(Error::Interrupted.into());
     }
     Ok(())
-}
-
-pub(crate) fn load<T: serde::de::DeserializeOwned>(p: &Path) -> Option<T> {
-    serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
-}
-
-/// Writes `v` as JSON, through a temporary file: a run killed while writing leaves no half file.
-pub(crate) fn save<T: serde::Serialize>(p: &Path, v: &T) -> Result<()> {
-    if let Some(d) = p.parent() {
-        std::fs::create_dir_all(d).with_context(|| format!("mkdir {}", d.display()))?;
-    }
-    let tmp = p.with_extension("json.tmp");
-    let text = serde_json::to_string_pretty(v)?;
-    std::fs::write(&tmp, text).with_context(|| format!("write {}", tmp.display()))?;
-    std::fs::rename(&tmp, p).with_context(|| format!("rename {}", tmp.display()))
 }

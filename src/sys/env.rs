@@ -181,13 +181,6 @@ fn oracle_info() -> OracleInfo {
     }
 }
 
-/// The running kernel's release (`uname -r`), empty when uname fails.
-pub fn kernel_release() -> String {
-    nix::sys::utsname::uname()
-        .map(|u| u.release().to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 /// Gathers everything. `probe` allows creating a throw-away cgroup for the charge-moving probe.
 pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool) -> EnvInfo {
     let uts = nix::sys::utsname::uname().ok();

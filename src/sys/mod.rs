@@ -9,6 +9,7 @@ pub mod env;
 pub mod hostload;
 pub mod lock;
 pub mod numa;
+pub mod outdir;
 pub mod proc;
 pub mod readahead;
 pub mod sysctl;

@@ -13,7 +13,6 @@ use procfs::{FromRead, SystemInfoInterface};
 
 use crate::model::Machine;
 use crate::model::Stat;
-use crate::sys::cgroup::read_path;
 
 /// The real /proc.
 pub const PROC: &str = "/proc";
@@ -112,7 +111,8 @@ pub fn fstype_of(path: &Path) -> Option<String> {
 
 /// [`fstype_of`] under a /proc at `proc`.
 pub fn fstype_in(proc: &Path, path: &Path) -> Option<String> {
-    let mounts = parse_mountinfo(&read_path(&proc.join("self/mountinfo")).ok()?).ok()?;
+    let mounts =
+        parse_mountinfo(&std::fs::read_to_string(proc.join("self/mountinfo")).ok()?).ok()?;
     let path = path.canonicalize().ok()?;
     mounts
         .into_iter()
@@ -249,10 +249,15 @@ pub fn machine(proc_root: &Path) -> Machine {
         page_size,
         node_drift_pages: threshold * cpus,
         lru_gen: lru_gen(&proc_root.with_file_name("sys")),
-        top_flushed: crate::model::record::cpu_stat_flushes_memcg(
-            &crate::sys::env::kernel_release(),
-        ),
+        top_flushed: crate::model::record::cpu_stat_flushes_memcg(&kernel_release()),
     }
+}
+
+/// The running kernel's release (`uname -r`), empty when uname fails.
+pub fn kernel_release() -> String {
+    nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Whether the multi-gen LRU is on: `sys_root`/kernel/mm/lru_gen/enabled holds a non-zero
