@@ -300,44 +300,44 @@ pub struct Kind {
 /// kind is a file in this directory (its spec, `CheckSpec` impl, parser and `KIND`) and one line
 /// here.
 pub const KINDS: &[Kind] = &[
-    no_underflow::KIND,
-    settles::KIND,
-    throughput::KIND,
-    exercised::KIND,
-    tracks_global::KIND,
-    dirty_probe::KIND,
-    hierarchy::KIND,
-    no_ratchet::KIND,
-    observed::KIND,
-    change::KIND,
-    ratio::KIND,
-    follows::KIND,
-    moved::KIND,
-    limit_counters::KIND,
-    holds_files::KIND,
-    under_limit::KIND,
-    dirty_domain::KIND,
-    under_high::KIND,
-    protected::KIND,
-    tasks::KIND,
-    usage_covers::KIND,
-    oom_kills::KIND,
-    numa_stat::KIND,
-    interface::KIND,
-    identities::KIND,
-    monotonic::KIND,
-    faults::KIND,
-    knob::KIND,
-    limit_takes::KIND,
-    no_oom::KIND,
-    peak_reset::KIND,
-    notifies::KIND,
-    notified::KIND,
-    oom_waits::KIND,
-    slowed::KIND,
-    stalled::KIND,
-    within_node::KIND,
-    placed::KIND,
+    counters::no_underflow::KIND,
+    pagecache::settles::KIND,
+    perf::throughput::KIND,
+    events::exercised::KIND,
+    pagecache::tracks_global::KIND,
+    pagecache::dirty_probe::KIND,
+    hierarchy::sums::KIND,
+    counters::no_ratchet::KIND,
+    pagecache::observed::KIND,
+    moves::change::KIND,
+    perf::ratio::KIND,
+    moves::follows::KIND,
+    moves::moved::KIND,
+    limits::limit_counters::KIND,
+    pagecache::holds_files::KIND,
+    limits::under_limit::KIND,
+    pagecache::dirty_domain::KIND,
+    limits::under_high::KIND,
+    protection::protected::KIND,
+    counters::tasks::KIND,
+    counters::usage_covers::KIND,
+    events::oom_kills::KIND,
+    counters::numa_stat::KIND,
+    counters::interface::KIND,
+    counters::identities::KIND,
+    counters::monotonic::KIND,
+    counters::faults::KIND,
+    limits::knob::KIND,
+    limits::limit_takes::KIND,
+    limits::no_oom::KIND,
+    limits::peak_reset::KIND,
+    events::notifies::KIND,
+    events::notified::KIND,
+    events::oom_waits::KIND,
+    limits::slowed::KIND,
+    limits::stalled::KIND,
+    hierarchy::within_node::KIND,
+    moves::placed::KIND,
 ];
 
 /// The `cgroup` key most checks take.
@@ -420,7 +420,7 @@ fn columns(rec: &Record, cgroup: &str, counters: &[String]) -> Result<Columns, S
 /// hierarchy).
 fn stale_lag(rec: &Record, cgroup: &str) -> f64 {
     if (rec.series.groups().iter()).any(|g| crate::model::is_below(g, cgroup)) {
-        hierarchy::ANCESTOR_LAG
+        hierarchy::parts::ANCESTOR_LAG
     } else {
         STALE_WINDOW
     }
@@ -498,7 +498,7 @@ impl Gap {
         }
         self.run += 1;
         let since = *self.since.get_or_insert(t);
-        self.run >= n && (!self.churn.at(since) || t - since >= hierarchy::ANCESTOR_LAG)
+        self.run >= n && (!self.churn.at(since) || t - since >= hierarchy::parts::ANCESTOR_LAG)
     }
 
     /// For the tolerance text: what a parent is allowed.
@@ -508,7 +508,7 @@ impl Gap {
         } else {
             format!(
                 "; a gap that began during a fault loop below the group must also last {:.0} s (its unflushed statistics may show a burst no sample saw; the periodic flush corrects them)",
-                hierarchy::ANCESTOR_LAG
+                hierarchy::parts::ANCESTOR_LAG
             )
         }
     }
@@ -597,78 +597,47 @@ fn signed(b: i64) -> String {
 
 pub mod args;
 
-// The check kinds, one file each (see `KINDS`).
-mod change;
-mod dirty_domain;
-mod dirty_probe;
-mod exercised;
-mod faults;
-mod follows;
+// The check kinds, one file each (see `KINDS`), in folders by family.
+mod counters;
+mod events;
 mod hierarchy;
-mod holds_files;
-mod identities;
-mod interface;
-mod knob;
-mod limit_counters;
-mod limit_takes;
-mod monotonic;
-mod moved;
-mod no_oom;
-mod no_ratchet;
-mod no_underflow;
-mod notified;
-mod notifies;
-mod numa_stat;
-mod observed;
-mod oom_kills;
-mod oom_waits;
-mod peak_reset;
-mod placed;
-mod protected;
-mod ratio;
-mod reference;
-mod settles;
-mod slowed;
-mod stalled;
-mod tasks;
-mod throughput;
-mod tracks_global;
-mod under_high;
-mod under_limit;
-mod usage_covers;
-mod within_node;
+mod limits;
+mod moves;
+mod pagecache;
+mod perf;
+mod protection;
 
-pub use change::{Change, Expect, change, change_in};
-pub use dirty_domain::{DirtyDomain, dirty_domain};
-pub use dirty_probe::{DirtyProbe, dirty_probe};
-pub use exercised::{Exercised, exercised};
-pub use faults::{Faults, faults};
-pub use follows::{Follows, follows};
-pub use hierarchy::{Hierarchy, hierarchy};
-pub use holds_files::{HoldsFiles, holds_files};
-pub use identities::{Identities, identities, judged as identities_judged};
-pub use interface::{Interface, interface};
-pub use limit_counters::{LimitCounters, limit_counters};
-pub use monotonic::{Monotonic, monotonic};
-pub use moved::{Moved, Want, moved};
-pub use no_ratchet::{NoRatchet, no_ratchet};
-pub use no_underflow::{NoUnderflow, no_underflow};
-pub use notifies::Notifies;
-pub use numa_stat::{NumaStat, numa_stat};
-pub use observed::{Observed, observed};
-pub use oom_kills::{OomKills, oom_kills};
-pub use placed::{Placed, placed};
-pub use protected::{Protected, protected};
-pub use ratio::{Ratio, ratio};
-pub use reference::STALE_WINDOW;
-pub use settles::{Settles, settles};
-pub use tasks::{Tasks, tasks};
-pub use throughput::{Throughput, throughput};
-pub use tracks_global::{TracksGlobal, tracks_global};
-pub use under_high::{UnderHigh, throttled_growth, under_high};
-pub use under_limit::{UnderLimit, under_limit};
-pub use usage_covers::{UsageCovers, usage_covers};
-pub use within_node::{WithinNode, within_node};
+pub use counters::faults::{Faults, faults};
+pub use counters::identities::{Identities, identities, judged as identities_judged};
+pub use counters::interface::{Interface, interface};
+pub use counters::monotonic::{Monotonic, monotonic};
+pub use counters::no_ratchet::{NoRatchet, no_ratchet};
+pub use counters::no_underflow::{NoUnderflow, no_underflow};
+pub use counters::numa_stat::{NumaStat, numa_stat};
+pub use counters::tasks::{Tasks, tasks};
+pub use counters::usage_covers::{UsageCovers, usage_covers};
+pub use events::exercised::{Exercised, exercised};
+pub use events::notifies::Notifies;
+pub use events::oom_kills::{OomKills, oom_kills};
+pub use hierarchy::sums::{Hierarchy, hierarchy};
+pub use hierarchy::within_node::{WithinNode, within_node};
+pub use limits::limit_counters::{LimitCounters, limit_counters};
+pub use limits::under_high::{UnderHigh, throttled_growth, under_high};
+pub use limits::under_limit::{UnderLimit, under_limit};
+pub use moves::change::{Change, Expect, change, change_in};
+pub use moves::follows::{Follows, follows};
+pub use moves::moved::{Moved, Want, moved};
+pub use moves::placed::{Placed, placed};
+pub use pagecache::dirty_domain::{DirtyDomain, dirty_domain};
+pub use pagecache::dirty_probe::{DirtyProbe, dirty_probe};
+pub use pagecache::holds_files::{HoldsFiles, holds_files};
+pub use pagecache::observed::{Observed, observed};
+pub use pagecache::reference::STALE_WINDOW;
+pub use pagecache::settles::{Settles, settles};
+pub use pagecache::tracks_global::{TracksGlobal, tracks_global};
+pub use perf::ratio::{Ratio, ratio};
+pub use perf::throughput::{Throughput, throughput};
+pub use protection::protected::{Protected, protected};
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@
 //! other counters rule out is not stale but wrong: a statistic not passed to the ancestors shows
 //! an old value while the parent's other counters are fresh.
 
-use super::{ANCESTOR_LAG, Parts};
+use super::parts::{ANCESTOR_LAG, Parts};
 use crate::check::STALE_WINDOW;
 use crate::model::Record;
 

@@ -348,16 +348,16 @@ fn a_parents_faults_may_lag_by_the_periodic_flush_but_not_fall_short() {
         "a" if t < 2.5 => 0,
         _ => child(t),
     });
-    let a = crate::check::faults::faults("faults(a)".into(), &late, "a");
+    let a = crate::check::counters::faults::faults("faults(a)".into(), &late, "a");
     assert_eq!(a.outcome, Outcome::Pass, "{}", a.detail);
     let short = faulted(|g, t| match g {
         "a" => child(t) / 2,
         _ => child(t),
     });
-    let a = crate::check::faults::faults("faults(a)".into(), &short, "a");
+    let a = crate::check::counters::faults::faults("faults(a)".into(), &short, "a");
     assert_eq!(a.outcome, Outcome::Fail);
     assert!(a.actual.contains("a.pgfault rose by 5000"), "{}", a.actual);
-    let b = crate::check::faults::faults("faults(a/b)".into(), &short, "a/b");
+    let b = crate::check::counters::faults::faults("faults(a/b)".into(), &short, "a/b");
     assert_eq!(b.outcome, Outcome::Pass, "{}", b.detail);
 }
 
@@ -412,9 +412,10 @@ fn a_leafs_own_stat_may_lead_its_hierarchical_one_by_the_flush() {
             }
         })
     };
-    let lagging = crate::check::identities::identities("i".into(), &rec(1.0, 0), "a");
+    let lagging = crate::check::counters::identities::identities("i".into(), &rec(1.0, 0), "a");
     assert_eq!(lagging.outcome, Outcome::Pass, "{}", lagging.detail);
-    let wrong = crate::check::identities::identities("i".into(), &rec(0.0, 60 * MIB), "a");
+    let wrong =
+        crate::check::counters::identities::identities("i".into(), &rec(0.0, 60 * MIB), "a");
     assert_eq!(wrong.outcome, Outcome::Fail, "{}", wrong.detail);
     assert!(
         wrong.detail.contains("dirty.local = dirty"),
@@ -449,11 +450,12 @@ fn the_usage_read_again_brackets_the_files_read_between() {
             }
         })
     };
-    let i = crate::check::identities::identities("i".into(), &rec(&BOTH, 0), "a");
+    let i = crate::check::counters::identities::identities("i".into(), &rec(&BOTH, 0), "a");
     assert_eq!(i.outcome, Outcome::Pass, "{}", i.detail);
-    let u = crate::check::usage_covers::usage_covers("u".into(), &rec(&BOTH, 0), "a");
+    let u = crate::check::counters::usage_covers::usage_covers("u".into(), &rec(&BOTH, 0), "a");
     assert_eq!(u.outcome, Outcome::Pass, "{}", u.detail);
-    let wrong = crate::check::identities::identities("i".into(), &rec(&BOTH, 8 * MIB), "a");
+    let wrong =
+        crate::check::counters::identities::identities("i".into(), &rec(&BOTH, 8 * MIB), "a");
     assert_eq!(wrong.outcome, Outcome::Fail, "{}", wrong.detail);
     assert!(
         wrong.expected.contains("(read again: "),
@@ -463,9 +465,9 @@ fn the_usage_read_again_brackets_the_files_read_between() {
     assert!(wrong.detail.contains("again.a.usage="), "{}", wrong.detail);
     // Without the second read, the same samples fail both checks.
     let first_only = rec(&BOTH[..5], 0);
-    let i = crate::check::identities::identities("i".into(), &first_only, "a");
+    let i = crate::check::counters::identities::identities("i".into(), &first_only, "a");
     assert_eq!(i.outcome, Outcome::Fail, "{}", i.detail);
-    let u = crate::check::usage_covers::usage_covers("u".into(), &first_only, "a");
+    let u = crate::check::counters::usage_covers::usage_covers("u".into(), &first_only, "a");
     assert_eq!(u.outcome, Outcome::Fail, "{}", u.detail);
 }
 
@@ -485,15 +487,23 @@ fn the_swap_cache_is_within_swap_on_v2_only() {
         r.version = version;
         r
     };
-    let i = crate::check::identities::identities("i".into(), &rec(Version::V2, 0), "a");
+    let i = crate::check::counters::identities::identities("i".into(), &rec(Version::V2, 0), "a");
     assert_eq!(i.outcome, Outcome::Pass, "{}", i.detail);
-    let leak = crate::check::identities::identities("i".into(), &rec(Version::V2, 32 * MIB), "a");
+    let leak = crate::check::counters::identities::identities(
+        "i".into(),
+        &rec(Version::V2, 32 * MIB),
+        "a",
+    );
     assert_eq!(leak.outcome, Outcome::Fail, "{}", leak.detail);
     assert!(
         leak.detail.contains("swapcached <= swap"),
         "{}",
         leak.detail
     );
-    let v1 = crate::check::identities::identities("i".into(), &rec(Version::V1, 32 * MIB), "a");
+    let v1 = crate::check::counters::identities::identities(
+        "i".into(),
+        &rec(Version::V1, 32 * MIB),
+        "a",
+    );
     assert_ne!(v1.outcome, Outcome::Fail, "{}", v1.detail);
 }

@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use super::moves::move_record;
 use super::*;
-use crate::check::knob::Knob;
-use crate::check::limit_takes::LimitTakes;
-use crate::check::no_oom::NoOom;
-use crate::check::notified::Notified;
-use crate::check::oom_waits::OomWaits;
-use crate::check::peak_reset::PeakReset;
-use crate::check::slowed::Slowed;
-use crate::check::stalled::{Bound, Stalled};
+use crate::check::events::notified::Notified;
+use crate::check::events::oom_waits::OomWaits;
+use crate::check::limits::knob::Knob;
+use crate::check::limits::limit_takes::LimitTakes;
+use crate::check::limits::no_oom::NoOom;
+use crate::check::limits::peak_reset::PeakReset;
+use crate::check::limits::slowed::Slowed;
+use crate::check::limits::stalled::{Bound, Stalled};
 use crate::model::contract::{v1, v2};
 use crate::model::{CgroupSpec, KnobWrite, Notice, Version};
 

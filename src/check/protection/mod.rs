@@ -1,0 +1,3 @@
+//! memory.min and memory.low: what a protected group keeps while reclaim works above it.
+
+pub(super) mod protected;
