@@ -87,15 +87,16 @@ impl Series {
         }
         g
     }
-    /// "name=value" for every column of a row, for diagnostics.
+    /// Where a row is, for a failure message: its time and its line in the report's CSV of the
+    /// scenario (`<scenario>.csv`: a header line, then a line per sample), which holds every
+    /// column of it. The message itself names only the values its check judged: a row has
+    /// hundreds of columns (every counter of every group, /proc/vmstat before and after).
     pub fn describe_row(&self, row: usize) -> String {
-        let parts: Vec<String> = self
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(c, n)| format!("{n}={}", self.get(row, c)))
-            .collect();
-        format!("t={:.3}s {}", self.t[row], parts.join(" "))
+        format!(
+            "t={:.3}s (every column of that sample: line {} of the scenario's CSV in the report)",
+            self.t[row],
+            row + 2
+        )
     }
     /// "name=value" for some columns of a row, for diagnostics of checks that judge those.
     pub fn describe_cols(&self, row: usize, cols: &[usize]) -> String {
@@ -217,6 +218,33 @@ impl Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_points_at_its_sample_in_the_csv_not_at_every_column() {
+        let mut s = Series::new(vec![
+            Column::group("a", "dirty"),
+            Column::group("a", "file"),
+        ]);
+        s.push(0.5, &[1, 2]);
+        s.push(1.25, &[3, 4]);
+        let d = s.describe_row(1);
+        assert!(d.starts_with("t=1.250s "), "{d}");
+        let line: usize = d
+            .split("line ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let csv = s.to_csv();
+        assert!(
+            csv.lines().nth(line - 1).unwrap().starts_with("1.2500,3,4"),
+            "{csv}"
+        );
+        assert!(!d.contains("a.dirty"), "{d}");
+    }
 
     #[test]
     fn a_series_reads_back_from_its_csv() {

@@ -159,3 +159,29 @@ fn what_was_judged_decides_the_verdict() {
     idle.implied = true;
     assert_eq!(verdict(&[settles, idle]), (Status::Pass, String::new()));
 }
+
+/// A scenario's reason holds the failed checks' summaries that fit in one line, then the names
+/// of the rest (a run of the file-leak mutant joined four of them into 751 characters).
+#[test]
+fn a_failed_scenario_reads_in_one_line() {
+    use crate::model::fixtures::check;
+    let failed: Vec<CheckResult> = (0..4)
+        .map(|i| {
+            let mut c = check(&format!("usage-covers(g{i})"), Outcome::Fail);
+            c.actual = format!("g{i}.anon+file+kernel+sock {}", "9".repeat(120));
+            c.expected = "<= g's usage 40.0 MiB + 4.5 MiB".into();
+            c
+        })
+        .collect();
+    let (st, why) = verdict(&failed);
+    assert_eq!(st, Status::Fail);
+    assert!(why.len() <= REASON_MAX + 60, "{} chars: {why}", why.len());
+    assert!(why.starts_with("usage-covers(g0): g0.anon"), "{why}");
+    assert!(
+        why.ends_with("; and 2 more failed checks: usage-covers(g2); usage-covers(g3)"),
+        "{why}"
+    );
+    // One failure is always whole, however long.
+    let (_, one) = verdict(&failed[..1]);
+    assert_eq!(one, failed[0].summary());
+}
