@@ -106,6 +106,9 @@ impl Class {
     }
 }
 
+/// The most of a promise's quote a failure message carries.
+const QUOTE_MAX: usize = 100;
+
 /// One promise of the documentation.
 #[derive(Debug)]
 pub struct Contract {
@@ -125,9 +128,15 @@ pub struct Contract {
 }
 
 impl Contract {
-    /// The line a failure quotes: `cgroup-v2.rst, memory.max: "..."`.
+    /// The line a failure quotes: `cgroup-v2.rst, memory.max: "..."`, the quote cut at a word
+    /// after QUOTE_MAX characters (a failure reads in one line; `memcgtest contracts` has it whole).
     pub fn cite(&self) -> String {
-        format!("{}, {}: \"{}\"", self.doc.short(), self.topic, self.quote)
+        let q = self.quote;
+        let quote = match q.char_indices().nth(QUOTE_MAX) {
+            None => q.to_string(),
+            Some((i, _)) => format!("{} …", q[..i].rsplit_once(' ').map_or(&q[..i], |(a, _)| a)),
+        };
+        format!("{}, {}: \"{quote}\"", self.doc.short(), self.topic)
     }
 }
 
@@ -156,6 +165,23 @@ pub fn get(id: &str) -> Option<&'static Contract> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A failure quotes a promise in at most QUOTE_MAX characters and a word, whole words.
+    #[test]
+    fn a_long_quote_is_cut_at_a_word() {
+        for c in all() {
+            let cite = c.cite();
+            let quote = cite.split_once(": \"").unwrap().1.trim_end_matches('"');
+            assert!(quote.chars().count() <= QUOTE_MAX + 2, "{cite}");
+            match quote.strip_suffix(" …") {
+                Some(cut) => assert!(
+                    c.quote.starts_with(cut) && c.quote[cut.len()..].starts_with(' '),
+                    "{cite}"
+                ),
+                None => assert_eq!(quote, c.quote),
+            }
+        }
+    }
 
     /// Ids are unique and name their document; every class has promises; each promise is
     /// quoted and has a condition; a reason is given only where nothing judges.
