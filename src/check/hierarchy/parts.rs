@@ -59,8 +59,10 @@ pub(super) fn exact(c: &str) -> bool {
 
 /// How long a parent's hierarchical counters may lag its children's: the memcg's periodic flush
 /// of the whole tree (FLUSH_TIME, 2 s in mm/memcontrol.c) plus 1 s for the deferrable work to run
-/// on a busy or emulated machine. A read flushes only what the kernel thinks is pending; on 6.18
-/// v1 a parent read after its child stayed stale until the periodic flush (README, Findings).
+/// on a busy or emulated machine. A read flushes only what the kernel thinks is pending; since
+/// 6.16 ("memcg: optimize memcg_rstat_updated") an update stops counting towards the ancestors at
+/// the first group already due for a flush, so a parent read after its child stays stale until
+/// the periodic flush, whose period has no bound under load (docs/findings.md).
 pub const ANCESTOR_LAG: f64 = 3.0;
 
 /// One counter's columns: the parent's hierarchical one, its own (v1 `.local`) and its
