@@ -263,14 +263,27 @@ impl Sampler {
         self.shared.series.lock().unwrap().clone()
     }
 
-    /// The latest sample, for timeout messages.
+    /// The latest sample, for timeout messages: each test group's usage, anon, file, dirty and
+    /// writeback (what a stuck writer or a throttled charger shows), then where the whole row is.
     pub fn last_row(&self) -> String {
+        use crate::model::counter::{ANON, DIRTY, FILE, USAGE, WRITEBACK};
         let s = self.shared.series.lock().unwrap();
-        if s.is_empty() {
-            "no samples".into()
-        } else {
-            s.describe_row(s.len() - 1)
-        }
+        let Some(last) = s.len().checked_sub(1) else {
+            return "no samples".into();
+        };
+        let wanted = [USAGE, ANON, FILE, DIRTY, WRITEBACK];
+        let cols: Vec<usize> = (s.columns().iter().enumerate())
+            .filter(|(_, c)| match c {
+                Column::Group { counter, local, .. } => {
+                    !local && wanted.contains(&counter.as_str())
+                }
+                _ => false,
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let values = s.describe_cols(last, &cols);
+        let row = s.describe_row(last);
+        format!("{values} {}", row.split_once(' ').map_or("", |(_, r)| r))
     }
 
     /// Stops the thread and returns the series (or the read error that stopped it).
