@@ -756,7 +756,4 @@ pub fn mark_known(
 }
 
 #[cfg(test)]
-use verdict::REASON_MAX;
-
-#[cfg(test)]
 mod tests;

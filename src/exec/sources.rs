@@ -44,16 +44,9 @@ pub(super) fn sampler_sources(
     if !pre_keys.is_empty() {
         sources.push(Source::keyed(&vmstat_path, pre_keys)?);
     }
-    let flushed = ctx.machine.top_flushed;
     for (name, cg) in groups {
-        sources.extend(group_sources(
-            plan,
-            name,
-            cg,
-            groups,
-            flushed,
-            &mut columns,
-        )?);
+        let flush = ctx.machine.flushed_before_read(cg.version, name);
+        sources.extend(group_sources(plan, name, cg, groups, flush, &mut columns)?);
     }
     let mut vm_keys = Vec::new();
     for k in &plan.vmstat {
@@ -80,7 +73,7 @@ fn group_sources(
     name: &str,
     cg: &Cgroup,
     groups: &[(String, Cgroup)],
-    top_flushed: bool,
+    flush: bool,
     columns: &mut Vec<Column>,
 ) -> Result<Vec<Source>, Stop> {
     let tasks = plan.tasks.iter().any(|g| g == name);
@@ -135,8 +128,9 @@ fn group_sources(
         sources.push(numa_source(plan, name, cg, true, columns)?);
     }
     // Before 6.16 the v2 top group's cpu.stat flushes the statistics of its whole subtree
-    // (hierarchy((top)) then allows it no staleness); read for that, nothing kept.
-    if name == crate::model::TOP_GROUP && cg.version == crate::model::Version::V2 && top_flushed {
+    // (`Machine::flushed_before_read`: hierarchy((top)) then allows it no staleness); read for
+    // that, nothing kept.
+    if flush {
         sources.push(Source::keyed(&cg.file("cpu.stat"), Vec::new())?);
     }
     sources.push(Source::keyed(&cg.file("memory.stat"), stat)?);

@@ -265,6 +265,13 @@ pub fn cpu_stat_flushes_memcg(release: &str) -> bool {
 }
 
 impl Machine {
+    /// Whether the sampler's read of `group` comes right after a flush of its memcg statistics:
+    /// the v2 top group, whose cpu.stat it reads first, on kernels where that read flushes them
+    /// (`top_flushed`). Such a group is never stale.
+    pub fn flushed_before_read(&self, version: super::Version, group: &str) -> bool {
+        self.top_flushed && version == super::Version::V2 && group == super::TOP_GROUP
+    }
+
     pub fn node_drift_bytes(&self) -> u64 {
         self.node_drift_pages * self.page_size
     }

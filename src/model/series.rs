@@ -92,9 +92,13 @@ impl Series {
     /// column of it. The message itself names only the values its check judged: a row has
     /// hundreds of columns (every counter of every group, /proc/vmstat before and after).
     pub fn describe_row(&self, row: usize) -> String {
+        format!("t={:.3}s {}", self.t[row], self.csv_line(row))
+    }
+    /// Where the whole of a row is: its line in `<scenario>.csv` (a header line, then a line per
+    /// sample).
+    pub fn csv_line(&self, row: usize) -> String {
         format!(
-            "t={:.3}s (every column of that sample: line {} of the scenario's CSV in the report)",
-            self.t[row],
+            "(every column of that sample: line {} of the scenario's CSV in the report)",
             row + 2
         )
     }

@@ -96,9 +96,7 @@ pub(super) struct Parts {
 /// flushed the rstat tree below it, the memcg statistics with it; see
 /// `crate::model::record::cpu_stat_flushes_memcg`).
 pub(super) fn fresh(rec: &Record, parent: &str) -> bool {
-    parent == crate::model::TOP_GROUP
-        && rec.version == crate::model::Version::V2
-        && rec.machine.top_flushed
+    rec.machine.flushed_before_read(rec.version, parent)
 }
 
 impl Parts {

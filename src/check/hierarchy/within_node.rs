@@ -5,7 +5,7 @@ use crate::check::hierarchy::parts::ANCESTOR_LAG;
 use crate::check::{CGROUP, Check, CheckResult, CheckSpec, Kind, Needs, Outcome, missing};
 use crate::model::error::ScenarioError;
 use crate::model::node_events::{NODE_EVENTS, NodeEvent, node_keys};
-use crate::model::{Column, Record, TOP_GROUP, Version};
+use crate::model::{Column, Record};
 
 /// The columns of one node event: the group's count, the node keys read before the group files
 /// and after them.
@@ -61,7 +61,7 @@ fn tolerance(rec: &Record, event: &NodeEvent) -> (i64, String) {
 /// cpu.stat the sampler reads first (it flushed the whole subtree); for any other, ANCESTOR_LAG
 /// (a read flushes only what the kernel thinks is pending; the periodic flush takes everything).
 fn lag(rec: &Record, cgroup: &str) -> f64 {
-    if cgroup == TOP_GROUP && rec.version == Version::V2 && rec.machine.top_flushed {
+    if rec.machine.flushed_before_read(rec.version, cgroup) {
         0.0
     } else {
         ANCESTOR_LAG

@@ -164,6 +164,7 @@ fn what_was_judged_decides_the_verdict() {
 /// of the rest (a run of the file-leak mutant joined four of them into 751 characters).
 #[test]
 fn a_failed_scenario_reads_in_one_line() {
+    use super::verdict::REASON_MAX;
     use crate::model::fixtures::check;
     let failed: Vec<CheckResult> = (0..4)
         .map(|i| {

@@ -281,9 +281,7 @@ impl Sampler {
             })
             .map(|(i, _)| i)
             .collect();
-        let values = s.describe_cols(last, &cols);
-        let row = s.describe_row(last);
-        format!("{values} {}", row.split_once(' ').map_or("", |(_, r)| r))
+        format!("{} {}", s.describe_cols(last, &cols), s.csv_line(last))
     }
 
     /// Stops the thread and returns the series (or the read error that stopped it).
