@@ -13,6 +13,7 @@ use super::watchdog::Watchdog;
 use super::workload::{self, Holder, Job, JobResult, Limits, WaitError};
 use crate::model::MoveRecord;
 use crate::model::error::Error;
+use crate::model::step::{Advice, Region};
 use crate::scenario::probe::{self, PROBE_BALLAST};
 use crate::scenario::{Scenario, Step};
 use crate::sys::cgroup::{Cgroup, Version};
@@ -269,7 +270,12 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             let pages = size / env.ctx.machine.page_size;
             wait_machine(env, "pgsteal_kswapd", pages, *within)
         }
-        Step::Khugepaged { within } => wait_machine(env, KHUGEPAGED_SCANS, 2, *within),
+        Step::Khugepaged { within, task } => {
+            if let Some(task) = task {
+                advise(env, task, Advice::Hugepage, Region::Anon)?;
+            }
+            wait_machine(env, KHUGEPAGED_SCANS, 2, *within)
+        }
     }
 }
 

@@ -168,9 +168,11 @@ fn keep_valid_steps(c: &mut Case, groups: &[String]) {
             }
             Step::Move { task, to, .. } => has(to) && tasks.iter().any(|t| t.0 == *task),
             Step::Grow { task, .. } | Step::Wait { task } => tasks.iter().any(|t| t.0 == *task),
-            Step::Advise { task, .. } | Step::Migrate { task, .. } => {
-                tasks.iter().any(|t| t.0 == *task && t.1)
-            }
+            Step::Advise { task, .. }
+            | Step::Migrate { task, .. }
+            | Step::Khugepaged {
+                task: Some(task), ..
+            } => tasks.iter().any(|t| t.0 == *task && t.1),
             Step::Release { task } => {
                 let ok = tasks.iter().any(|t| t.0 == *task);
                 tasks.retain(|t| t.0 != *task);

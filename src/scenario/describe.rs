@@ -129,8 +129,14 @@ impl Step {
                 "kswapd reclaims {} machine-wide (min_free_kbytes raised), for at most {within:?}",
                 hb(*size)
             ),
-            Step::Khugepaged { within } => {
-                format!("khugepaged scans every 10 ms, two full scans in at most {within:?}")
+            Step::Khugepaged { within, task } => {
+                let advised = match task {
+                    Some(t) => format!("task {t} advises hugepage, "),
+                    None => String::new(),
+                };
+                format!(
+                    "{advised}khugepaged scans every 10 ms, two full scans in at most {within:?}"
+                )
             }
             Step::Release { task } => format!("task {task} exits"),
             Step::Set {

@@ -241,8 +241,13 @@ pub enum Step {
     /// On a machine of the run's own: khugepaged scans every 10 ms (its sysfs knobs, restored
     /// after) until it has made two full scans or `within` passed: it collapses what tasks
     /// advised MADV_HUGEPAGE, charging each huge page to their groups (and reclaiming there, as
-    /// khugepaged, when a group is at its limit).
-    Khugepaged { within: Duration },
+    /// khugepaged, when a group is at its limit). With `task`, that task advises MADV_HUGEPAGE
+    /// on its anonymous memory at the step's start: the advice wakes khugepaged, so its
+    /// collapses fall inside the step rather than before it.
+    Khugepaged {
+        within: Duration,
+        task: Option<String>,
+    },
     /// Write `value` to the group's `file` (a memory.* file of the group, such as memory.max,
     /// memory.reclaim, memory.peak, v1 memory.soft_limit_in_bytes), recording how the write ended
     /// and what the file reads before and after (`KnobWrite`); without `value`, only read it.

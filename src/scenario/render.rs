@@ -119,7 +119,13 @@ impl Step {
             Step::Pressure { size: n, within } => {
                 t.with("size", size(*n)).with("duration", duration(*within))
             }
-            Step::Khugepaged { within } => t.with("duration", duration(*within)),
+            Step::Khugepaged { within, task } => {
+                let t = t.with("duration", duration(*within));
+                match task {
+                    Some(task) => t.with("task", s(task)),
+                    None => t,
+                }
+            }
             Step::Drop { file, count } => t.with("file", s(file)).count("count", *count),
             Step::Child { cgroup, file } => t.with("cgroup", s(cgroup)).with("file", s(file)),
             Step::Set {

@@ -738,9 +738,18 @@ pub(super) fn check_tasks(
                 | Step::Release { task }
                 | Step::Advise { task, .. }
                 | Step::Migrate { task, .. }
-                    if !alive.iter().any(|a| a.task == *task) =>
-                {
+                | Step::Khugepaged {
+                    task: Some(task), ..
+                } if !alive.iter().any(|a| a.task == *task) => {
                     return Err(cx.err(rs.span(), format!("no task {task:?} is held here")));
+                }
+                Step::Khugepaged {
+                    task: Some(task), ..
+                } if !alive.iter().any(|a| a.task == *task && a.anon > 0) => {
+                    return Err(cx.err(
+                        rs.span(),
+                        format!("task {task:?} holds no anon memory to advise hugepage"),
+                    ));
                 }
                 Step::Advise { task, region, .. } | Step::Migrate { task, region, .. } => {
                     let h = alive.iter().find(|a| a.task == *task).expect("alive");

@@ -205,10 +205,17 @@ pub const STEPS: &[StepSyntax] = &[
     StepSyntax {
         kind: StepKind::Khugepaged,
         doc: "on a machine of the run's own (requires.features = [\"dedicated\"]): khugepaged scans every 10 ms until it has made two full scans or `duration` passed; then its knobs are restored. It collapses what held tasks advised `hugepage`, charging the huge pages to their groups",
-        keys: &[req("duration", "the longest it waits")],
+        keys: &[
+            req("duration", "the longest it waits"),
+            opt(
+                "task",
+                "a held task that advises MADV_HUGEPAGE on its anonymous memory at the step's start, once khugepaged's knobs are set (the advice wakes khugepaged, which collapses at once: so every collapse of that memory falls inside the step)",
+            ),
+        ],
         read: |i| {
             Ok(Step::Khugepaged {
                 within: i.duration()?,
+                task: i.task_opt()?,
             })
         },
     },
@@ -615,6 +622,13 @@ impl StepArgs<'_> {
     fn task(&self) -> Result<String, ScenarioError> {
         let t = self.need::<String>("task")?;
         task_name(self.text(), &t)
+    }
+    /// `task` when set.
+    fn task_opt(&self) -> Result<Option<String>, ScenarioError> {
+        match self.get::<String>("task")? {
+            Some(t) => task_name(self.text(), &t).map(Some),
+            None => Ok(None),
+        }
     }
     /// `file`: a plain name inside the scratch directory, `data` when not set.
     fn file(&self) -> Result<String, ScenarioError> {

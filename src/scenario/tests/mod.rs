@@ -706,3 +706,30 @@ fn a_probe_needs_room_below_the_limit() {
     assert_eq!(probe, Some(8 << 20));
     assert!(probe::cramped(&da).is_none());
 }
+
+/// A `khugepaged` step's `task` advises inside the step: it must be held, with anon memory.
+#[test]
+fn khugepaged_advises_a_held_task_with_anon() {
+    let text = include_str!("../../../scenarios/machine-pressure.toml");
+    let s = crate::scenario::parse("m.toml", text).unwrap();
+    assert!(s.phases[0].steps.iter().any(|st| matches!(
+        st,
+        Step::Khugepaged { task: Some(t), .. } if t == "t"
+    )));
+    let e = crate::scenario::parse(
+        "m.toml",
+        &text.replace(r#"task = "t", duration"#, r#"task = "u", duration"#),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("no task \"u\" is held here"), "{e}");
+    let e = crate::scenario::parse(
+        "m.toml",
+        &text.replace(r#"anon = "8M" }"#, r#"shmem = "8M" }"#),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("holds no anon memory to advise hugepage"),
+        "{e}"
+    );
+}
