@@ -91,6 +91,14 @@ pub trait CheckSpec: std::fmt::Debug + Send + Sync + SpecBase {
     fn performance(&self) -> bool {
         false
     }
+    /// The phase a performance check judges, when it judges one: its failure there counts only
+    /// when a second round of that phase repeats it, which the runner then runs. Timing under a
+    /// noisy machine (an emulated CPU above all) makes a false failure of a rank rule over 5
+    /// pairs a matter of chance (1 in 252 per check where the samples are exchangeable); two
+    /// independent rounds make it 1 in 63 504, and a real slowdown fails both.
+    fn confirmed_in(&self) -> Option<&str> {
+        None
+    }
     /// The step kind and the two groups whose rates it pairs (a `ratio`), if it does.
     fn rated(&self) -> Option<(StepKind, [&str; 2])> {
         None

@@ -290,6 +290,8 @@ fn execute(
         notes: Vec::new(),
         online,
         phase_start: 0.0,
+        round_no: 0,
+        base: set.base.clone(),
     };
     let watcher = super::notify::Watcher::start(&set.groups, &sc.cgroups, t0);
     // A timeout or a stall stops the phases, not the judgement: the checks are evaluated on the

@@ -52,8 +52,12 @@ pub struct CgroupSpec {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct StepRecord {
     pub phase: usize,
-    /// Which repetition of the phase (0-based).
+    /// Which repetition of the phase (0-based; a second round's go on from the first's).
     pub rep: u32,
+    /// The round of its phase: 0, or 1 for the second round the runner runs when a performance
+    /// check judged on the phase failed in the first (`CheckSpec::confirmed_in`).
+    #[serde(default)]
+    pub round: u32,
     pub kind: StepKind,
     pub describe: String,
     /// Seconds since the scenario started.

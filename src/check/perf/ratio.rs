@@ -18,6 +18,8 @@ struct Pair {
     inside: f64,
     outside: f64,
     load: Option<Load>,
+    /// The round of the phase it ran in (see `CheckSpec::confirmed_in`).
+    round: u32,
 }
 
 /// The pairs of `step` steps in `inside` and `outside`: one per repetition of a phase that ran
@@ -28,9 +30,9 @@ fn pairs(
     (inside, outside): (&str, &str),
     phase: Option<&str>,
 ) -> Vec<Pair> {
-    // (phase, repetition) -> (inside rate, outside rate, the busier load of the two).
+    // (phase, repetition, round) -> (inside rate, outside rate, the busier load of the two).
     type Rates = (Option<f64>, Option<f64>, Option<Load>);
-    let mut by_rep: BTreeMap<(usize, u32), Rates> = BTreeMap::new();
+    let mut by_rep: BTreeMap<(usize, u32, u32), Rates> = BTreeMap::new();
     for s in rec.steps.iter().filter(|s| s.kind == step) {
         let in_phase = rec.phases.get(s.phase).is_some_and(|x| match phase {
             Some(p) => x.name == p,
@@ -39,7 +41,7 @@ fn pairs(
         let Some(rate) = crate::model::step_rate(s).filter(|_| in_phase) else {
             continue;
         };
-        let e = by_rep.entry((s.phase, s.rep)).or_default();
+        let e = by_rep.entry((s.phase, s.rep, s.round)).or_default();
         if s.cgroup == inside {
             e.0 = Some(rate);
         } else if s.cgroup == outside {
@@ -55,12 +57,13 @@ fn pairs(
         };
     }
     by_rep
-        .into_values()
-        .filter_map(|(i, o, load)| {
+        .into_iter()
+        .filter_map(|((_, _, round), (i, o, load))| {
             Some(Pair {
                 inside: i?,
                 outside: o?,
                 load,
+                round,
             })
         })
         .collect()
@@ -73,7 +76,9 @@ fn pairs(
 /// never a pass or a failure. Like lkp-tests, a lower ratio fails only when the two sample sets
 /// separate (every inside sample below every outside one); otherwise the difference is within the
 /// noise and is reported as such. With too few samples to judge (`stats::enough_samples`) it is
-/// not exercised. Without `phase`, every phase but the warm-up ones counts.
+/// not exercised. Without `phase`, every phase but the warm-up ones counts. Where the phase ran
+/// a second round (`CheckSpec::confirmed_in`), each round is judged on its own pairs and the
+/// check fails only when both fail (`two_rounds`).
 pub fn ratio(
     name: String,
     rec: &Record,
@@ -89,6 +94,54 @@ pub fn ratio(
             format!("no {step} step with a rate ran in {inside} and in {outside}"),
         );
     }
+    let round = |r: u32| all.iter().filter(|p| p.round == r).collect::<Vec<_>>();
+    let (first, second) = (round(0), round(1));
+    let judge =
+        |pairs: Vec<&Pair>| judged(name.clone(), &pairs, step, (inside, outside), min_ratio);
+    if second.is_empty() {
+        return judge(first);
+    }
+    two_rounds(judge(first), judge(second))
+}
+
+/// The verdict of a phase that ran two rounds: a failure only when both rounds failed (a
+/// slowdown of the kernel slows every round; a chance separation of the samples seldom comes
+/// twice); otherwise what the rounds found, a pass where either passed. The detail gives both.
+fn two_rounds(first: CheckResult, second: CheckResult) -> CheckResult {
+    let outcome = match (first.outcome, second.outcome) {
+        (Outcome::Fail, Outcome::Fail) => Outcome::Fail,
+        (Outcome::Pass, _) | (_, Outcome::Pass) => Outcome::Pass,
+        (o, _) => o,
+    };
+    let said = match outcome {
+        Outcome::Fail => "failed in both rounds",
+        _ if first.outcome == Outcome::Fail => {
+            "a first round failed and a second did not repeat it, so the first was chance"
+        }
+        _ => "judged in two rounds",
+    };
+    let mut res = CheckResult::new(
+        second.name.clone(),
+        outcome,
+        format!("{} then {}", first.actual, second.actual),
+        second.expected.clone(),
+        format!(
+            "{said}: first round: {}; second round: {}",
+            first.detail, second.detail
+        ),
+    );
+    res.tolerance = second.tolerance;
+    res
+}
+
+/// The verdict on one round's pairs.
+fn judged(
+    name: String,
+    all: &[&Pair],
+    step: StepKind,
+    (inside, outside): (&str, &str),
+    min_ratio: f64,
+) -> CheckResult {
     let (quiet, busy): (Vec<&Pair>, Vec<&Pair>) =
         all.iter().partition(|p| !p.load.is_some_and(|l| l.busy()));
     let rates = Rates {
@@ -266,8 +319,12 @@ of a CPU, or dirtying more than 4 MB/s; the runner runs such a repetition again)
 out and shown; with too few quiet pairs left the check is inconclusive, never a pass or \
 a failure. Without `phase`, every phase but warm-up ones counts. As \
 lkp-tests decides, a lower ratio fails only when the sample sets separate (every \
-inside sample below every outside one). With fewer samples than the sample-size rule \
-needs (at least 3 pairs) it is not exercised: \"too few samples\". All samples and the \
+inside sample below every outside one). With `phase`, such a failure counts only when a \
+second round of the phase repeats it: the runner then runs the phase's repetitions once \
+more and judges each round on its own pairs (5 exchangeable pairs separate by chance 1 \
+time in 252; twice, 1 in 63 504; a slower kernel fails both). With fewer samples than \
+the sample-size rule needs (at least 3 pairs) it is not exercised: \"too few samples\". \
+All samples and the \
 pair ratios' range are printed. The rate is MB/s, or faults/s for `fault` steps. A \
 memcg bug that makes charging in a group slower, or throttles its writers, shows as \
 the group running slower than an identical workload beside it. Not exercised when no \
@@ -332,5 +389,8 @@ impl CheckSpec for Ratio {
     }
     fn rated(&self) -> Option<(StepKind, [&str; 2])> {
         Some((self.step, [&self.inside, &self.outside]))
+    }
+    fn confirmed_in(&self) -> Option<&str> {
+        self.phase.as_deref()
     }
 }

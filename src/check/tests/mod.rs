@@ -364,16 +364,19 @@ fn ratio_of(r: &Record, phase: Option<&str>) -> CheckResult {
     )
 }
 
+/// Five pairs, every inside rate below every outside one.
+const SLOW: [(f64, f64); 5] = [
+    (500.0, 1000.0),
+    (510.0, 990.0),
+    (490.0, 1010.0),
+    (505.0, 1000.0),
+    (495.0, 980.0),
+];
+
 #[test]
 fn ratio_needs_separation_and_enough_samples() {
     // Every inside sample below every outside one, 5 pairs: a failure.
-    let slow = [
-        (500.0, 1000.0),
-        (510.0, 990.0),
-        (490.0, 1010.0),
-        (505.0, 1000.0),
-        (495.0, 980.0),
-    ];
+    let slow = SLOW;
     let c = ratio_of(&ratio_record(&[], &slow), Some("pairs"));
     assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
     assert!(
@@ -398,6 +401,56 @@ fn ratio_needs_separation_and_enough_samples() {
     let c = ratio_of(&ratio_record(&[], &[(1000.0, 1000.0)]), Some("pairs"));
     assert_eq!(c.outcome, Outcome::NotExercised, "{c:?}");
     assert!(c.tolerance.unwrap().contains("at least 3 v 3"));
+}
+
+/// A phase that ran a second round (its steps' `round` 1, repetitions going on): the check fails
+/// only when both rounds fail; a first round's failure the second does not repeat is chance.
+#[test]
+fn a_ratio_failure_counts_only_when_the_second_round_repeats_it() {
+    let slow = SLOW;
+    let healthy = [
+        (1000.0, 1000.0),
+        (990.0, 1010.0),
+        (1005.0, 995.0),
+        (1000.0, 990.0),
+        (995.0, 1005.0),
+    ];
+    let two = |first: &[(f64, f64)], second: &[(f64, f64)]| {
+        let all: Vec<(f64, f64)> = first.iter().chain(second).copied().collect();
+        let mut r = ratio_record(&[], &all);
+        for s in r.steps.iter_mut().filter(|s| s.rep >= 5) {
+            s.round = 1;
+        }
+        ratio_of(&r, Some("pairs"))
+    };
+    // (first round, second round, verdict, how the detail starts); a second round that fails
+    // alone does not fail the check either.
+    let cases = [
+        (
+            &slow,
+            &slow,
+            Outcome::Fail,
+            "failed in both rounds: first round: ",
+        ),
+        (
+            &slow,
+            &healthy,
+            Outcome::Pass,
+            "a first round failed and a second did not",
+        ),
+        (
+            &healthy,
+            &slow,
+            Outcome::Pass,
+            "judged in two rounds: first round: ",
+        ),
+    ];
+    for (first, second, outcome, starts) in cases {
+        let c = two(first, second);
+        assert_eq!(c.outcome, outcome, "{c:?}");
+        assert!(c.detail.starts_with(starts), "{}", c.detail);
+        assert!(c.actual.contains(" then "), "{}", c.actual);
+    }
 }
 
 #[test]
@@ -667,13 +720,7 @@ mod truth;
 /// pairs left the check is inconclusive, never a failure (nor a pass), and says why.
 #[test]
 fn busy_pairs_are_left_out_and_too_many_make_the_ratio_inconclusive() {
-    let slow = [
-        (500.0, 1000.0),
-        (510.0, 990.0),
-        (490.0, 1010.0),
-        (505.0, 1000.0),
-        (495.0, 980.0),
-    ];
+    let slow = SLOW;
     let busy = crate::model::Load {
         others_cpus: 1.5,
         others_dirtied_mb_s: 0.0,

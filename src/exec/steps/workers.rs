@@ -56,9 +56,10 @@ pub(super) fn fault(
         .collect();
     let r = run_parallel(jobs, env.group(cgroup), &env.limits()).map_err(|e| env.stop(e))?;
     env.measured(&format!(
-        "{:.0} faults/s, {:.0} faults/CPU-s",
+        "{:.0} faults/s, {:.0} faults/CPU-s, on {}",
         r.bytes as f64 / r.seconds.max(1e-9),
-        r.bytes as f64 / r.cpu_seconds.max(1e-9)
+        r.bytes as f64 / r.cpu_seconds.max(1e-9),
+        cpu_list(r.cpus)
     ));
     Ok(r)
 }
@@ -270,11 +271,25 @@ pub(super) fn run_parallel(
         let r = w.wait(limits)?;
         total.bytes += r.bytes;
         total.cpu_seconds += r.cpu_seconds;
+        total.cpus |= r.cpus;
         total.minflt += r.minflt;
         total.majflt += r.majflt;
         total.seconds = total.seconds.max(r.seconds);
     }
     Ok(total)
+}
+
+/// The CPUs of a mask, as a note says them: "CPU 1", "CPUs 0,1".
+fn cpu_list(mask: u64) -> String {
+    let cpus: Vec<String> = (0..64)
+        .filter(|c| mask & (1 << c) != 0)
+        .map(|c| c.to_string())
+        .collect();
+    match cpus.len() {
+        0 => "no CPU seen".to_string(),
+        1 => format!("CPU {}", cpus[0]),
+        _ => format!("CPUs {}", cpus.join(",")),
+    }
 }
 
 /// A step's client count: 0 means one per CPU.

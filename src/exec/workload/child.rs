@@ -299,6 +299,7 @@ pub(super) fn fault_loop(size: u64, duration_ms: u64) -> Result<JobResult> {
     let t = Instant::now();
     let until = Duration::from_millis(duration_ms);
     let mut faults = 0u64;
+    let mut cpus = 0u64;
     while t.elapsed() < until {
         let ptr = map_anon(size, true)?;
         let base = ptr.as_ptr() as *mut u8;
@@ -308,9 +309,15 @@ pub(super) fn fault_loop(size: u64, duration_ms: u64) -> Result<JobResult> {
             faults += 1;
         }
         unsafe { munmap(ptr, size as usize) }.context("munmap")?;
+        // SAFETY: no arguments; -1 on error.
+        let cpu = unsafe { libc::sched_getcpu() };
+        if (0..64).contains(&cpu) {
+            cpus |= 1 << cpu;
+        }
     }
     Ok(JobResult {
         bytes: faults,
+        cpus,
         seconds: t.elapsed().as_secs_f64(),
         fsync_seconds: 0.0,
         cpu_seconds: cpu_seconds() - cpu0,

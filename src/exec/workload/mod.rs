@@ -134,6 +134,10 @@ pub struct JobResult {
     /// migrate: where the task's pages are then, and what its group's memory.numa_stat said.
     #[serde(default)]
     pub placed: Option<crate::model::placement::Placement>,
+    /// fault: the CPUs (bit n: CPU n, below 64) the workers were found on after each pass, so a
+    /// rate can be read against where it ran (each CPU of a guest has its own node).
+    #[serde(default)]
+    pub cpus: u64,
 }
 
 /// What a held task does besides holding its memory: how its anonymous memory is held, and the
