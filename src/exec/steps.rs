@@ -256,7 +256,12 @@ pub(super) fn execute_step(env: &mut StepEnv) -> Result<JobResult, Stop> {
             advice,
             region,
         } => advise(env, task, *advice, *region),
-        Step::Migrate { task, region, node } => migrate(env, task, *region, *node),
+        Step::Migrate {
+            task,
+            region,
+            node,
+            by,
+        } => migrate(env, task, *region, (*node, *by)),
         Step::Cgroups { cgroup, count } => make_cgroups(env, cgroup, *count),
         Step::Set {
             cgroup,

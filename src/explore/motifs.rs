@@ -13,7 +13,7 @@ use super::tree::{cap_above, is_leaf, protectable};
 use super::world::World;
 use crate::model::Version;
 use crate::model::record::within;
-use crate::model::step::{Region, Target};
+use crate::model::step::{Mover, Region, Target};
 use crate::scenario::{CgroupSpec, Hold, Phase, Step};
 
 /// The motifs: name, the kind of condition it makes, how often and what it adds (docs/explore.md).
@@ -471,11 +471,13 @@ pub fn numa_motif(
         redirty: true,
         ..Hold::default()
     }));
-    for region in Region::ALL {
+    // Each mapping by another system call: every way into migration in each motif.
+    for (region, by) in Region::ALL.into_iter().zip(Mover::ALL) {
         steps.push(Step::Migrate {
             task: task.clone(),
             region,
             node: Target::Away,
+            by,
         });
     }
     steps.push(Step::Sleep(std::time::Duration::from_millis(200)));

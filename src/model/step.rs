@@ -212,6 +212,36 @@ impl Target {
     }
 }
 
+/// The system call a `migrate` step moves pages with; each enters migration its own way.
+/// move_pages(2) moves the listed pages (do_move_pages_to_node); mbind(2) with MPOL_MF_MOVE
+/// binds the range to the node and moves the pages of it that only this process maps
+/// (queue_pages_range, then migrate_pages with MR_MEMPOLICY_MBIND; the policy is set back to
+/// the default right after); migrate_pages(2) moves every page of the process that is on the
+/// other nodes (do_migrate_pages, MR_SYSCALL; as root also pages that others map): every
+/// mapping of the task goes, not only the step's region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Mover {
+    #[default]
+    MovePages,
+    Mbind,
+    MigratePages,
+}
+
+impl Mover {
+    pub const ALL: [Mover; 3] = [Mover::MovePages, Mover::Mbind, Mover::MigratePages];
+    /// As scenario files and the holder's commands write it: the system call's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mover::MovePages => "move_pages",
+            Mover::Mbind => "mbind",
+            Mover::MigratePages => "migrate_pages",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Mover> {
+        Mover::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
 /// One of a held task's mappings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

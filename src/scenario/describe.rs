@@ -120,10 +120,22 @@ impl Step {
                 advice,
                 region,
             } => format!("task {task}: {} its {}", advice.name(), region.name()),
-            Step::Migrate { task, region, node } => match node {
-                Target::Away => format!("task {task} moves its {} to another node", region.name()),
-                Target::Node(n) => format!("task {task} moves its {} to node {n}", region.name()),
-            },
+            Step::Migrate {
+                task,
+                region,
+                node,
+                by,
+            } => {
+                let to = match node {
+                    Target::Away => "another node".to_string(),
+                    Target::Node(n) => format!("node {n}"),
+                };
+                format!(
+                    "task {task} moves its {} to {to} ({})",
+                    region.name(),
+                    by.name()
+                )
+            }
             Step::Cgroups { cgroup, count } => format!("make {count} empty groups below {cgroup}"),
             Step::Pressure { size, within } => format!(
                 "kswapd reclaims {} machine-wide (min_free_kbytes raised), for at most {within:?}",

@@ -224,12 +224,14 @@ pub enum Step {
         advice: Advice,
         region: Region,
     },
-    /// A held task moves every page of one of its mappings to NUMA node `node` (move_pages(2));
-    /// the step records where its pages are then, and what the group's memory.numa_stat says.
+    /// A held task moves every page of one of its mappings to NUMA node `node` (with `by`:
+    /// move_pages(2), mbind(2) or migrate_pages(2)); the step records where its pages are then,
+    /// and what the group's memory.numa_stat says.
     Migrate {
         task: String,
         region: Region,
         node: crate::model::step::Target,
+        by: crate::model::step::Mover,
     },
     /// `count` empty groups are made below `cgroup` (removed with the run): the kernel charges
     /// each one's per-CPU statistics to its parent, `cgroup`'s percpu.

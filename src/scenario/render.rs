@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{Antagonist, CgroupSpec, Hold, Phase, Step};
-use crate::model::step::Target;
+use crate::model::step::{Mover, Target};
 
 /// A size as scenario files write it: the largest unit that divides it (`"64M"`, `"4K"`,
 /// `"4097"`).
@@ -104,16 +104,25 @@ impl Step {
                 .with("task", s(task))
                 .with("advice", s(advice.name()))
                 .with("region", s(region.name())),
-            Step::Migrate { task, region, node } => t
-                .with("task", s(task))
-                .with("region", s(region.name()))
-                .with(
-                    "node",
-                    match node {
-                        Target::Node(n) => n.to_string(),
-                        Target::Away => s("away"),
-                    },
-                ),
+            Step::Migrate {
+                task,
+                region,
+                node,
+                by,
+            } => (if *by == Mover::default() {
+                t
+            } else {
+                t.with("by", s(by.name()))
+            })
+            .with("task", s(task))
+            .with("region", s(region.name()))
+            .with(
+                "node",
+                match node {
+                    Target::Node(n) => n.to_string(),
+                    Target::Away => s("away"),
+                },
+            ),
             Step::Sync => t,
             Step::Sleep(d) => t.with("duration", duration(*d)),
             Step::Pressure { size: n, within } => {
@@ -465,11 +474,13 @@ mod tests {
                 task: "t".into(),
                 region: Region::Shmem,
                 node: Target::Node(1),
+                by: Mover::Mbind,
             },
             Step::Migrate {
                 task: "t".into(),
                 region: Region::File,
                 node: Target::Away,
+                by: Mover::MigratePages,
             },
             Step::Move {
                 task: "t".into(),

@@ -174,13 +174,17 @@ pub const STEPS: &[StepSyntax] = &[
     },
     StepSyntax {
         kind: StepKind::Migrate,
-        doc: "a held task moves every page of one of its mappings to NUMA node `node` with move_pages(2) (needs requires.features = [\"numa\"]); the step records how many of its pages are on each node then, and the group's memory.numa_stat and memory.stat, read right after: the `placed` check judges them",
+        doc: "a held task moves every page of one of its mappings to NUMA node `node` with move_pages(2), mbind(2) or migrate_pages(2) (needs requires.features = [\"numa\"]); the step records how many of its pages are on each node then, and the group's memory.numa_stat and memory.stat, read right after: the `placed` check judges them",
         keys: &[
             TASK,
             opt("region", "`anon` (default), `shmem` or `file`"),
             req(
                 "node",
                 "the node to move to: 0..63, a node with memory; or `\"away\"`: from the node holding most of the pages now to the next node with memory (one such move leaves the pages off the node they were dirtied on, wherever that was)",
+            ),
+            opt(
+                "by",
+                "the system call: `move_pages` (default: the region's pages, listed), `mbind` (MPOL_BIND with MPOL_MF_MOVE over the region, the default policy restored right after: the pages only this task maps) or `migrate_pages` (every page of the task on another node, all its mappings: the region is only what the step records)",
             ),
         ],
         read: migrate,

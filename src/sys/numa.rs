@@ -88,6 +88,79 @@ pub fn move_pages(addr: usize, len: usize, to: Option<u32>) -> std::io::Result<V
     Ok(status)
 }
 
+/// mbind(2)'s modes (include/uapi/linux/mempolicy.h).
+const MPOL_DEFAULT: libc::c_int = 0;
+const MPOL_BIND: libc::c_int = 2;
+
+/// A node mask of one word, as mbind(2) and migrate_pages(2) take it, and the `maxnode` that
+/// covers it: the kernel reads maxnode - 1 bits (get_nodes: a historical off by one).
+fn node_mask(nodes: impl IntoIterator<Item = u32>) -> ([libc::c_ulong; 1], libc::c_ulong) {
+    let mut mask = [0 as libc::c_ulong; 1];
+    for n in nodes.into_iter().filter(|n| *n < libc::c_ulong::BITS) {
+        mask[0] |= 1 << n;
+    }
+    (mask, libc::c_ulong::BITS as libc::c_ulong + 1)
+}
+
+/// Binds `len` bytes at `addr` to `node` with MPOL_MF_MOVE, so the kernel moves the range's
+/// pages that only this process maps there; then sets the range's policy back to the default
+/// (the pages stay), so later faults are placed as before.
+pub fn mbind_move(addr: usize, len: usize, node: u32) -> std::io::Result<()> {
+    let (mask, maxnode) = node_mask([node]);
+    // SAFETY: the range is a mapping of this process; the mask holds one word, as maxnode says.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            addr,
+            len,
+            MPOL_BIND,
+            mask.as_ptr(),
+            maxnode,
+            MPOL_MF_MOVE as libc::c_uint,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above; MPOL_DEFAULT takes no mask.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            addr,
+            len,
+            MPOL_DEFAULT,
+            std::ptr::null::<libc::c_ulong>(),
+            0 as libc::c_ulong,
+            0 as libc::c_uint,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// migrate_pages(2) for this process: every page of it on a node with memory other than `node`
+/// moves to `node`. Returns how many pages could not move.
+pub fn migrate_process(node: u32) -> std::io::Result<u64> {
+    let (old, maxnode) = node_mask(memory_nodes().into_iter().filter(|n| *n != node));
+    let (new, _) = node_mask([node]);
+    // SAFETY: pid 0 is this process; both masks hold one word, as maxnode says.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_migrate_pages,
+            0,
+            maxnode,
+            old.as_ptr(),
+            new.as_ptr(),
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(r as u64)
+}
+
 /// Pages per node of a move_pages status list (index: node; a page with an error counts in
 /// none), and how many had an error.
 pub fn pages_per_node(status: &[i32]) -> (Vec<u64>, u64) {
@@ -126,6 +199,15 @@ mod tests {
         assert_eq!(memory_nodes_in(d.path()), [0, 1, 2]);
         std::fs::write(n.join("has_memory"), "0,2\n").unwrap();
         assert_eq!(memory_nodes_in(d.path()), [0, 2]);
+    }
+
+    #[test]
+    fn node_masks_cover_what_the_kernel_reads() {
+        let (mask, maxnode) = node_mask([0, 3]);
+        assert_eq!(mask[0], 0b1001);
+        // The kernel reads maxnode - 1 bits: the whole word.
+        assert_eq!(maxnode - 1, libc::c_ulong::BITS as libc::c_ulong);
+        assert_eq!(node_mask([64]).0[0], 0);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::model::MoveRecord;
 use crate::model::counter::USAGE;
 use crate::model::error::Error;
 use crate::model::placement::{Placement, region_lines};
-use crate::model::step::{Advice, Region, Target};
+use crate::model::step::{Advice, Mover, Region, Target};
 use crate::scenario::Hold;
 use crate::sys::cgroup::{Cgroup, file_name, stat};
 
@@ -212,11 +212,14 @@ pub(super) fn migrate(
     env: &mut StepEnv,
     task: &str,
     region: Region,
-    target: Target,
+    (target, by): (Target, Mover),
 ) -> Result<JobResult, Stop> {
     let limits = env.limits();
     let cg = env.group(&env.holders[task].1).clone();
-    let r = env.holder(task).0.placed(region, Some(target), &limits);
+    let r = env
+        .holder(task)
+        .0
+        .placed(region, Some((target, by)), &limits);
     let (secs, node, mut pages, mut unplaced) = r.map_err(|e| env.stop(e))?;
     let node = node.unwrap_or(0);
     let mut tries = 0;

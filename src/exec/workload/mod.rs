@@ -489,17 +489,17 @@ impl Holder {
         self.answer_noted("ok", limits)
     }
 
-    /// Sends `migrate REGION NODE|away` (`to`: Some) or `where REGION`; returns the seconds, the
-    /// node moved to (None for `where`), the region's pages per node after it (index: node) and
-    /// the pages on no node.
+    /// Sends `migrate REGION NODE|away MOVER` (`to`: Some) or `where REGION`; returns the
+    /// seconds, the node moved to (None for `where`), the region's pages per node after it
+    /// (index: node) and the pages on no node.
     pub fn placed(
         &mut self,
         region: crate::model::step::Region,
-        to: Option<crate::model::step::Target>,
+        to: Option<(crate::model::step::Target, crate::model::step::Mover)>,
         limits: &Limits,
     ) -> Result<(f64, Option<u32>, Vec<u64>, u64), WaitError> {
         let cmd = match to {
-            Some(n) => format!("migrate {} {}", region.name(), n.name()),
+            Some((n, by)) => format!("migrate {} {} {}", region.name(), n.name(), by.name()),
             None => format!("where {}", region.name()),
         };
         self.send(&cmd)?;

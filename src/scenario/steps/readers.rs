@@ -5,7 +5,7 @@
 use super::{CGROUP, StepArgs, TASK, file_name};
 use crate::model::counter::{Counter, Source, counter};
 use crate::model::source::{Key, opt};
-use crate::model::step::{Advice, Region, Target};
+use crate::model::step::{Advice, Mover, Region, Target};
 use crate::scenario::{Hold, ScenarioError, Step};
 
 /// `write`: the block size is 1..64M, 1M when not set.
@@ -319,10 +319,23 @@ pub(super) fn migrate(i: &StepArgs) -> Result<Step, ScenarioError> {
     let Some(node) = target else {
         return Err(i.err(n.span(), "node must be 0..63 or \"away\""));
     };
+    let by = match i.get::<String>("by")? {
+        None => Mover::default(),
+        Some(b) => Mover::parse(b.get_ref()).ok_or_else(|| {
+            i.err(
+                b.span(),
+                format!(
+                    "by must be move_pages, mbind or migrate_pages, not {:?}",
+                    b.get_ref()
+                ),
+            )
+        })?,
+    };
     Ok(Step::Migrate {
         task: i.task()?,
         region: region(i)?,
         node,
+        by,
     })
 }
 

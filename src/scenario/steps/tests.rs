@@ -18,6 +18,7 @@ fn value(kind: StepKind, key: &str) -> String {
         "advice" => "\"pageout\"".into(),
         "region" => "\"anon\"".into(),
         "node" => "1".into(),
+        "by" => "\"mbind\"".into(),
         "warm" => "true".into(),
         // Read-only excludes dirty, which the table sets.
         "readonly" | "nohugepage" => "false".into(),

@@ -400,4 +400,22 @@ fn migrate_steps_need_a_node_a_region_held_and_numa() {
         e.to_string().contains("requires.features = [\"numa\"]"),
         "{e}"
     );
+    // `by`: the system call, move_pages unless named.
+    let sc =
+        crate::scenario::parse("f.toml", &text("\"numa\"", "1, by = \"mbind\"", "anon")).unwrap();
+    assert!(matches!(
+        sc.phases[0].steps[1],
+        Step::Migrate {
+            by: crate::model::step::Mover::Mbind,
+            ..
+        }
+    ));
+    let e = crate::scenario::parse("f.toml", &text("\"numa\"", "1, by = \"move\"", "anon"))
+        .unwrap_err();
+    assert!(e.to_string().starts_with("f.toml:12:"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("by must be move_pages, mbind or migrate_pages, not \"move\""),
+        "{e}"
+    );
 }

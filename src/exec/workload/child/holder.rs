@@ -209,11 +209,14 @@ fn serve(
                 let t = Instant::now();
                 let which = Which::parse(w).context("migrate|where REGION [NODE]")?;
                 let to = match cmd {
-                    "migrate" => Some(
+                    "migrate" => Some((
                         (it.next())
                             .and_then(crate::model::step::Target::parse)
-                            .context("migrate REGION NODE|away")?,
-                    ),
+                            .context("migrate REGION NODE|away MOVER")?,
+                        (it.next())
+                            .and_then(crate::model::step::Mover::parse)
+                            .context("migrate REGION NODE|away MOVER")?,
+                    )),
                     _ => None,
                 };
                 let region = match which {
@@ -235,13 +238,17 @@ fn serve(
     Ok(())
 }
 
-/// Asks the kernel to move `region`'s pages to `to` (None: only where they are); answers the
-/// node moved to and where the pages are then: "NODE PAGES_ON_NODE0,PAGES_ON_NODE1,...
-/// UNPLACED" (see `numa::move_pages`; NODE -1 for none).
-fn placed(region: Region, to: Option<crate::model::step::Target>) -> Result<String> {
-    use crate::model::step::Target;
-    use crate::sys::numa::{memory_nodes, move_pages, pages_per_node};
-    let node = match to {
+/// Asks the kernel to move `region`'s pages to `to` with its mover (None: only where they
+/// are); answers the node moved to and where the pages are then: "NODE
+/// PAGES_ON_NODE0,PAGES_ON_NODE1,... UNPLACED" (see `numa::move_pages`; NODE -1 for none).
+fn placed(
+    region: Region,
+    to: Option<(crate::model::step::Target, crate::model::step::Mover)>,
+) -> Result<String> {
+    use crate::model::step::{Mover, Target};
+    use crate::sys::numa::{mbind_move, memory_nodes, migrate_process, move_pages, pages_per_node};
+    let by = to.map(|t| t.1);
+    let node = match to.map(|t| t.0) {
         None => None,
         Some(Target::Node(n)) => Some(n),
         Some(Target::Away) => {
@@ -252,8 +259,20 @@ fn placed(region: Region, to: Option<crate::model::step::Target>) -> Result<Stri
             Some(nodes[at % nodes.len()])
         }
     };
-    let status = move_pages(region.addr, region.len, node)
-        .with_context(|| format!("move_pages to node {node:?}"))?;
+    match (node, by) {
+        (Some(n), Some(Mover::Mbind)) => {
+            mbind_move(region.addr, region.len, n).with_context(|| format!("mbind to node {n}"))?
+        }
+        // What could not move shows in where the pages are (below).
+        (Some(n), Some(Mover::MigratePages)) => {
+            migrate_process(n).with_context(|| format!("migrate_pages to node {n}"))?;
+        }
+        _ => {}
+    }
+    // move_pages moves (Mover::MovePages), or says where the pages are after the others.
+    let to = node.filter(|_| by == Some(Mover::MovePages));
+    let status = move_pages(region.addr, region.len, to)
+        .with_context(|| format!("move_pages to node {to:?}"))?;
     let (per, unplaced) = pages_per_node(&status);
     let per: Vec<String> = per.iter().map(|p| p.to_string()).collect();
     let node = node.map_or(-1, |n| n as i64);
