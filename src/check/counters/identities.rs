@@ -654,7 +654,6 @@ fn broken(name: String, rec: &Record, cgroup: &str, a: &Applied, r: usize) -> Ch
             .collect::<Vec<_>>()
             .join(" + ")
     };
-    let seconds: Vec<usize> = a.again.iter().map(|&(_, again)| again).collect();
     let (l, h): (i64, i64) = (
         a.lhs.iter().map(|&c| s.get(r, c)).sum(),
         a.rhs.iter().map(|&c| s.get(r, c)).sum(),
@@ -671,7 +670,7 @@ fn broken(name: String, rec: &Record, cgroup: &str, a: &Applied, r: usize) -> Ch
             amount(a.tol, a.bytes)
         ),
         format!(
-            "at t={t:.3}s (phase {}) {cgroup}'s {} broke by {} for {RUN} samples in a row, though {}: {}",
+            "at t={t:.3}s (phase {}) {cgroup}'s {} broke by {} for {RUN} samples in a row, though {} {}",
             rec.phase_at(t),
             a.text,
             amount(
@@ -679,7 +678,7 @@ fn broken(name: String, rec: &Record, cgroup: &str, a: &Applied, r: usize) -> Ch
                 a.bytes
             ),
             a.why,
-            s.describe_cols(r, &[&a.lhs[..], &a.rhs, &seconds].concat())
+            s.csv_line(r)
         ),
     );
     res.at = Some(t);

@@ -462,7 +462,12 @@ fn the_usage_read_again_brackets_the_files_read_between() {
         "{}",
         wrong.expected
     );
-    assert!(wrong.detail.contains("again.a.usage="), "{}", wrong.detail);
+    // The values judged are in actual and expected; the detail points at the whole sample.
+    assert!(
+        wrong.detail.contains("of the scenario's CSV in the report)"),
+        "{}",
+        wrong.detail
+    );
     // Without the second read, the same samples fail both checks.
     let first_only = rec(&BOTH[..5], 0);
     let i = crate::check::counters::identities::identities("i".into(), &first_only, "a");
