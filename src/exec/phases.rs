@@ -112,7 +112,7 @@ impl Run<'_> {
         }
         let mut ran = self.round(pi, phase, 0, guard, holders);
         if let Ok(next) = ran
-            && let Some(why) = self.second_round_due(pi, phase)
+            && let Some(why) = self.second_round_due(phase)
         {
             let note = format!(
                 "phase {}: a second round of {} repetitions: {why}; a performance check fails only when both rounds fail",
@@ -166,26 +166,17 @@ impl Run<'_> {
         Ok(rep)
     }
 
-    /// Why phase `pi` must run a second round, if it must: a performance check judged on it
+    /// Why the running phase must run a second round, if it must: a performance check judged on it
     /// (`CheckSpec::confirmed_in`) fails on its first round's steps.
-    fn second_round_due(&self, pi: usize, phase: &Phase) -> Option<String> {
+    fn second_round_due(&self, phase: &Phase) -> Option<String> {
         let judged_here = |c: &&check::Check| c.confirmed_in() == Some(phase.name.as_str());
         let checks: Vec<&check::Check> = self.sc.checks.iter().filter(judged_here).collect();
         if checks.is_empty() || !phase.measures() {
             return None;
         }
-        // The record of the phases so far (this one's steps judged by index `pi`).
+        // The phases so far, the running one up to now.
         let mut phases = self.phases.clone();
-        phases.truncate(pi);
-        phases.push(PhaseRecord {
-            name: phase.name.clone(),
-            start: self.phase_start,
-            end: self.now(),
-            antagonists: Vec::new(),
-            warmup: phase.warmup,
-            vmstat_start: Default::default(),
-            vmstat_end: Default::default(),
-        });
+        phases.push(running(phase, self.phase_start, self.now()));
         let rec = Record {
             phases,
             steps: self.steps.clone(),
@@ -370,6 +361,19 @@ fn unmeasured(
     }
 }
 
+/// The record of a phase still running, from `start` to `end`, as checks judged meanwhile see it.
+fn running(phase: &Phase, start: f64, end: f64) -> PhaseRecord {
+    PhaseRecord {
+        name: phase.name.clone(),
+        start,
+        end,
+        antagonists: Vec::new(),
+        warmup: phase.warmup,
+        vmstat_start: Default::default(),
+        vmstat_end: Default::default(),
+    }
+}
+
 /// What the online checks judge while a step runs: the record so far, with the running phase up
 /// to now and the running step cut off now.
 struct SoFar<'r> {
@@ -390,15 +394,7 @@ impl SoFar<'_> {
     fn record(&self, base: &Record) -> Record {
         let now = self.t0.elapsed().as_secs_f64();
         let mut all = self.phases.to_vec();
-        all.push(PhaseRecord {
-            name: self.phase.name.clone(),
-            start: self.phase_start,
-            end: now,
-            antagonists: Vec::new(),
-            warmup: self.phase.warmup,
-            vmstat_start: Default::default(),
-            vmstat_end: Default::default(),
-        });
+        all.push(running(self.phase, self.phase_start, now));
         let (at, step, start) = self.step;
         Record {
             series: self.sampler.snapshot(),

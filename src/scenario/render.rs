@@ -109,20 +109,22 @@ impl Step {
                 region,
                 node,
                 by,
-            } => (if *by == Mover::default() {
-                t
-            } else {
-                t.with("by", s(by.name()))
-            })
-            .with("task", s(task))
-            .with("region", s(region.name()))
-            .with(
-                "node",
-                match node {
-                    Target::Node(n) => n.to_string(),
-                    Target::Away => s("away"),
-                },
-            ),
+            } => {
+                let t = t
+                    .with("task", s(task))
+                    .with("region", s(region.name()))
+                    .with(
+                        "node",
+                        match node {
+                            Target::Node(n) => n.to_string(),
+                            Target::Away => s("away"),
+                        },
+                    );
+                match by {
+                    Mover::MovePages => t,
+                    by => t.with("by", s(by.name())),
+                }
+            }
             Step::Sync => t,
             Step::Sleep(d) => t.with("duration", duration(*d)),
             Step::Pressure { size: n, within } => {
@@ -406,10 +408,9 @@ mod tests {
         assert_eq!(duration(Duration::from_secs(2)), "\"2s\"");
     }
 
-    /// Every step kind, written and read back, is the same step; so are groups and phases.
-    #[test]
-    fn steps_groups_and_phases_round_trip() {
-        let hold = Hold {
+    /// A hold with every key set.
+    fn every_hold() -> Hold {
+        Hold {
             task: "t".into(),
             cgroup: "p/a".into(),
             anon: 8 << 20,
@@ -434,8 +435,12 @@ mod tests {
             pipes: 4,
             pipe_size: 1 << 20,
             unkillable: true,
-        };
-        let steps = vec![
+        }
+    }
+
+    /// One step of every kind, with every key set.
+    fn every_step() -> Vec<Step> {
+        let first = vec![
             Step::Write {
                 cgroup: "p/a".into(),
                 file: "f".into(),
@@ -460,35 +465,8 @@ mod tests {
                 size: 4 << 20,
                 hold: Duration::from_millis(100),
             },
-            Step::Hold(hold),
-            Step::Grow {
-                task: "t".into(),
-                anon: 1 << 20,
-            },
-            Step::Advise {
-                task: "t".into(),
-                advice: Advice::Pageout,
-                region: Region::Anon,
-            },
-            Step::Migrate {
-                task: "t".into(),
-                region: Region::Shmem,
-                node: Target::Node(1),
-                by: Mover::Mbind,
-            },
-            Step::Migrate {
-                task: "t".into(),
-                region: Region::File,
-                node: Target::Away,
-                by: Mover::MigratePages,
-            },
-            Step::Move {
-                task: "t".into(),
-                to: "p".into(),
-                thread: false,
-            },
-            Step::Wait { task: "t".into() },
-            Step::Release { task: "t".into() },
+        ];
+        let rest = vec![
             Step::Create {
                 file: "r".into(),
                 size: 4 << 20,
@@ -535,6 +513,48 @@ mod tests {
                 count: 3,
             },
         ];
+        [first, task_steps(), rest].concat()
+    }
+
+    /// Every step of a held task, from its hold to its release.
+    fn task_steps() -> Vec<Step> {
+        vec![
+            Step::Hold(every_hold()),
+            Step::Grow {
+                task: "t".into(),
+                anon: 1 << 20,
+            },
+            Step::Advise {
+                task: "t".into(),
+                advice: Advice::Pageout,
+                region: Region::Anon,
+            },
+            Step::Migrate {
+                task: "t".into(),
+                region: Region::Shmem,
+                node: Target::Node(1),
+                by: Mover::Mbind,
+            },
+            Step::Migrate {
+                task: "t".into(),
+                region: Region::File,
+                node: Target::Away,
+                by: Mover::MigratePages,
+            },
+            Step::Move {
+                task: "t".into(),
+                to: "p".into(),
+                thread: false,
+            },
+            Step::Wait { task: "t".into() },
+            Step::Release { task: "t".into() },
+        ]
+    }
+
+    /// Every step kind, written and read back, is the same step; so are groups and phases.
+    #[test]
+    fn steps_groups_and_phases_round_trip() {
+        let steps = every_step();
         let phase = Phase {
             name: "all".into(),
             repeat: 1,

@@ -464,7 +464,9 @@ fn the_usage_read_again_brackets_the_files_read_between() {
     );
     // The values judged are in actual and expected; the detail points at the whole sample.
     assert!(
-        wrong.detail.contains("of the scenario's CSV in the report)"),
+        wrong
+            .detail
+            .contains("of the scenario's CSV in the report)"),
         "{}",
         wrong.detail
     );
