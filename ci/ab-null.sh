@@ -17,6 +17,16 @@ rm -rf "$out"
 mkdir -p "$out"
 stock=$(ci/build-kernel.sh)
 
+# verdicts LABEL [VERDICT...]: how many measurements of that A/B's ab.json ended with one of the
+# verdicts (after the second set, when the first found a change: a change must repeat).
+verdicts() {
+  python3 - "$out/$1/ab.json" "${@:2}" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+print(sum(r["verdict"] in sys.argv[2:] for r in rows))
+PY
+}
+
 # ab BASE NEW LABEL: runs one A/B, prints its exit code and regression count.
 ab() {
   set +e
@@ -24,13 +34,13 @@ ab() {
     > "$out/$3.ab" 2> "$out/$3.err"
   local rc=$?
   set -e
-  echo "$rc $(grep -c 'REGRESSION$' "$out/$3.ab" || true)"
+  echo "$rc $(verdicts "$3" regression)"
 }
 
 alarms=0 untestable=0
 for i in $(seq 1 "$n"); do
   read -r rc regs < <(ab "$stock" "$stock" "null-$i")
-  echo "ab-null: stock vs stock #$i: exit $rc, $regs regressions, reruns for a busy host: $(grep -c 'booting it again' "$out/null-$i.err" || true)"
+  echo "ab-null: stock vs stock #$i: exit $rc, $regs regressions, reruns for a busy host: $(grep -c 'booting it again' "$out/null-$i.err" || true), second set: $(grep -c 'more rounds, judged on their own' "$out/null-$i.err" || true)"
   case "$rc" in
     0) ;;
     1) alarms=$((alarms + 1)) ;;
@@ -45,7 +55,7 @@ for c in $costs; do
     kernel-patches/charging-cost.patch > "$p"
   kernel=$(ci/build-kernel.sh "$p")
   read -r rc regs < <(ab "$stock" "$kernel" "cost-$c")
-  judged=$(grep -cE '^fault-overhead .*(REGRESSION|no significant change|improvement|too few (runs|samples) \(n=[0-9]+ v n=[0-9]+[^)]*\))$' "$out/cost-$c.ab" || true)
+  judged=$(verdicts "cost-$c" regression improvement no-significant-change not-repeated)
   echo "ab-null: stock vs charging-cost at $c ns/page/level: exit $rc, $regs of $judged measurements regressed"
   awk '/REGRESSION$/ {print "  " $0}' "$out/cost-$c.ab"
 done

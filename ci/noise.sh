@@ -7,6 +7,10 @@
 #   writer  (default): a background writer writes and deletes 1 GiB files in a loop;
 #   cpu-io  (NOISE=cpu-io): a CPU burner on every CPU, the writer, and an unpacker that unpacks a
 #           tarball of 20,000 small files and deletes them, over and over (page cache churn).
+#   build   (NOISE=build): the writer and a kernel build (Debian's linux-source-6.12 unpacked
+#           into the load's directory, tinyconfig, make -j CPUs, make clean, over and over), as a
+#           developer's machine is while they try the suite (issue 52).
+# NOISE_PROFILE=full runs the scenarios' full profile (the README's main job, `run`), not --quick.
 # Run as root from the repository root:
 #
 #   ci/noise.sh [N] [SCENARIO...]            # N runs (default 5), the writer
@@ -14,13 +18,17 @@
 #   MEMCGTEST_NO_CACHESTAT=1 ci/noise.sh 3   # the fallback (machine-wide counters) under noise
 #   MEMCGTEST_RUN_ARGS=--require-performance NOISE=cpu-io ci/noise.sh 3 fault-overhead
 #   NOISE=cpu-io NOISE_HOLD=600 ci/noise.sh &   # only the load, for 10 minutes (a VM beside it)
+#   NOISE=build NOISE_PROFILE=full ci/noise.sh 5 # the main job 5 times beside a kernel build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
 shift || true
 scenarios=("$@")
 mode=${NOISE:-writer}
-case "$mode" in writer|cpu-io) ;; *) echo "NOISE must be writer or cpu-io"; exit 2 ;; esac
+case "$mode" in writer|cpu-io|build) ;; *) echo "NOISE must be writer, cpu-io or build"; exit 2 ;; esac
+profile=(--quick)
+case "${NOISE_PROFILE:-quick}" in quick) ;; full) profile=() ;; *) echo "NOISE_PROFILE must be quick or full"; exit 2 ;; esac
+[ "$mode" != build ] || [ -f /usr/src/linux-source-6.12.tar.xz ] || { echo "NOISE=build needs /usr/src/linux-source-6.12.tar.xz (apt-get install linux-source-6.12)"; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "ci/noise.sh must run as root"; exit 1; }
 cargo build --release -q
 bin=target/release/memcgtest
@@ -35,7 +43,10 @@ else
 fi
 wdir=$(mktemp -d /var/tmp/noise-writer.XXXXXX)
 mkdir "$wgroup"
-out=$(mktemp -d)
+# Each run's JSON and stderr stay in $MEMCGTEST_CI_OUT/noise (default /tmp/memcgtest-ci/noise).
+out=${MEMCGTEST_CI_OUT:-/tmp/memcgtest-ci}/noise
+rm -rf "$out"
+mkdir -p "$out"
 loads=()
 finish() {
   for p in "${loads[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -48,7 +59,7 @@ finish() {
     kill -9 $pids 2>/dev/null || true
     sleep 0.2
   done
-  rm -rf "$wdir" "$out"
+  rm -rf "$wdir"
   rmdir "$wgroup" 2>/dev/null || true
 }
 trap finish EXIT
@@ -77,6 +88,11 @@ if [ "$mode" = cpu-io ]; then
   in_group bash -c "while :; do mkdir -p '$wdir/u'; tar -xf '$wdir/files.tar' -C '$wdir/u'; rm -rf '$wdir/u'; done"
   echo "and $(nproc) CPU burners and an unpacker of 20,000 small files, in $wgroup"
 fi
+if [ "$mode" = build ]; then
+  # The build starts once the tree is unpacked (that is load too); each pass from a clean tree.
+  in_group bash -c "tar -xf /usr/src/linux-source-6.12.tar.xz -C '$wdir' && cd '$wdir/linux-source-6.12' && make -s tinyconfig >/dev/null && while :; do make -s -j$(nproc) >/dev/null 2>&1; make -s clean; done"
+  echo "and a kernel build (tinyconfig, make -j$(nproc), over and over), in $wgroup"
+fi
 sleep 1
 $bin env | grep -E '^(accounting oracle|other writers)'
 
@@ -92,10 +108,11 @@ fi
 codes=()
 for i in $(seq 1 "$n"); do
   set +e
-  $bin run ${MEMCGTEST_RUN_ARGS:-} --quick --format json "${scenarios[@]}" > "$out/run$i.json" 2> "$out/run$i.err"
+  t0=$SECONDS
+  $bin run ${MEMCGTEST_RUN_ARGS:-} "${profile[@]}" --format json "${scenarios[@]}" > "$out/run$i.json" 2> "$out/run$i.err"
   rc=$?
   set -e
-  echo "run $i/$n: exit $rc"
+  echo "run $i/$n: exit $rc, $((SECONDS - t0)) s"
   codes+=("$rc")
 done
 echo "exit codes: ${codes[*]}"

@@ -627,6 +627,8 @@ def check_ab(job, workdir, since):
         if used:
             secs = [b["seconds"] for b in used]
             info += f" ({min(secs):.0f}-{max(secs):.0f} s each, host busy at most {max(b['host_busy_cpus'] for b in used):.2f} CPUs)"
+        if d.get("second_set"):
+            info += f"; a second set of {d.get('rounds')} rounds judged {len(d['second_set'])} changes of the first again"
         if rows:
             ch = [r["change_pct"] for r in rows]
             info += f"; {len(rows)} measurements: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))

@@ -29,6 +29,9 @@ pub enum Verdict {
     NoSignificantChange,
     /// Neither pass nor failure: the sample sets are too small to judge.
     TooFewSamples,
+    /// `ab` only: a change of the first set of rounds that the second set did not find again
+    /// (see `ab::confirmed`): no change.
+    NotRepeated,
 }
 
 impl Verdict {
@@ -38,7 +41,13 @@ impl Verdict {
             Verdict::Improvement => "improvement",
             Verdict::NoSignificantChange => "no significant change",
             Verdict::TooFewSamples => "too few samples",
+            Verdict::NotRepeated => "not repeated by the second set",
         }
+    }
+
+    /// A regression or an improvement.
+    pub fn is_change(self) -> bool {
+        matches!(self, Verdict::Regression | Verdict::Improvement)
     }
 }
 
