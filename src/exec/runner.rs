@@ -18,6 +18,7 @@ use crate::model::{CheckResult, Column, KnownIssue, MoveRecord, Outcome, StepKin
 use crate::model::{PhaseResult, Record, ScenarioResult, Series, Status};
 use crate::scenario::{Feature, SamplePlan, Scenario, ScratchDisk, Step, headroom};
 use crate::sys::cgroup::{Cgroup, Version};
+use crate::sys::sysctl;
 use crate::sys::sysctl::SysctlGuard;
 use crate::sys::{cleanup, proc};
 
@@ -349,7 +350,14 @@ fn set_up(
         .map_err(anyhow::Error::from)?;
 
     for (k, v) in &sc.sysctls {
-        guard.sysctls.set(&format!("vm.{k}"), v)?;
+        // A THP knob newer than the kernel: what it turns off is not there either.
+        if k.starts_with("thp.") && !sysctl::exists(Path::new(sysctl::PROC_SYS), k) {
+            result.notes.push(format!(
+                "[sysctl] {k} = {v} left out: this kernel has no such knob (it is newer than the kernel)"
+            ));
+            continue;
+        }
+        guard.sysctls.set(k, v)?;
     }
     // The dirty limits the scenario's writeback domains follow (cgroup v2 gives each memcg one).
     let dirty = (root.version == Version::V2)

@@ -31,6 +31,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../scenarios/move-charge-anon.toml"),
     ),
     (
+        "move-charge-thp.toml",
+        include_str!("../../scenarios/move-charge-thp.toml"),
+    ),
+    (
         "move-charge-file.toml",
         include_str!("../../scenarios/move-charge-file.toml"),
     ),

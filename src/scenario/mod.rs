@@ -468,7 +468,8 @@ pub struct Scenario {
     /// The upstream fixes it guards (`fixes = ["<12 hex> (\"subject\")"]`), as LTP tags a
     /// regression test with the kernel commit: a failure names them.
     pub fixes: Vec<crate::model::FixTag>,
-    /// vm sysctls (name without "vm.", value) set for the scenario and restored afterwards.
+    /// Sysctls (full name: `vm.dirty_bytes`, `thp.shrink_underused`; value) set for the scenario
+    /// and restored afterwards.
     pub sysctls: Vec<(String, String)>,
     /// Which disk its files go on.
     pub scratch: ScratchDisk,

@@ -638,20 +638,40 @@ fn sampled(
     Ok((counters, vmstat, checks))
 }
 
-/// `[sysctl]`: vm.* keys and their values as they will be written.
+/// The THP knobs a `[sysctl]` table may set (/sys/kernel/mm/transparent_hugepage/...), each to
+/// "0" or "1". shrink_underused (6.12 on), at 1, puts every anonymous THP on the deferred split
+/// queue when it is faulted or collapsed, so that the shrinker can split the ones mostly zero;
+/// v1 charge moving splits a THP it finds on that queue instead of moving it whole.
+pub const THP_KNOBS: &[&str] = &["shrink_underused"];
+
+/// `[sysctl]`: vm.* keys (and the THP knobs, `thp.<knob>`) with their values as they will be
+/// written, by their full names.
 fn sysctls(cx: &Text, raw: &RawScenario) -> Result<Vec<(String, String)>, ScenarioError> {
     let mut sysctls = Vec::new();
     for (k, v) in &raw.sysctl {
+        if let Some(knob) = k.strip_prefix("thp.") {
+            if !THP_KNOBS.contains(&knob) {
+                let known = THP_KNOBS.join(", thp.");
+                let why = format!("sysctl {k:?}: the THP knobs that may be set are thp.{known}");
+                return Err(cx.err(v.span(), why));
+            }
+            if !matches!(v.get_ref().as_str(), "0" | "1") {
+                let why = format!("sysctl {k}: {:?} must be 0 or 1", v.get_ref());
+                return Err(cx.err(v.span(), why));
+            }
+            sysctls.push((k.clone(), v.get_ref().clone()));
+            continue;
+        }
         let Some(short) = k.strip_prefix("vm.") else {
             return Err(cx.err(
                 v.span(),
-                format!("sysctl {k:?}: only vm.* sysctls may be set"),
+                format!("sysctl {k:?}: only vm.* sysctls (and thp.* knobs) may be set"),
             ));
         };
         if short.is_empty() || !short.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(cx.err(v.span(), format!("bad sysctl name {k:?}")));
         }
-        sysctls.push((short.to_string(), sysctl_value(cx, short, v)?));
+        sysctls.push((k.clone(), sysctl_value(cx, short, v)?));
     }
 
     Ok(sysctls)

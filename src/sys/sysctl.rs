@@ -24,16 +24,24 @@ fn state_file(run_dir: &Path) -> PathBuf {
     run_dir.join("sysctl.state")
 }
 
-/// A sysctl's file (`vm.dirty_bytes`: /proc/sys/vm/dirty_bytes), or one of khugepaged's knobs
-/// (`khugepaged.scan_sleep_millisecs`: /sys/kernel/mm/transparent_hugepage/khugepaged/..., found
-/// from the /proc/sys given, so tests keep both in a temporary directory).
+/// A sysctl's file (`vm.dirty_bytes`: /proc/sys/vm/dirty_bytes), one of khugepaged's knobs
+/// (`khugepaged.scan_sleep_millisecs`: /sys/kernel/mm/transparent_hugepage/khugepaged/...) or
+/// of THP's (`thp.shrink_underused`: /sys/kernel/mm/transparent_hugepage/...), the sysfs ones found
+/// from the /proc/sys given, so tests keep both in a temporary directory.
 fn proc_path(proc_sys: &Path, name: &str) -> PathBuf {
-    match name.strip_prefix("khugepaged.") {
-        Some(knob) => proc_sys
-            .join("../../sys/kernel/mm/transparent_hugepage/khugepaged")
-            .join(knob),
+    let thp = proc_sys.join("../../sys/kernel/mm/transparent_hugepage");
+    if let Some(knob) = name.strip_prefix("khugepaged.") {
+        return thp.join("khugepaged").join(knob);
+    }
+    match name.strip_prefix("thp.") {
+        Some(knob) => thp.join(knob),
         None => proc_sys.join(name.replace('.', "/")),
     }
+}
+
+/// Whether the kernel has the sysctl or knob `name` (a THP knob newer than the kernel is absent).
+pub fn exists(proc_sys: &Path, name: &str) -> bool {
+    proc_path(proc_sys, name).exists()
 }
 
 fn read_sysctl(proc_sys: &Path, name: &str) -> Result<String> {
@@ -212,8 +220,8 @@ impl Drop for SysctlGuard {
 }
 
 /// Writes back the originals recorded in the state file (the caller owns the sysctl lock) and
-/// removes it when all went back. Names must be vm sysctls: the file is root's, but a hand-edited
-/// one must not write elsewhere.
+/// removes it when all went back. Names must be vm sysctls or THP knobs (khugepaged's too): the
+/// file is root's, but a hand-edited one must not write elsewhere.
 fn restore_state(proc_sys: &Path, run_dir: &Path) -> (Vec<String>, Vec<String>) {
     let (mut done, mut failed) = (Vec::new(), Vec::new());
     let f = state_file(run_dir);
@@ -223,6 +231,7 @@ fn restore_state(proc_sys: &Path, run_dir: &Path) -> (Vec<String>, Vec<String>) 
     let valid = |n: &str| {
         n.strip_prefix("vm.")
             .or_else(|| n.strip_prefix("khugepaged."))
+            .or_else(|| n.strip_prefix("thp."))
             .is_some_and(|k| {
                 !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             })
@@ -371,6 +380,30 @@ mod tests {
             assert_eq!(get(sys.path(), "vm.dirty_bytes"), "123456789");
             assert!(!state_file(run.path()).exists());
         }
+    }
+
+    /// A THP knob lives in sysfs, beside khugepaged's; a dead run's value of it comes back too.
+    #[test]
+    fn a_thp_knob_is_set_in_sysfs_and_restored_after_a_dead_run() {
+        let (sys, run) = fake();
+        let proc_sys = sys.path().join("proc/sys");
+        let thp = sys.path().join("sys/kernel/mm/transparent_hugepage");
+        std::fs::create_dir_all(&proc_sys).unwrap();
+        std::fs::create_dir_all(&thp).unwrap();
+        std::fs::write(thp.join("shrink_underused"), "1\n").unwrap();
+        assert!(exists(&proc_sys, "thp.shrink_underused"));
+        assert!(!exists(&proc_sys, "thp.no_such_knob"));
+        let mut g = SysctlGuard::new(&proc_sys, run.path(), true);
+        g.set("thp.shrink_underused", "0").unwrap();
+        assert_eq!(get(&proc_sys, "thp.shrink_underused"), "0");
+        // As if killed: nothing restored, only the lock goes with the process.
+        g.saved.clear();
+        g.owner = None;
+        drop(g);
+        let (done, failed) = restore_leftovers(&proc_sys, run.path());
+        assert_eq!(failed, Vec::<String>::new());
+        assert_eq!(done, ["sysctl thp.shrink_underused = 1"]);
+        assert_eq!(get(&proc_sys, "thp.shrink_underused"), "1");
     }
 
     #[test]

@@ -180,10 +180,35 @@ fn sysctl_values_must_be_what_the_kernel_accepts() {
     let s = parse("f.toml", &with_sysctl("dirty_background_bytes", "16M")).unwrap();
     assert_eq!(
         s.sysctls,
-        [("dirty_background_bytes".to_string(), "16777216".to_string())]
+        [(
+            "vm.dirty_background_bytes".to_string(),
+            "16777216".to_string()
+        )]
     );
     let s = parse("f.toml", &with_sysctl("dirty_expire_centisecs", "0")).unwrap();
     assert_eq!(s.sysctls[0].1, "0");
+}
+
+/// THP knobs: only those listed, each 0 or 1, by their full names; anything else outside vm.*
+/// is refused.
+#[test]
+fn a_thp_knob_is_0_or_1_and_only_a_known_one() {
+    let with = |k: &str, v: &str| format!("{GOOD}[sysctl]\n\"{k}\" = {v:?}\n");
+    let s = parse("f.toml", &with("thp.shrink_underused", "0")).unwrap();
+    assert_eq!(
+        s.sysctls,
+        [("thp.shrink_underused".to_string(), "0".to_string())]
+    );
+    for (k, v, why) in [
+        ("thp.shrink_underused", "2", "must be 0 or 1"),
+        ("thp.shrink_underused", "off", "must be 0 or 1"),
+        ("thp.enabled", "1", "may be set are thp.shrink_underused"),
+        ("kernel.panic", "1", "only vm.* sysctls (and thp.* knobs)"),
+    ] {
+        let e = err(&with(k, v));
+        assert!(e.msg.contains(why), "{k} = {v:?}: {e}");
+        assert_eq!(e.line, 34, "{k}: {e}");
+    }
 }
 
 #[test]
