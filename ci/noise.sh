@@ -43,7 +43,8 @@ else
 fi
 wdir=$(mktemp -d /var/tmp/noise-writer.XXXXXX)
 mkdir "$wgroup"
-# Each run's JSON and stderr stay in $MEMCGTEST_CI_OUT/noise (default /tmp/memcgtest-ci/noise).
+# Each run's JSON, stderr and report directory (the samples as CSV) stay in $MEMCGTEST_CI_OUT/noise
+# (default /tmp/memcgtest-ci/noise).
 out=${MEMCGTEST_CI_OUT:-/tmp/memcgtest-ci}/noise
 rm -rf "$out"
 mkdir -p "$out"
@@ -109,7 +110,7 @@ codes=()
 for i in $(seq 1 "$n"); do
   set +e
   t0=$SECONDS
-  $bin run ${MEMCGTEST_RUN_ARGS:-} "${profile[@]}" --format json "${scenarios[@]}" > "$out/run$i.json" 2> "$out/run$i.err"
+  $bin run ${MEMCGTEST_RUN_ARGS:-} "${profile[@]}" --format json --report "$out/report$i" "${scenarios[@]}" > "$out/run$i.json" 2> "$out/run$i.err"
   rc=$?
   set -e
   echo "run $i/$n: exit $rc, $((SECONDS - t0)) s"

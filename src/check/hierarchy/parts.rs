@@ -41,7 +41,7 @@ pub(super) fn children(rec: &Record, parent: &str) -> Vec<String> {
 /// Whether the kernel keeps `c` with the memcg statistics (memory.stat, flushed from per-CPU
 /// deltas: a parent can lag), rather than in a page counter or an event file it raises in every
 /// ancestor at once.
-pub(super) fn flushed(c: &str) -> bool {
+pub(in crate::check) fn flushed(c: &str) -> bool {
     match counter::counter(c).map(|k| k.source) {
         Some(counter::Source::File { v1, v2, .. }) => {
             [v1, v2].iter().flatten().any(|l| l.file == "memory.stat")

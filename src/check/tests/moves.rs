@@ -384,3 +384,67 @@ fn change_skips_a_step_the_kernel_declined() {
         assert!(c.detail.contains("this kernel declined"), "{}", c.detail);
     }
 }
+
+/// p: a `child` step below it reads 16 MiB at t=1.0..1.1 and removes the child; p's page
+/// counter has it at once, its memory.stat `file` from `shown` on (a parent shows its subtree's
+/// statistics as of its last flush). Then a step of `next` (kind, group) at t=1.5.
+fn child_record(shown: f64, next: (StepKind, &str)) -> Record {
+    let mut rec = move_record(0, None);
+    let mut series = Series::new(vec!["p.usage".into(), "p.file".into()]);
+    for i in 0..40 {
+        let t = i as f64 * 0.1;
+        let usage = if t > 1.05 { 16 * MIB } else { 0 };
+        series.push(t, &[usage, if t >= shown { 16 * MIB } else { 0 }]);
+    }
+    rec.series = series;
+    let step = |kind, cgroup: &str, start: f64| StepRecord {
+        kind,
+        cgroup: cgroup.into(),
+        start,
+        end: start + 0.1,
+        ..rec.steps[0].clone()
+    };
+    rec.steps = vec![
+        step(StepKind::Child, "p", 1.0),
+        step(StepKind::Sleep, "", 1.1),
+        step(next.0, next.1, 1.5),
+    ];
+    rec
+}
+
+/// A parent's memory.stat that shows a child's pages at its next flush, after the step, counts
+/// until the next step that may change it, at most ANCESTOR_LAG; a parent that never shows them
+/// fails.
+#[test]
+fn a_parents_statistics_count_at_its_next_flush_after_the_step() {
+    let judge = |rec: &Record, col: &str| {
+        change_in(
+            "c".into(),
+            rec,
+            &col.into(),
+            (StepKind::Child, None),
+            Expect::exactly(16 * MIB),
+            false,
+        )
+    };
+    // Shown at t=1.4, before a hold in a sibling group: a pass that says how late.
+    let c = judge(&child_record(1.4, (StepKind::Hold, "h")), "p.file");
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    assert!(
+        c.detail.contains("300 ms after the child step"),
+        "{}",
+        c.detail
+    );
+    // A sibling's step does not end the wait; shown at 3.0 is still within ANCESTOR_LAG.
+    let c = judge(&child_record(3.0, (StepKind::Hold, "h")), "p.file");
+    assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
+    // A step in p itself (or one naming no group) at 1.5 ends the wait: shown at 2.0 fails.
+    for next in [(StepKind::Hold, "p"), (StepKind::Release, "")] {
+        let c = judge(&child_record(2.0, next), "p.file");
+        assert_eq!(c.outcome, Outcome::Fail, "{next:?}: {c:?}");
+    }
+    // Never shown: fails, and says so at the first sample after the step.
+    let c = judge(&child_record(99.0, (StepKind::Hold, "h")), "p.file");
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(c.detail.contains("went from 0 B to 0 B"), "{}", c.detail);
+}
