@@ -335,18 +335,21 @@ pub fn run(
     let first = b.set(1..=rounds)?;
     let rows = compare::compare_runs(&first[0], &first[1], threshold_pct, compare::Samples::Runs);
     let changed = rows.iter().any(|r| r.verdict.is_change());
+    let [mut base, mut new] = first;
     let (rows, second) = if changed && !b.stopped() {
         eprintln!(
             "memcgtest ab: the first {rounds} rounds found a change; {rounds} more rounds, judged on their own, must find it again"
         );
-        let pools = b.set(rounds + 1..=2 * rounds)?;
-        let all =
-            compare::compare_runs(&pools[0], &pools[1], threshold_pct, compare::Samples::Runs);
+        let [b2, n2] = b.set(rounds + 1..=2 * rounds)?;
+        let all = compare::compare_runs(&b2, &n2, threshold_pct, compare::Samples::Runs);
+        base.extend(b2);
+        new.extend(n2);
         confirmed(rows, all)
     } else {
         (rows, Vec::new())
     };
-    let cost = compare::costs(&b.pools[0], &b.pools[1]);
+    // The suite's own cost over every boot, both sets.
+    let cost = compare::costs(&base, &new);
     let verdict = judge(&b.boots, &rows);
     let rep = AbReport {
         tool: "memcgtest",
@@ -405,10 +408,6 @@ struct Booter<'a> {
     report: Option<&'a Path>,
     first_accel: Option<vm::AccelChoice>,
     boots: Vec<BootResult>,
-    /// Counted boots so far (for progress).
-    counted: usize,
-    /// Every result of each side, both sets (for the suite's cost).
-    pools: [Vec<serde_json::Value>; 2],
 }
 
 impl<'a> Booter<'a> {
@@ -419,8 +418,6 @@ impl<'a> Booter<'a> {
             report,
             first_accel: None,
             boots: Vec::new(),
-            counted: 0,
-            pools: [Vec::new(), Vec::new()],
         }
     }
 
@@ -439,7 +436,6 @@ impl<'a> Booter<'a> {
         let mut out: [Vec<serde_json::Value>; 2] = [Vec::new(), Vec::new()];
         for &(round, side) in &plan {
             if let Some(v) = self.one(round, side, 2 * *set.end() as usize)? {
-                self.pools[side as usize].push(v.clone());
                 out[side as usize].push(v);
             }
             if self.stopped() {
@@ -460,10 +456,10 @@ impl<'a> Booter<'a> {
         let label = format!("{}-{round}", side.as_str());
         o.report = self.report.map(|d| d.join(&label));
         o.console_log = self.report.map(|d| d.join(format!("{label}.console")));
-        self.counted += 1;
+        // Each earlier call left exactly one used boot (retries are marked not used).
+        let this = self.boots.iter().filter(|b| b.used).count() + 1;
         eprintln!(
-            "memcgtest ab: boot {}/{of}: round {round}, {} kernel {}",
-            self.counted,
+            "memcgtest ab: boot {this}/{of}: round {round}, {} kernel {}",
             side.as_str(),
             o.kernel.display(),
         );

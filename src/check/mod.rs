@@ -427,11 +427,16 @@ fn columns(rec: &Record, cgroup: &str, counters: &[String]) -> Result<Columns, S
 /// (STALE_WINDOW), the periodic flush for a group with sampled children (ANCESTOR_LAG; see
 /// hierarchy).
 fn stale_lag(rec: &Record, cgroup: &str) -> f64 {
-    if (rec.series.groups().iter()).any(|g| crate::model::is_below(g, cgroup)) {
+    if has_sampled_below(rec, cgroup) {
         hierarchy::parts::ANCESTOR_LAG
     } else {
         STALE_WINDOW
     }
+}
+
+/// Whether a group has sampled groups below it: a parent, whose memory.stat can lag them.
+fn has_sampled_below(rec: &Record, cgroup: &str) -> bool {
+    (rec.series.groups().iter()).any(|g| crate::model::is_below(g, cgroup))
 }
 
 /// When a parent's unflushed statistics may show a burst that no sample saw: while a step that

@@ -313,11 +313,7 @@ fn caught_up(
                 || crate::model::is_below(&o.cgroup, group))
     };
     let parent = (st.kind == StepKind::Child && st.cgroup == *group)
-        || rec
-            .series
-            .groups()
-            .iter()
-            .any(|g| crate::model::is_below(g, group));
+        || crate::check::has_sampled_below(rec, group);
     if !parent || !crate::check::hierarchy::parts::flushed(counter) {
         return None;
     }
