@@ -336,6 +336,7 @@ pub const KINDS: &[Kind] = &[
     counters::monotonic::KIND,
     counters::faults::KIND,
     limits::knob::KIND,
+    limits::in_force::KIND,
     limits::limit_takes::KIND,
     limits::no_oom::KIND,
     limits::peak_reset::KIND,
@@ -634,6 +635,7 @@ pub use events::notifies::Notifies;
 pub use events::oom_kills::{OomKills, oom_kills};
 pub use hierarchy::sums::{Hierarchy, hierarchy};
 pub use hierarchy::within_node::{WithinNode, within_node};
+pub use limits::in_force::{InForce, in_force};
 pub use limits::limit_counters::{LimitCounters, limit_counters};
 pub use limits::under_high::{UnderHigh, throttled_growth, under_high};
 pub use limits::under_limit::{UnderLimit, under_limit};

@@ -22,6 +22,7 @@ use crate::sys::sysctl::SysctlGuard;
 
 mod kernel;
 mod tasks;
+mod watch;
 mod workers;
 
 pub(super) use kernel::tune_machine;

@@ -125,6 +125,52 @@ pub struct KnobWrite {
     pub before: Option<String>,
     pub after: Option<String>,
     pub same_fd: Option<String>,
+    /// What another thread read from the file while the write(2) ran (v2 memory.high and
+    /// memory.max, whose writes reclaim down to the new value before they return).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub during: Option<ReadsDuring>,
+}
+
+/// Reads of a file from another thread while a write to it was in progress: how long the write
+/// took and each run of reads that showed one value, in the order read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadsDuring {
+    /// From the write(2) call to its return, ms.
+    pub write_ms: f64,
+    pub runs: Vec<ReadRun>,
+}
+
+/// Consecutive reads that showed the same text: when the first and the last of them began, in
+/// ms since the write began (negative: before it), how many there were, and the group's
+/// memory.current read right after the first and after the last.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadRun {
+    pub value: String,
+    pub first_ms: f64,
+    pub last_ms: f64,
+    pub reads: u64,
+    pub usage_first: Option<u64>,
+    pub usage_last: Option<u64>,
+}
+
+impl ReadRun {
+    /// How far the group's usage fell from the first read of the run to the last.
+    pub fn usage_fell(&self) -> u64 {
+        match (self.usage_first, self.usage_last) {
+            (Some(a), Some(b)) => a.saturating_sub(b),
+            _ => 0,
+        }
+    }
+}
+
+impl ReadsDuring {
+    /// Whether a run of reads showed its value somewhere between `margin_ms` after the write
+    /// began and `margin_ms` before it returned, and from when (in ms, within those bounds).
+    pub fn within(&self, r: &ReadRun, margin_ms: f64) -> Option<f64> {
+        let end = self.write_ms - margin_ms;
+        (end > margin_ms && r.first_ms <= end && r.last_ms >= margin_ms)
+            .then(|| r.first_ms.max(margin_ms))
+    }
 }
 
 /// What the rest of the machine did while a step was measured: other processes' CPU (their user

@@ -9,7 +9,8 @@ use super::{Phase, Step};
 /// the same check for that group: identities, monotonic, faults, usage-covers, limit-counters,
 /// numa-stat over every node counter (v2; dropped under v1), tasks (not in scenarios that move
 /// tasks: a task that moves without its charge parts from it by design), under-limit for a
-/// limited group, placed where a task migrates, and hierarchy over every counter for each group with children and for the
+/// limited group, placed where a task migrates, in-force (v2) for a group whose memory.high or
+/// memory.max a `set` step writes, and hierarchy over every counter for each group with children and for the
 /// scenario's own top group (`TOP_GROUP`), whose events within-node holds to the node's. They judge every counter the kernel shows (see
 /// `SamplePlan`).
 pub(super) fn implied(
@@ -25,22 +26,10 @@ pub(super) fn implied(
     let steps = || phases.iter().flat_map(|p| &p.steps);
     let moves = steps().any(|s| matches!(s, Step::Move { .. }));
     let migrates = steps().any(|s| matches!(s, Step::Migrate { .. }));
-    let has_children = |p: &str| {
-        cgroups.iter().any(|c| {
-            c.name
-                .strip_prefix(p)
-                .and_then(|r| r.strip_prefix('/'))
-                .is_some_and(|r| !r.contains('/'))
-        })
-    };
-    // The least memory.max or memory.high of a group and its ancestors (see `dirty-domain`).
-    let has_ceiling = |g: &str| {
-        cgroups.iter().any(|c| {
-            (c.name == g || g.starts_with(&format!("{}/", c.name)))
-                && (c.limit.is_some() || c.high.is_some())
-        })
-    };
+    let has_children = |p: &str| has_children(cgroups, p);
+    let has_ceiling = |g: &str| has_ceiling(cgroups, g);
     let versions_v2 = versions.contains(&Version::V2);
+    let writes_limit = |g: &str| writes_limit(phases, g);
     let mut out: Vec<Check> = Vec::new();
     for c in cgroups {
         let g = c.name.clone();
@@ -77,6 +66,9 @@ pub(super) fn implied(
         if migrates {
             add(Check::implied(crate::check::Placed { cgroup: g.clone() }));
         }
+        if versions_v2 && writes_limit(&g) {
+            add(Check::implied(crate::check::InForce { cgroup: g.clone() }));
+        }
         if c.limit.is_some() || c.swap_max.is_some() {
             add(Check::implied(UnderLimit { cgroup: g.clone() }));
         }
@@ -108,4 +100,30 @@ pub(super) fn implied(
         }
     }
     out
+}
+
+/// Whether group `p` has a child among `cgroups`.
+fn has_children(cgroups: &[CgroupSpec], p: &str) -> bool {
+    cgroups.iter().any(|c| {
+        c.name
+            .strip_prefix(p)
+            .and_then(|r| r.strip_prefix('/'))
+            .is_some_and(|r| !r.contains('/'))
+    })
+}
+
+/// Whether group `g` or an ancestor has memory.max or memory.high (see `dirty-domain`).
+fn has_ceiling(cgroups: &[CgroupSpec], g: &str) -> bool {
+    cgroups.iter().any(|c| {
+        (c.name == g || g.starts_with(&format!("{}/", c.name)))
+            && (c.limit.is_some() || c.high.is_some())
+    })
+}
+
+/// Whether a `set` step writes group `g`'s memory.high or memory.max (see `in-force`).
+fn writes_limit(phases: &[Phase], g: &str) -> bool {
+    phases.iter().flat_map(|p| &p.steps).any(|s| {
+        matches!(s, Step::Set { cgroup, file, value: Some(_), .. }
+            if cgroup == g && matches!(file.as_str(), "memory.high" | "memory.max"))
+    })
 }

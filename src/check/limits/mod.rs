@@ -1,6 +1,7 @@
 //! Limits, high marks and throttling: what a group may hold, what its knobs read back, how long its
 //! tasks wait.
 
+pub(super) mod in_force;
 pub(super) mod knob;
 pub(super) mod limit_counters;
 pub(super) mod limit_takes;

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 
 use super::StepEnv;
+use super::watch::{Watch, watched};
 use crate::exec::context::Stop;
 use crate::exec::workload::{self, JobResult, Limits, WaitError};
 use crate::model::counter::FILE;
@@ -244,13 +245,16 @@ pub(super) fn set(
         None => None,
     };
     let value = value.as_deref();
-    let t = Instant::now();
+    let watch = (value.is_some() && from.is_none() && watched(env.ctx.parent.version, file))
+        .then(|| Watch::start(&path));
+    let mut t = Instant::now();
     let (error, same_fd) = match (value, from) {
-        (Some(v), None) => write_once(&path, v),
+        (Some(v), None) => write_once(&path, v, &mut t),
         (Some(v), Some(g)) => (write_from(&env.group(g).path, &path, v)?, None),
         (None, _) => (None, None),
     };
     let seconds = t.elapsed().as_secs_f64();
+    let during = watch.map(|w| w.finish(t, seconds * 1e3));
     let knob = crate::model::KnobWrite {
         file: file.to_string(),
         written: value.map(str::to_string),
@@ -258,6 +262,7 @@ pub(super) fn set(
         before,
         after: read(&path),
         same_fd,
+        during,
     };
     Ok(JobResult {
         seconds,
@@ -287,7 +292,12 @@ fn relative_value(env: &StepEnv, dir: &std::path::Path, value: &str) -> Result<S
 
 /// One write(2) of `value` to `path`; the errno name it failed with, and what the descriptor
 /// written to reads right after (None for a file that cannot be read, or a failed write).
-fn write_once(path: &std::path::Path, value: &str) -> (Option<String>, Option<String>) {
+/// `began` is set right before the write(2), after the open.
+fn write_once(
+    path: &std::path::Path,
+    value: &str,
+    began: &mut Instant,
+) -> (Option<String>, Option<String>) {
     use std::io::{Read, Seek, Write};
     let opened = std::fs::OpenOptions::new()
         .read(true)
@@ -300,6 +310,7 @@ fn write_once(path: &std::path::Path, value: &str) -> (Option<String>, Option<St
             Err(e) => return (Some(errno_name(&e)), None),
         },
     };
+    *began = Instant::now();
     if let Err(e) = f.write_all(value.as_bytes()) {
         return (Some(errno_name(&e)), None);
     }

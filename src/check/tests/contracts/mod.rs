@@ -19,6 +19,7 @@ use crate::model::contract::{v1, v2};
 use crate::model::{CgroupSpec, KnobWrite, Notice, Version};
 
 mod events;
+mod in_force;
 
 /// `cols` sampled every 0.1 s for 3 s (phase "move", 0..2.9 s), each value `at(col, t)`; no steps.
 fn sampled(cols: &[&str], at: impl Fn(&str, f64) -> i64) -> Record {
