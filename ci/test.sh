@@ -115,7 +115,7 @@ MEMCGTEST_STOCK_KTAP_DIR=$out MEMCGTEST_MATRIX_SAMPLE="$sample" ci/matrix.sh
 # scenarios its Caught-by: header names; the whole corpus with the whole quick suite is
 # `ci/corpus.sh` (docs/corpus.md).
 log "regression corpus sample: reversed upstream fixes, each caught by the scenario that guards it, its failure naming the fix"
-MEMCGTEST_CORPUS_NAMED=1 MEMCGTEST_CORPUS_SAMPLE="reclaim-overshoot high-ancestor-unthrottled low-excess-not-counted limit-write-pressure slab-large-kmalloc numa-thp-migration" ci/corpus.sh
+MEMCGTEST_CORPUS_NAMED=1 MEMCGTEST_CORPUS_SAMPLE="reclaim-overshoot high-ancestor-unthrottled low-excess-not-counted limit-write-pressure slab-large-kmalloc numa-thp-migration high-write-reclaim-first protected-usage-propagation" ci/corpus.sh
 stage_times
 echo "ci/test.sh: all checks passed"
 # The plain closing line: the unit and integration tests' counts (the suites above are all green).
