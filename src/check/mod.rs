@@ -635,7 +635,7 @@ pub use events::notifies::Notifies;
 pub use events::oom_kills::{OomKills, oom_kills};
 pub use hierarchy::sums::{Hierarchy, hierarchy};
 pub use hierarchy::within_node::{WithinNode, within_node};
-pub use limits::in_force::{InForce, in_force};
+pub use limits::in_force::InForce;
 pub use limits::limit_counters::{LimitCounters, limit_counters};
 pub use limits::under_high::{UnderHigh, throttled_growth, under_high};
 pub use limits::under_limit::{UnderLimit, under_limit};

@@ -36,7 +36,7 @@ pub use format::Format;
 pub use known::{KnownIssue, Release};
 pub use record::{
     CgroupSpec, DirtyLimits, HostLoad, KnobWrite, Load, Machine, Measurement, MoveRecord, Notice,
-    PhaseMeasure, PhaseRecord, ReadRun, ReadsDuring, Record, StepRecord, step_rate,
+    PhaseMeasure, PhaseRecord, ReadRun, ReadsDuring, Record, StepRecord, WATCHED_KNOBS, step_rate,
 };
 pub use result::{PhaseResult, RunReport, ScenarioResult, Status, Totals};
 pub use series::Series;

@@ -131,18 +131,23 @@ pub struct KnobWrite {
     pub during: Option<ReadsDuring>,
 }
 
+/// The knobs whose writes are read from another thread while they run (`KnobWrite::during`):
+/// cgroup v2's that reclaim down to the value written before the write returns.
+pub const WATCHED_KNOBS: [&str; 2] = ["memory.high", "memory.max"];
+
 /// Reads of a file from another thread while a write to it was in progress: how long the write
-/// took and each run of reads that showed one value, in the order read.
+/// took and each run of reads that showed one value, in the order read (only reads that began
+/// after the write did).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReadsDuring {
-    /// From the write(2) call to its return, ms.
+    /// From right before the write(2) to right after it returned, ms.
     pub write_ms: f64,
     pub runs: Vec<ReadRun>,
 }
 
 /// Consecutive reads that showed the same text: when the first and the last of them began, in
-/// ms since the write began (negative: before it), how many there were, and the group's
-/// memory.current read right after the first and after the last.
+/// ms since the write began, how many there were, and the group's memory.current read right
+/// before the first and before the last.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReadRun {
     pub value: String,
@@ -151,26 +156,6 @@ pub struct ReadRun {
     pub reads: u64,
     pub usage_first: Option<u64>,
     pub usage_last: Option<u64>,
-}
-
-impl ReadRun {
-    /// How far the group's usage fell from the first read of the run to the last.
-    pub fn usage_fell(&self) -> u64 {
-        match (self.usage_first, self.usage_last) {
-            (Some(a), Some(b)) => a.saturating_sub(b),
-            _ => 0,
-        }
-    }
-}
-
-impl ReadsDuring {
-    /// Whether a run of reads showed its value somewhere between `margin_ms` after the write
-    /// began and `margin_ms` before it returned, and from when (in ms, within those bounds).
-    pub fn within(&self, r: &ReadRun, margin_ms: f64) -> Option<f64> {
-        let end = self.write_ms - margin_ms;
-        (end > margin_ms && r.first_ms <= end && r.last_ms >= margin_ms)
-            .then(|| r.first_ms.max(margin_ms))
-    }
 }
 
 /// What the rest of the machine did while a step was measured: other processes' CPU (their user

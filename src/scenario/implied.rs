@@ -120,10 +120,11 @@ fn has_ceiling(cgroups: &[CgroupSpec], g: &str) -> bool {
     })
 }
 
-/// Whether a `set` step writes group `g`'s memory.high or memory.max (see `in-force`).
+/// Whether a `set` step from the runner writes one of group `g`'s watched knobs (see
+/// `in-force`).
 fn writes_limit(phases: &[Phase], g: &str) -> bool {
     phases.iter().flat_map(|p| &p.steps).any(|s| {
-        matches!(s, Step::Set { cgroup, file, value: Some(_), .. }
-            if cgroup == g && matches!(file.as_str(), "memory.high" | "memory.max"))
+        matches!(s, Step::Set { cgroup, file, value: Some(_), from: None }
+            if cgroup == g && crate::model::WATCHED_KNOBS.contains(&file.as_str()))
     })
 }

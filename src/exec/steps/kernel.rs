@@ -247,13 +247,17 @@ pub(super) fn set(
     let value = value.as_deref();
     let watch = (value.is_some() && from.is_none() && watched(env.ctx.parent.version, file))
         .then(|| Watch::start(&path));
-    let mut t = Instant::now();
+    let mut span = (Instant::now(), None);
     let (error, same_fd) = match (value, from) {
-        (Some(v), None) => write_once(&path, v, &mut t),
+        (Some(v), None) => write_once(&path, v, &mut span, watch.as_ref()),
         (Some(v), Some(g)) => (write_from(&env.group(g).path, &path, v)?, None),
         (None, _) => (None, None),
     };
-    let seconds = t.elapsed().as_secs_f64();
+    let (t, ended) = span;
+    let seconds = ended
+        .unwrap_or_else(Instant::now)
+        .duration_since(t)
+        .as_secs_f64();
     let during = watch.map(|w| w.finish(t, seconds * 1e3));
     let knob = crate::model::KnobWrite {
         file: file.to_string(),
@@ -292,11 +296,13 @@ fn relative_value(env: &StepEnv, dir: &std::path::Path, value: &str) -> Result<S
 
 /// One write(2) of `value` to `path`; the errno name it failed with, and what the descriptor
 /// written to reads right after (None for a file that cannot be read, or a failed write).
-/// `began` is set right before the write(2), after the open.
+/// `span` gets the times right before the write(2), after the open, and right after it; the
+/// `watch` reading the file meanwhile is told when it begins.
 fn write_once(
     path: &std::path::Path,
     value: &str,
-    began: &mut Instant,
+    span: &mut (Instant, Option<Instant>),
+    watch: Option<&Watch>,
 ) -> (Option<String>, Option<String>) {
     use std::io::{Read, Seek, Write};
     let opened = std::fs::OpenOptions::new()
@@ -310,8 +316,13 @@ fn write_once(
             Err(e) => return (Some(errno_name(&e)), None),
         },
     };
-    *began = Instant::now();
-    if let Err(e) = f.write_all(value.as_bytes()) {
+    span.0 = Instant::now();
+    if let Some(w) = watch {
+        w.mark();
+    }
+    let wrote = f.write_all(value.as_bytes());
+    span.1 = Some(Instant::now());
+    if let Err(e) = wrote {
         return (Some(errno_name(&e)), None);
     }
     let mut s = String::new();

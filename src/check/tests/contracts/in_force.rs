@@ -32,7 +32,7 @@ fn a_high_shown_from_the_start_of_its_reclaiming_write_passes() {
     let rec = lowered(
         81.0,
         vec![
-            run("max", (-0.5, 0.0), (128, 128)),
+            run("max", (0.0, 0.0), (128, 128)),
             run("16777216", (0.02, 80.9), (128, 16)),
         ],
     );
@@ -47,7 +47,7 @@ fn the_old_high_shown_while_the_write_reclaims_fails_with_the_usage_falling() {
     let rec = lowered(
         81.0,
         vec![
-            run("max", (-0.5, 80.99), (128, 0)),
+            run("max", (0.0, 80.99), (128, 0)),
             run("16777216", (81.0, 81.0), (0, 0)),
         ],
     );
@@ -65,7 +65,7 @@ fn the_new_high_read_just_before_the_return_does_not_hide_a_reclaim_under_the_ol
     let rec = lowered(
         85.1,
         vec![
-            run("max", (-0.5, 83.0), (128, 0)),
+            run("max", (0.0, 83.0), (128, 0)),
             run("16777216", (83.7, 85.0), (0, 0)),
         ],
     );
@@ -83,14 +83,22 @@ fn a_writer_held_up_before_its_call_or_a_short_write_is_not_judged() {
     let held = lowered(
         31.0,
         vec![
-            run("max", (-0.5, 29.9), (64, 64)),
+            run("max", (0.0, 29.9), (64, 64)),
             run("16777216", (30.5, 30.9), (64, 16)),
         ],
     );
-    idle(&in_force(&held), "none read between 1 ms after its start");
-    let short = lowered(1.5, vec![run("16777216", (-0.2, 1.4), (16, 16))]);
-    idle(&in_force(&short), "none read between");
-    let mut refused = lowered(81.0, vec![run("max", (-0.5, 80.0), (128, 0))]);
+    idle(&in_force(&held), "read between 1 ms after it began");
+    let short = lowered(1.5, vec![run("16777216", (0.0, 1.4), (16, 16))]);
+    idle(&in_force(&short), "read between");
+    // Lifted to max (the reviewer's case: the old value while an exiting task freed 5 MiB).
+    let mut lifted = lowered(3.1, vec![run("16777216", (0.0, 2.9), (40, 35))]);
+    let k = lifted.steps[0].knob.as_mut().unwrap();
+    (k.written, k.after) = (Some("max".into()), Some("max".into()));
+    idle(&in_force(&lifted), "none below the usage at its start");
+    // Lowered, but to above the usage: nothing to reclaim.
+    let above = lowered(40.0, vec![run("max", (0.0, 39.0), (12, 4))]);
+    idle(&in_force(&above), "none below the usage at its start");
+    let mut refused = lowered(81.0, vec![run("max", (0.0, 80.0), (128, 0))]);
     refused.steps[0].knob.as_mut().unwrap().error = Some("EINVAL".into());
     idle(&in_force(&refused), "no set step wrote a's memory.high");
 }
