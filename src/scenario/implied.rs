@@ -104,19 +104,13 @@ pub(super) fn implied(
 
 /// Whether group `p` has a child among `cgroups`.
 fn has_children(cgroups: &[CgroupSpec], p: &str) -> bool {
-    cgroups.iter().any(|c| {
-        c.name
-            .strip_prefix(p)
-            .and_then(|r| r.strip_prefix('/'))
-            .is_some_and(|r| !r.contains('/'))
-    })
+    cgroups.iter().any(|c| crate::model::is_child(&c.name, p))
 }
 
 /// Whether group `g` or an ancestor has memory.max or memory.high (see `dirty-domain`).
 fn has_ceiling(cgroups: &[CgroupSpec], g: &str) -> bool {
-    cgroups.iter().any(|c| {
-        (c.name == g || g.starts_with(&format!("{}/", c.name)))
-            && (c.limit.is_some() || c.high.is_some())
+    (cgroups.iter()).any(|c| {
+        crate::model::record::within(g, &c.name) && (c.limit.is_some() || c.high.is_some())
     })
 }
 
