@@ -192,6 +192,7 @@ pub fn phase(name: String, steps: Vec<Step>) -> Phase {
     Phase {
         name,
         repeat: 1,
+        quick_repeat: None,
         warmup: false,
         alternate: false,
         steps,

@@ -402,6 +402,9 @@ pub struct Phase {
     pub name: String,
     /// How many times the steps run in a row; measurements keep one sample per repetition.
     pub repeat: u32,
+    /// How many times `--quick` runs the steps (at most `repeat`; None: `repeat`): for a phase
+    /// whose later repetitions add samples, not conditions.
+    pub quick_repeat: Option<u32>,
     /// Runs to bring the machine to speed (first-touch faults, cold caches); measures nothing.
     pub warmup: bool,
     /// Odd repetitions run the steps in blocks reversed (see `Phase::order`): paired measurements
@@ -497,6 +500,7 @@ impl Scenario {
             c.min = c.min.map(|l| (l / divisor).max(MIN_LIMIT));
         }
         for p in &mut self.phases {
+            p.repeat = p.quick_repeat.take().unwrap_or(p.repeat);
             for s in &mut p.steps {
                 match s {
                     Step::Write {
@@ -597,6 +601,7 @@ mod checks;
 mod describe;
 pub mod headroom;
 mod implied;
+mod known;
 pub mod plan;
 pub mod probe;
 mod raw;

@@ -96,6 +96,7 @@ pub(super) struct RawSample {
 pub(super) struct RawPhase {
     pub(super) name: Spanned<String>,
     pub(super) repeat: Option<Spanned<u32>>,
+    pub(super) quick_repeat: Option<Spanned<u32>>,
     #[serde(default)]
     pub(super) warmup: bool,
     /// Odd repetitions run the measured steps in reverse order (A B, B A, ...).

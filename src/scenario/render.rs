@@ -369,6 +369,9 @@ pub fn phase(p: &Phase) -> String {
     if p.repeat > 1 {
         out += &format!("repeat = {}\n", p.repeat);
     }
+    if let Some(q) = p.quick_repeat {
+        out += &format!("quick_repeat = {q}\n");
+    }
     if p.warmup {
         out += "warmup = true\n";
     }
@@ -558,6 +561,7 @@ mod tests {
         let phase = Phase {
             name: "all".into(),
             repeat: 1,
+            quick_repeat: None,
             warmup: false,
             alternate: false,
             steps: steps.clone(),

@@ -110,9 +110,13 @@ pub fn args(cfg: &Config) -> Vec<String> {
         cfg.initrd.display().to_string(),
         "-append".into(),
         cfg.append.clone(),
+        // The disks are scratch, thrown away after the boot: `cache=unsafe` makes qemu ignore the
+        // guest's flushes, so a guest fsync or sync waits for its writes to reach qemu (the
+        // host's page cache) and no longer for the host's fdatasync of the image, which took
+        // seconds whenever another process on the host was writing (docs/vm.md).
         "-drive".into(),
         format!(
-            "file={},if=none,id=scratch,format=raw",
+            "file={},if=none,id=scratch,format=raw,cache=unsafe",
             escape_opt(&cfg.disk)
         ),
         "-device".into(),
@@ -120,7 +124,7 @@ pub fn args(cfg: &Config) -> Vec<String> {
         // Writes wait in qemu's throttle queue, so the guest's pages stay under writeback.
         "-drive".into(),
         format!(
-            "file={},if=none,id=slow,format=raw,throttling.bps-write={}",
+            "file={},if=none,id=slow,format=raw,cache=unsafe,throttling.bps-write={}",
             escape_opt(&cfg.slow_disk),
             cfg.slow_disk_bps
         ),
@@ -141,7 +145,10 @@ pub fn args(cfg: &Config) -> Vec<String> {
     if let Some(swap) = &cfg.swap_disk {
         a.extend([
             "-drive".into(),
-            format!("file={},if=none,id=swap,format=raw", escape_opt(swap)),
+            format!(
+                "file={},if=none,id=swap,format=raw,cache=unsafe",
+                escape_opt(swap)
+            ),
             "-device".into(),
             format!("virtio-blk-pci,drive=swap,serial={SWAP_DISK_SERIAL}"),
         ]);

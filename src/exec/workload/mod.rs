@@ -577,7 +577,22 @@ fn said(stderr: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use child::write_file;
+    use child::{create_cold, write_file};
+
+    /// A created file has the size and the bytes a buffered write gives it, directly written
+    /// (whole pages) or not (a tail), and replaces what was there.
+    #[test]
+    fn create_makes_the_bytes_a_write_makes() {
+        let d = tempfile::tempdir().unwrap();
+        for size in [3u64 << 20, (2 << 20) + 100] {
+            let (a, b) = (d.path().join("a"), d.path().join("b"));
+            std::fs::write(&a, b"old").unwrap();
+            let r = create_cold(&a, size).unwrap();
+            assert_eq!(r.bytes, size);
+            write_file(&b, size, 1 << 20, true).unwrap();
+            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        }
+    }
 
     #[test]
     fn writer_writes_exact_size_and_reports_it() {
