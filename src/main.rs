@@ -120,7 +120,13 @@ fn run(cli: Cli) -> Result<u8, Error> {
 fn show_env(cli: &Cli, format: Format) -> Result<u8, Error> {
     // The charge-moving probe creates a marked group: held live while it exists.
     let _live = suite::own_liveness().ok();
-    let e = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
+    let e = env::gather(
+        cli.cgroup,
+        cli.parent.as_deref(),
+        &cli.scratch,
+        true,
+        env::Writers::Measure,
+    );
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&e).map_err(internal)?),
         Format::Human => print!("{}", report::env::render(&e)),
@@ -290,7 +296,13 @@ fn show_coverage(
     let reports = load_reports(results)?;
     let probed = if results.is_empty() {
         let _live = suite::own_liveness().ok();
-        let e = env::gather(cli.cgroup, cli.parent.as_deref(), &cli.scratch, true);
+        let e = env::gather(
+            cli.cgroup,
+            cli.parent.as_deref(),
+            &cli.scratch,
+            true,
+            env::Writers::Measure,
+        );
         let version = e.cgroup.selected.clone().map_err(Error::Environment)?;
         if e.interface.is_empty() {
             return Err(Error::Environment(

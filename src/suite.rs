@@ -102,7 +102,13 @@ pub fn open_session(place: &Place, o: &Options, writeback: bool) -> Result<Sessi
     let (parent, scratch, slow_scratch) = test_place(place, writeback, o.report_dir)?;
     cleanup::install_signal_handlers();
     let started = chrono::Utc::now();
-    let environment = env::gather(place.cgroup, place.parent, place.scratch, true);
+    // A VM guest (`--events`) runs nothing but memcgtest: no other writer to measure.
+    let writers = if o.events {
+        env::Writers::Alone
+    } else {
+        env::Writers::Measure
+    };
+    let environment = env::gather(place.cgroup, place.parent, place.scratch, true, writers);
     // `--events` (a VM guest): stdout carries typed events for the host, not the format.
     let mode = if o.events {
         progress::Mode::Events

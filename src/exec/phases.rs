@@ -423,7 +423,7 @@ fn before_step(env: &StepEnv, sampler: &Sampler, guard: &mut Guard) -> Result<us
     {
         prepare_probe(env, cgroup, file, *size, guard)?;
         // The window starts from a sample taken after the ballast is clean.
-        sampler.wait_fresh(2);
+        sampler.wait_newer();
     }
     tune_machine(env.step, &mut guard.sysctls)?;
     Ok(probe_mark)
@@ -437,16 +437,16 @@ fn after_step(
     kind: StepKind,
     probe_mark: usize,
 ) -> Result<(), Stop> {
-    // At least one sample after every step, so checks see its effect before the next;
+    // At least one sample taken after every step, so checks see its effect before the next;
     // after a sync, samples for STALE_WINDOW, so a reading left stale by a concurrent
     // stats flush is refreshed before the next step starts.
-    sampler.wait_fresh(2);
+    sampler.wait_newer();
     if kind == StepKind::Sync {
         let until = Instant::now() + Duration::from_secs_f64(check::STALE_WINDOW);
         while Instant::now() < until {
             std::thread::sleep(Duration::from_millis(5));
         }
-        sampler.wait_fresh(1);
+        sampler.wait_newer();
     }
     guard.sysctls.restore_to(probe_mark)?;
     // Counter files that opened and read at the start and broke mid-run: the kernel's.

@@ -37,8 +37,11 @@ pub struct OracleInfo {
     /// Why there is no per-file truth, when there is none.
     pub why_not: Option<String>,
     /// Pages other processes dirtied during one second (/proc/vmstat nr_dirtied; memcgtest
-    /// itself writes nothing meanwhile); None when the counter is missing.
+    /// itself writes nothing meanwhile); None when the counter is missing or was not measured.
     pub pages_dirtied_last_second: Option<i64>,
+    /// Not measured: memcgtest is the only program of the machine (a `memcgtest vm` guest).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub alone: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

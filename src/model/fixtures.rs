@@ -47,6 +47,7 @@ pub fn env() -> EnvInfo {
             kind: "page-cache truth".into(),
             why_not: None,
             pages_dirtied_last_second: Some(0),
+            alone: false,
         },
     }
 }

@@ -78,6 +78,9 @@ pub fn render(e: &EnvInfo) -> String {
     s += &format!(
         "other writers:     {}\n",
         match e.oracle.pages_dirtied_last_second {
+            None if e.oracle.alone => {
+                "none: memcgtest runs alone on this machine (a memcgtest vm guest)".to_string()
+            }
             None => "unknown (no nr_dirtied in /proc/vmstat)".to_string(),
             Some(0) => "none in the last second".to_string(),
             Some(n) => format!(

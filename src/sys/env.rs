@@ -163,8 +163,17 @@ pub fn probe_charge_moving(parent: &Cgroup) -> String {
     }
 }
 
+/// Whether `gather` measures the machine's other writers: over a second of /proc/vmstat, or not
+/// at all where memcgtest runs alone (a `memcgtest vm` guest, whose init starts nothing else;
+/// under TCG the second was a second of every boot).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Writers {
+    Measure,
+    Alone,
+}
+
 /// Which accounting oracle this kernel gives, and how busy the machine's writers are.
-fn oracle_info() -> OracleInfo {
+fn oracle_info(writers: Writers) -> OracleInfo {
     let cachestat = crate::sys::cachestat::support();
     OracleInfo {
         kind: if cachestat.is_ok() {
@@ -174,15 +183,37 @@ fn oracle_info() -> OracleInfo {
         }
         .to_string(),
         why_not: cachestat.err(),
-        pages_dirtied_last_second: crate::sys::proc::pages_dirtied_during(
-            Path::new(crate::sys::proc::PROC),
-            std::time::Duration::from_secs(1),
-        ),
+        pages_dirtied_last_second: match writers {
+            Writers::Measure => crate::sys::proc::pages_dirtied_during(
+                Path::new(crate::sys::proc::PROC),
+                std::time::Duration::from_secs(1),
+            ),
+            Writers::Alone => None,
+        },
+        alone: writers == Writers::Alone,
     }
 }
 
+/// The dirty and writeback keys of the test parent's memory.stat (none where it is unknown).
+fn dirty_stat_keys(tp: Option<&Cgroup>) -> Vec<String> {
+    tp.and_then(|c| c.stat().ok())
+        .map(|s| {
+            s.0.into_iter()
+                .map(|(k, _)| k)
+                .filter(|k| DIRTY_WRITEBACK.iter().any(|c| k.contains(c)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Gathers everything. `probe` allows creating a throw-away cgroup for the charge-moving probe.
-pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool) -> EnvInfo {
+pub fn gather(
+    choice: Choice,
+    parent: Option<&Path>,
+    scratch: &Path,
+    probe: bool,
+    writers: Writers,
+) -> EnvInfo {
     let uts = nix::sys::utsname::uname().ok();
     let s = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
         uts.as_ref()
@@ -219,16 +250,7 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
         test_parent: tp.as_ref().map(|c| c.path.clone()),
         test_parent_writable: tp.as_ref().is_some_and(|c| writable(&c.path)),
     };
-    let dirty_stats = tp
-        .as_ref()
-        .and_then(|c| c.stat().ok())
-        .map(|s| {
-            s.0.into_iter()
-                .map(|(k, _)| k)
-                .filter(|k| DIRTY_WRITEBACK.iter().any(|c| k.contains(c)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let dirty_stats = dirty_stat_keys(tp.as_ref());
     let capabilities = Capabilities {
         charge_moving: match &tp {
             Some(c) if probe && root && writable(&c.path) => probe_charge_moving(c),
@@ -244,7 +266,7 @@ pub fn gather(choice: Choice, parent: Option<&Path>, scratch: &Path, probe: bool
         compaction: Path::new("/proc/sys/vm/compact_memory").exists(),
     };
     let fstype = fstype_of(scratch);
-    let oracle = oracle_info();
+    let oracle = oracle_info(writers);
     let interface = match &tp {
         Some(c) if probe && root && writable(&c.path) => probe_interface(c),
         _ => Vec::new(),

@@ -42,6 +42,47 @@ pub fn memory_nodes() -> Vec<u32> {
     memory_nodes_in(Path::new("/sys"))
 }
 
+/// A node's (MemTotal, MemFree) in kB from its meminfo ("Node 0 MemFree:  123456 kB").
+pub fn parse_node_meminfo(text: &str) -> Option<(u64, u64)> {
+    let field = |name: &str| -> Option<u64> {
+        text.lines().find_map(|l| {
+            let mut w = l.split_whitespace().skip(2);
+            (w.next()? == name).then(|| w.next()?.parse().ok())?
+        })
+    };
+    Some((field("MemTotal:")?, field("MemFree:")?))
+}
+
+/// (MemTotal, MemFree) in kB of each node with memory under `sys_root` (/sys); None where a
+/// node's meminfo cannot be read (a kernel without CONFIG_NUMA has none: the caller uses
+/// /proc/meminfo).
+pub fn nodes_meminfo_in(sys_root: &Path) -> Option<Vec<(u64, u64)>> {
+    let dir = sys_root.join("devices/system/node");
+    memory_nodes_in(sys_root)
+        .iter()
+        .map(|n| {
+            parse_node_meminfo(&std::fs::read_to_string(dir.join(format!("node{n}/meminfo"))).ok()?)
+        })
+        .collect()
+}
+
+/// The vm.min_free_kbytes that puts every node's low watermark (1.25 x its min) above its free
+/// memory while the node with the most free memory for its size keeps its min watermark at 85 %
+/// of it. The kernel splits min_free_kbytes over the zones by size, and an allocation wakes
+/// kswapd only where every node of its zonelist is below its low watermark: with the watermark
+/// set from the machine's free memory, a node with more free memory than its share takes the
+/// allocations and no kswapd wakes (seen on a two-node guest: kswapd reclaimed nothing in 10 s).
+/// `nodes`: (MemTotal, MemFree) in kB each.
+pub fn pressure_min_free_kb(nodes: &[(u64, u64)]) -> Option<u64> {
+    let total: u64 = nodes.iter().map(|n| n.0).sum();
+    let most = nodes
+        .iter()
+        .filter(|n| n.0 > 0)
+        .map(|&(t, f)| f as u128 * total as u128 / t as u128)
+        .max()?;
+    Some((most / 100 * 85) as u64)
+}
+
 /// move_pages(2)'s flag: move the pages only this process maps (include/uapi/linux/mempolicy.h).
 const MPOL_MF_MOVE: libc::c_int = 1 << 1;
 
@@ -179,6 +220,35 @@ pub fn pages_per_node(status: &[i32]) -> (Vec<u64>, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pressure_puts_every_node_below_its_low_watermark() {
+        let m = "Node 1 MemTotal:        1048576 kB\nNode 1 MemFree:          524288 kB\n";
+        assert_eq!(parse_node_meminfo(m), Some((1048576, 524288)));
+        assert_eq!(parse_node_meminfo("Node 1 MemFree: 5 kB\n"), None);
+        // One node: 85 % of its free memory, as before.
+        assert_eq!(pressure_min_free_kb(&[(1000, 600)]), Some(510));
+        // Two equal nodes, 100 and 500 free: node 1's share of the min (half) is 85 % of its
+        // 500, its low watermark 1.06 x 500; node 0 is below its min.
+        let min = pressure_min_free_kb(&[(1000, 100), (1000, 500)]).unwrap();
+        assert_eq!(min, 850);
+        for (total, free) in [(1000u64, 100u64), (1000, 500)] {
+            let low = min * total / 2000 * 5 / 4;
+            assert!(low > free, "{low} <= {free}");
+        }
+        assert_eq!(pressure_min_free_kb(&[]), None);
+        let d = tempfile::tempdir().unwrap();
+        let n = d.path().join("devices/system/node");
+        std::fs::create_dir_all(n.join("node0")).unwrap();
+        std::fs::write(n.join("has_memory"), "0\n").unwrap();
+        assert_eq!(nodes_meminfo_in(d.path()), None);
+        std::fs::write(
+            n.join("node0/meminfo"),
+            m.replace('1', "0").replace("0048576", "1048576"),
+        )
+        .unwrap();
+        assert_eq!(nodes_meminfo_in(d.path()), Some(vec![(1048576, 524288)]));
+    }
 
     #[test]
     fn node_lists_parse() {

@@ -162,6 +162,8 @@ impl FileSource {
 struct Shared {
     stop: AtomicBool,
     count: AtomicU64,
+    /// When the last sample in the series began (its time, in microseconds since t0).
+    last_start_us: AtomicU64,
     series: Mutex<Series>,
     error: Mutex<Option<String>>,
 }
@@ -169,6 +171,7 @@ struct Shared {
 /// A running sampler thread.
 pub struct Sampler {
     shared: Arc<Shared>,
+    t0: Instant,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -198,6 +201,7 @@ impl Sampler {
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             count: AtomicU64::new(1),
+            last_start_us: AtomicU64::new(0),
             series: Mutex::new(series),
             error: Mutex::new(None),
         });
@@ -220,7 +224,8 @@ impl Sampler {
                     }
                     // Fixed schedule; when a read took longer than the interval, skip ahead.
                     next = (next + interval).max(Instant::now());
-                    let t = t0.elapsed().as_secs_f64();
+                    let started = t0.elapsed();
+                    let t = started.as_secs_f64();
                     let pass = Instant::now();
                     for s in &sources {
                         if let Err(e) = s.read_into(&mut buf, &mut row, &mut scratch) {
@@ -230,12 +235,14 @@ impl Sampler {
                     }
                     row[ncols - 1] = pass.elapsed().as_micros() as i64;
                     sh.series.lock().unwrap().push(t, &row);
+                    (sh.last_start_us).store(started.as_micros() as u64, Ordering::Release);
                     sh.count.fetch_add(1, Ordering::Release);
                 }
             })
             .context("start sampler thread")?;
         Ok(Sampler {
             shared,
+            t0,
             handle: Some(handle),
         })
     }
@@ -250,6 +257,20 @@ impl Sampler {
         let target = self.count() + n;
         let deadline = Instant::now() + Duration::from_secs(2);
         while self.count() < target && Instant::now() < deadline && self.error().is_none() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Waits until a sample that began after this call is in the series (bounded like
+    /// `wait_fresh`): what happened before the call shows in a whole sample. At most the rest of an
+    /// interval and one pass, where two fresh samples take an interval and a pass more.
+    pub fn wait_newer(&self) {
+        let since = self.t0.elapsed().as_micros() as u64;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while self.shared.last_start_us.load(Ordering::Acquire) < since
+            && Instant::now() < deadline
+            && self.error().is_none()
+        {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
@@ -340,6 +361,17 @@ mod tests {
             .unwrap()
             .write_all_at(b"file_dirty -4096\nfile_writeback 0\n", 0)
             .unwrap();
+        // A sample begun after the write is in when wait_newer returns: it shows the new value.
+        let t0 = s.t0;
+        let written = t0.elapsed().as_secs_f64();
+        s.wait_newer();
+        let last = s.snapshot();
+        assert!(
+            last.t[last.len() - 1] >= written,
+            "{} < {written}",
+            last.t[last.len() - 1]
+        );
+        assert_eq!(last.get(last.len() - 1, 0), -4096);
         s.wait_fresh(3);
         let series = s.stop().unwrap();
         assert!(series.len() >= 6);

@@ -130,17 +130,23 @@ pub(super) fn make_cgroups(env: &mut StepEnv, cgroup: &str, count: u32) -> Resul
 pub(super) const KHUGEPAGED_SCANS: &str = "khugepaged.full_scans";
 
 /// Before a `pressure` or `khugepaged` step, on a machine of the run's own: the knobs it turns,
-/// restored after the step (`after_step`). `pressure` puts the low watermark above the free
-/// memory (min_free_kbytes at 85 % of it: the low watermark is 1.25 times that), so kswapd wakes
-/// at the next allocation and reclaims up to the high watermark (1.5 times) from every group;
-/// nothing may allocate below the min watermark meanwhile but the kernel's reserves.
+/// restored after the step (`after_step`). `pressure` puts every node's low watermark above its
+/// free memory (`pressure_min_free_kb`: min_free_kbytes at 85 % of the free memory of the node
+/// with the most for its size, scaled to the machine; the low watermark is 1.25 times that), so
+/// kswapd wakes at the next allocation and reclaims up to the high watermark (1.5 times) from
+/// every group; nothing may allocate below the min watermark meanwhile but the kernel's reserves.
 pub(in crate::exec) fn tune_machine(step: &Step, sysctls: &mut SysctlGuard) -> Result<(), Stop> {
     match step {
         Step::Pressure { .. } => {
-            let free_kb = crate::sys::proc::mem_free_kb().ok_or_else(|| {
+            let sys = std::path::Path::new("/sys");
+            let min = match crate::sys::numa::nodes_meminfo_in(sys) {
+                Some(nodes) => crate::sys::numa::pressure_min_free_kb(&nodes),
+                None => crate::sys::proc::mem_free_kb().map(|f| f / 100 * 85),
+            };
+            let min = min.ok_or_else(|| {
                 Stop::Failed(Error::Environment("no MemFree in /proc/meminfo".into()))
             })?;
-            sysctls.set("vm.min_free_kbytes", &(free_kb / 100 * 85).to_string())?;
+            sysctls.set("vm.min_free_kbytes", &min.to_string())?;
         }
         Step::Khugepaged { .. } => {
             sysctls.set("khugepaged.scan_sleep_millisecs", "10")?;
