@@ -167,10 +167,15 @@ fn watch(mut watched: Vec<Watched>, t0: Instant, stop: &AtomicBool) -> Vec<Notic
                 .map(|(i, _)| i)
                 .collect()
         };
-        let t = t0.elapsed().as_secs_f64();
         for i in ready {
             let w = &mut watched[i];
             let count = w.rearm();
+            // The time of the read that re-armed the file, not of poll's return: the read takes
+            // every notification up to it (kernfs keeps the count a reader last saw), so one that
+            // came between the two, for a count that rose meanwhile, is this notice's too. Timed
+            // at poll's return, such a rise had no event after it (6.12 v2, protection-rules: g's
+            // max count rose in the 6 ms before the read and no more after).
+            let t = t0.elapsed().as_secs_f64();
             out.push(Notice {
                 t,
                 group: w.group.clone(),
