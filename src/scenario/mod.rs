@@ -236,8 +236,9 @@ pub enum Step {
     /// `count` empty groups are made below `cgroup` (removed with the run): the kernel charges
     /// each one's per-CPU statistics to its parent, `cgroup`'s percpu.
     Cgroups { cgroup: String, count: u32 },
-    /// On a machine of the run's own: vm.min_free_kbytes raised to 85 % of the free memory, so
-    /// the low watermark is above it and kswapd reclaims from every group; waits until kswapd
+    /// On a machine of the run's own: vm.min_free_kbytes raised so that every node's low
+    /// watermark is above its free memory (`sys::numa::pressure_min_free_kb`) and kswapd reclaims
+    /// from every group; waits until kswapd
     /// has reclaimed `size` (/proc/vmstat pgsteal_kswapd) or `within` passed, then restores it.
     Pressure { size: u64, within: Duration },
     /// On a machine of the run's own: khugepaged scans every 10 ms (its sysfs knobs, restored

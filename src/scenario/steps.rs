@@ -191,7 +191,7 @@ pub const STEPS: &[StepSyntax] = &[
     },
     StepSyntax {
         kind: StepKind::Pressure,
-        doc: "on a machine of the run's own (requires.features = [\"dedicated\"]): vm.min_free_kbytes raised to 85 % of the free memory, so kswapd reclaims from every group, until it has reclaimed `size` or `duration` passed; then restored",
+        doc: "on a machine of the run's own (requires.features = [\"dedicated\"]): vm.min_free_kbytes raised so that every NUMA node's low watermark is above its free memory (85 % of the free memory of the node with the most for its size, scaled to the machine; with one node, 85 % of its free memory), so kswapd reclaims from every group, until it has reclaimed `size` or `duration` passed; then restored",
         keys: &[
             req(
                 "size",
@@ -282,7 +282,7 @@ pub const STEPS: &[StepSyntax] = &[
     },
     StepSyntax {
         kind: StepKind::Create,
-        doc: "not measured: write `count` files `<file>.<i>` of `size` bytes in the helper group, fsync them and drop them from the page cache, for read steps",
+        doc: "not measured: write `count` files `<file>.<i>` of `size` bytes in the helper group, on disk and not in the page cache, for read steps: written with O_DIRECT (no page-cache copy to make, write back and drop: in a TCG guest the copy costs more than the disk; a v2 quick suite's 38 creates took 18.6 s buffered, 8 s direct, 2026-12-07); where the filesystem refuses O_DIRECT (EINVAL) or `size` is not whole pages, written through the page cache, fsynced and dropped",
         keys: &[
             FILE,
             req("size", "bytes per file"),
@@ -394,7 +394,7 @@ pub const STEPS: &[StepSyntax] = &[
             ),
             opt(
                 "raise",
-                "with `duration`: a task still running then gets its group's limit raised to this size and must finish (v1 oom_kill_disable)",
+                "with `duration`: a task still running then gets its group's limit raised to this size and must finish (v1 oom_kill_disable); `duration` counts from when the group is at its limit (usage within 2 MiB of it), and a task at its limit gets one `duration` more to be under OOM, so a slow machine's task still on its way is not judged",
             ),
         ],
         read: |i| {
