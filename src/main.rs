@@ -116,17 +116,22 @@ fn run(cli: Cli) -> Result<u8, Error> {
     }
 }
 
-/// `memcgtest env`.
-fn show_env(cli: &Cli, format: Format) -> Result<u8, Error> {
-    // The charge-moving probe creates a marked group: held live while it exists.
+/// The environment, with the probes that make a throw-away group (held live while it exists:
+/// `cleanup` leaves it alone) and the machine's other writers measured.
+fn probed_env(cli: &Cli) -> env::EnvInfo {
     let _live = suite::own_liveness().ok();
-    let e = env::gather(
+    env::gather(
         cli.cgroup,
         cli.parent.as_deref(),
         &cli.scratch,
         true,
         env::Writers::Measure,
-    );
+    )
+}
+
+/// `memcgtest env`.
+fn show_env(cli: &Cli, format: Format) -> Result<u8, Error> {
+    let e = probed_env(cli);
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&e).map_err(internal)?),
         Format::Human => print!("{}", report::env::render(&e)),
@@ -295,14 +300,7 @@ fn show_coverage(
     let scenarios = scenario::load_all(cli.scenario_dir.as_deref())?;
     let reports = load_reports(results)?;
     let probed = if results.is_empty() {
-        let _live = suite::own_liveness().ok();
-        let e = env::gather(
-            cli.cgroup,
-            cli.parent.as_deref(),
-            &cli.scratch,
-            true,
-            env::Writers::Measure,
-        );
+        let e = probed_env(cli);
         let version = e.cgroup.selected.clone().map_err(Error::Environment)?;
         if e.interface.is_empty() {
             return Err(Error::Environment(

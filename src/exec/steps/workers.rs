@@ -193,12 +193,12 @@ fn wait_then_raise(
 /// up to a batch of pages per CPU below; v1 memory.usage_in_bytes and memory.limit_in_bytes, v2
 /// memory.current and memory.max).
 fn at_limit(cg: &Cgroup) -> bool {
-    let (usage, limit) = match cg.version {
-        crate::model::Version::V1 => ("memory.usage_in_bytes", "memory.limit_in_bytes"),
-        crate::model::Version::V2 => ("memory.current", "memory.max"),
+    use crate::sys::cgroup::file_name;
+    let num = |what: &str| {
+        let s = cg.read(file_name(cg.version, what)).ok()?;
+        s.trim().parse::<u64>().ok()
     };
-    let num = |f: &str| cg.read(f).ok().and_then(|s| s.trim().parse::<u64>().ok());
-    match (num(usage), num(limit)) {
+    match (num("usage"), num("limit")) {
         (Some(u), Some(l)) => u + (2 << 20) >= l,
         // An unlimited group ("max") or an unreadable file: no limit to wait for.
         _ => true,

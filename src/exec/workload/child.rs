@@ -321,6 +321,22 @@ pub(super) fn fault_loop(size: u64, duration_ms: u64) -> Result<JobResult> {
     })
 }
 
+/// Byte `i` of every block a writer writes: not zeros, so no filesystem can cheat with holes or
+/// compression.
+fn pattern(i: usize) -> u8 {
+    (i % 251) as u8 + 1
+}
+
+/// Removes `path` if it is there.
+fn unlink_if_any(path: &PathBuf) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("unlink {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Buffered writes as dd does them: the measured time is the write loop only (dd without
 /// conv=fdatasync); an fsync afterwards is timed separately.
 pub(super) fn write_file(
@@ -329,19 +345,14 @@ pub(super) fn write_file(
     block_size: u64,
     fsync: bool,
 ) -> Result<JobResult> {
-    match fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("unlink {}", path.display())),
-    }
+    unlink_if_any(path)?;
     let mut f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(path)
         .with_context(|| format!("create {}", path.display()))?;
-    // Not zeros, so no filesystem can cheat with holes or compression.
-    let buf: Vec<u8> = (0..block_size).map(|i| (i % 251) as u8 + 1).collect();
+    let buf: Vec<u8> = (0..block_size as usize).map(pattern).collect();
     let t = Instant::now();
     let mut left = size;
     while left > 0 {
@@ -377,10 +388,10 @@ const DIRECT_ALIGN: usize = 4096;
 /// filesystem that refuses O_DIRECT with EINVAL) through the page cache, fsynced and dropped.
 pub(super) fn create_cold(path: &PathBuf, size: u64) -> Result<JobResult> {
     const BLOCK: usize = 1 << 20;
+    // A new file written with O_DIRECT has no page cache to drop.
     if size.is_multiple_of(DIRECT_ALIGN as u64)
         && let Some(r) = write_direct(path, size, BLOCK)?
     {
-        drop_cache(path)?;
         return Ok(r);
     }
     let r = write_file(path, size, BLOCK as u64, true)?;
@@ -392,11 +403,7 @@ pub(super) fn create_cold(path: &PathBuf, size: u64) -> Result<JobResult> {
 /// it (the extents and the size); None, with nothing left behind, where the filesystem refuses
 /// O_DIRECT.
 fn write_direct(path: &PathBuf, size: u64, block: usize) -> Result<Option<JobResult>> {
-    match fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("unlink {}", path.display())),
-    }
+    unlink_if_any(path)?;
     let refused = |e: &std::io::Error| e.raw_os_error() == Some(libc::EINVAL);
     let mut f = match fs::OpenOptions::new()
         .write(true)
@@ -409,13 +416,12 @@ fn write_direct(path: &PathBuf, size: u64, block: usize) -> Result<Option<JobRes
         Err(e) if refused(&e) => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("create {} (O_DIRECT)", path.display())),
     };
-    // The same bytes as write_file's (no holes, nothing to compress), in an aligned window of a
-    // larger buffer.
+    // The same bytes as write_file's, in an aligned window of a larger buffer.
     let mut raw = vec![0u8; block + DIRECT_ALIGN];
     let off = raw.as_ptr().align_offset(DIRECT_ALIGN);
     let buf = &mut raw[off..off + block];
     for (i, b) in buf.iter_mut().enumerate() {
-        *b = (i % 251) as u8 + 1;
+        *b = pattern(i);
     }
     let t = Instant::now();
     let mut done = 0u64;
