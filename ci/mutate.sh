@@ -59,6 +59,17 @@ for e in es:
     print(f'  {mt["kind"]}:{mt["item"]}:{mt["mode"]}: {e["fate"]} in {e["seconds"]:.0f} s by {e.get("scenario")} {e.get("check")}: {e["message"][:120]}')
 if len(es) != want:
     sys.exit(f"{len(es)} mutants in the matrix, not {want}")
+# A mutant that escaped is read from here: its whole message, its scenarios and the end of its
+# guest's console (the CI log keeps only its tail).
+import os
+for e in bad:
+    mt = e["mutant"]
+    name = f'{mt["kind"]}-{mt["item"]}-{mt["mode"]}'
+    print(f'escaped: {name}: fate {e["fate"]}, scenarios {e["scenarios"]}, by {e.get("scenario")} {e.get("check")}: {e["message"]}')
+    console = os.path.join(os.path.dirname(sys.argv[1]), m.get("cgroup", "v2"), name + ".console")
+    if os.path.exists(console):
+        print(f'escaped: the last lines of {console}:')
+        print("".join(open(console, errors="replace").readlines()[-25:]))
 if bad:
     sys.exit("not killed, or killed by a message that does not name the field: " + ", ".join(f'{e["mutant"]["item"]}:{e["mutant"]["mode"]}' for e in bad))
 EOF
