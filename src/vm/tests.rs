@@ -145,7 +145,7 @@ fn the_report_directory_gets_the_splat_verdict() {
 fn a_guest_that_died_mid_run_fails_the_scenario_it_was_in() {
     let all = events::tests::run_events(crate::report::Format::Ktap);
     let cut = all
-        .find("{\"memcgtest\":2,\"event\":\"step\",\"scenario\":\"b\"")
+        .find("{\"memcgtest\":3,\"event\":\"step\",\"scenario\":\"b\"")
         .unwrap();
     let mut b = streamed(None, &all[..cut]);
     b.console += "[ 9.0] Kernel panic - not syncing: sysrq triggered crash\n";
