@@ -33,6 +33,8 @@ pub struct PhaseOutline {
     pub steps: Vec<StepKind>,
     /// The tasks its hold steps start.
     pub holds: Vec<String>,
+    /// Left out of `--quick` runs (a warm-up phase with `quick_repeat = 0`).
+    pub not_quick: bool,
 }
 
 /// One `[[check]]` table as its kind's parser reads it.
@@ -74,10 +76,16 @@ impl CheckArgs<'_> {
     /// A declared phase named by `key`, which must be set.
     pub fn phase_ref(&self, key: &str) -> Result<String, ScenarioError> {
         let p = self.need::<String>(key)?;
-        if self.outline.phases.iter().any(|x| &x.name == p.get_ref()) {
-            Ok(p.into_inner())
-        } else {
-            Err(self.err(p.span(), format!("no phase named {:?}", p.get_ref())))
+        match self.outline.phases.iter().find(|x| &x.name == p.get_ref()) {
+            Some(x) if x.not_quick => Err(self.err(
+                p.span(),
+                format!(
+                    "phase {:?} does not run under --quick (quick_repeat = 0): no check can name it",
+                    p.get_ref()
+                ),
+            )),
+            Some(_) => Ok(p.into_inner()),
+            None => Err(self.err(p.span(), format!("no phase named {:?}", p.get_ref()))),
         }
     }
 

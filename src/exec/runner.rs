@@ -83,6 +83,9 @@ pub fn run_scenario(ctx: &Context, sc: &Scenario) -> ScenarioResult {
         return r;
     }
     let mut sc = sc.clone();
+    if ctx.quick {
+        sc.quicken();
+    }
     // A version the file declares no check for runs the invariants only (as machine-pressure
     // does everywhere); a check this machine cannot run is another matter.
     sc.checks.retain(|c| c.only.is_none_or(|v| v == version));

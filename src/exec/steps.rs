@@ -296,6 +296,7 @@ fn one_worker<'e>(env: &'e StepEnv) -> (Job, &'e Cgroup) {
             size,
             block_size,
             fsync,
+            ..
         } => (
             Job::Write {
                 path: path(file),

@@ -104,6 +104,7 @@ pub fn protection_motif(
             size,
             block_size: MIB,
             fsync: false,
+            quick_size: None,
         }
     };
     let own = d.mib(3, g.min.unwrap_or(0) / 2 / MIB);
@@ -534,5 +535,6 @@ fn fsynced_write(g: &str, file: String, size: u64) -> Step {
         size,
         block_size: MIB,
         fsync: true,
+        quick_size: None,
     }
 }

@@ -370,6 +370,7 @@ fn write(d: &mut Dice, at: At, w: &mut World) -> Option<Step> {
         size,
         block_size: *d.pick(&[4096, 64 << 10, MIB]),
         fsync: d.chance(20),
+        quick_size: None,
     })
 }
 

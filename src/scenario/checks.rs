@@ -28,6 +28,7 @@ pub(super) fn outline(cgroups: &[CgroupSpec], phases: &[Phase], versions: &[Vers
                         _ => None,
                     })
                     .collect(),
+                not_quick: p.quick_repeat == Some(0),
             })
             .collect(),
         versions: versions.to_vec(),

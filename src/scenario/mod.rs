@@ -109,6 +109,8 @@ pub enum Step {
         size: u64,
         block_size: u64,
         fsync: bool,
+        /// The size under `--quick`, where the scenario sets one (else `size` / 8).
+        quick_size: Option<u64>,
     },
     /// sync(2) of everything.
     Sync,
@@ -488,8 +490,18 @@ pub struct Scenario {
 pub const MIN_LIMIT: u64 = 16 << 20;
 
 impl Scenario {
+    /// A `--quick` run's phases, whether or not its sizes scale: each runs `quick_repeat` times
+    /// where set, and a warm-up phase with 0 is left out.
+    pub fn quicken(&mut self) {
+        self.phases.retain(|p| p.quick_repeat != Some(0));
+        for p in &mut self.phases {
+            p.repeat = p.quick_repeat.take().unwrap_or(p.repeat);
+        }
+    }
+
     /// Scales sizes and limits down for smoke runs on slow machines; checks stay as they are,
     /// except where they hold a size (the expected change of a `change` check follows the sizes).
+    /// A write's `quick_size` replaces its size / `divisor`.
     pub fn scale_down(&mut self, divisor: u64) {
         for c in &mut self.checks {
             c.scale_down(divisor);
@@ -501,12 +513,19 @@ impl Scenario {
             c.min = c.min.map(|l| (l / divisor).max(MIN_LIMIT));
         }
         for p in &mut self.phases {
-            p.repeat = p.quick_repeat.take().unwrap_or(p.repeat);
             for s in &mut p.steps {
                 match s {
                     Step::Write {
-                        size, block_size, ..
-                    } => *size = (*size / divisor).max(*block_size),
+                        size,
+                        block_size,
+                        quick_size,
+                        ..
+                    } => {
+                        *size = quick_size
+                            .take()
+                            .unwrap_or(*size / divisor)
+                            .max(*block_size)
+                    }
                     Step::Hold(h) => {
                         h.anon /= divisor;
                         h.shmem /= divisor;

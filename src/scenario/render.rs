@@ -170,12 +170,14 @@ fn file_step(t: Table, step: &Step) -> Table {
             size: n,
             block_size,
             fsync,
+            quick_size,
         } => t
             .with("cgroup", s(cgroup))
             .with("file", s(file))
             .with("size", size(*n))
             .with("block_size", size(*block_size))
-            .flag("fsync", *fsync),
+            .flag("fsync", *fsync)
+            .bytes("quick_size", quick_size.unwrap_or(0)),
         Step::Fsync { cgroup, file } | Step::Unlink { cgroup, file } => {
             t.with("cgroup", s(cgroup)).with("file", s(file))
         }
@@ -450,6 +452,7 @@ mod tests {
                 size: 8 << 20,
                 block_size: 1 << 20,
                 fsync: true,
+                quick_size: Some(2 << 20),
             },
             Step::Sync,
             Step::Fsync {

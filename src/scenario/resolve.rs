@@ -499,11 +499,18 @@ fn phases(cx: &Text, raw: &RawScenario, groups: &[String]) -> Result<Vec<Phase>,
             Some(r) => *r.get_ref(),
             None => 1,
         };
+        // 0 leaves a warm-up phase out of --quick runs (the phases after it warm up as well).
+        let least = if rp.warmup { 0 } else { 1 };
         let quick_repeat = match &rp.quick_repeat {
-            Some(q) if *q.get_ref() == 0 || *q.get_ref() > repeat => {
+            Some(q) if *q.get_ref() < least || *q.get_ref() > repeat => {
+                let what = if rp.warmup {
+                    ""
+                } else {
+                    ", 0 only for a warm-up phase"
+                };
                 return Err(cx.err(
                     q.span(),
-                    format!("quick_repeat must be 1..{repeat} (repeat)"),
+                    format!("quick_repeat must be {least}..{repeat} (repeat{what})"),
                 ));
             }
             Some(q) => Some(*q.get_ref()),

@@ -48,6 +48,10 @@ pub const STEPS: &[StepSyntax] = &[
             req("size", "bytes to write"),
             opt("block_size", "bytes per write(2), 1..64M (default 1M)"),
             opt("fsync", "fsync(2) the file at the end (default false)"),
+            opt(
+                "quick_size",
+                "bytes to write under `--quick`, at most `size` (default `size` / 8, at least `block_size`)",
+            ),
         ],
         read: write,
     },

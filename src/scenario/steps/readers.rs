@@ -8,7 +8,7 @@ use crate::model::source::{Key, opt};
 use crate::model::step::{Advice, Mover, Region, Target};
 use crate::scenario::{Hold, ScenarioError, Step};
 
-/// `write`: the block size is 1..64M, 1M when not set.
+/// `write`: the block size is 1..64M, 1M when not set; a quick size at most the size.
 pub(super) fn write(i: &StepArgs) -> Result<Step, ScenarioError> {
     let size = i.positive_size("size")?;
     let block_size = match i.get::<String>("block_size")? {
@@ -21,12 +21,20 @@ pub(super) fn write(i: &StepArgs) -> Result<Step, ScenarioError> {
         }
         None => 1 << 20,
     };
+    let quick_size = match i.get::<String>("quick_size")? {
+        Some(q) => match i.text().positive_size(&q, "quick_size")? {
+            n if n > size => return Err(i.err(q.span(), "quick_size must be at most size")),
+            n => Some(n),
+        },
+        None => None,
+    };
     Ok(Step::Write {
         cgroup: i.cgroup()?,
         file: i.file()?,
         size,
         block_size,
         fsync: i.flag("fsync")?,
+        quick_size,
     })
 }
 

@@ -71,7 +71,8 @@ fn good_file_resolves() {
             file: "data".into(),
             size: 8 << 20,
             block_size: 4096,
-            fsync: true
+            fsync: true,
+            quick_size: None,
         }
     );
     assert_eq!(s.phases[1].antagonists, vec![Antagonist::Compaction]);
@@ -378,35 +379,6 @@ fn warmup_marks_a_phase_and_is_parsed_strictly() {
     assert!(e.msg.contains("warm_up"), "{e}");
 }
 
-/// `quick_repeat` runs a phase fewer times under `--quick` only, and no more than `repeat`.
-#[test]
-fn quick_repeat_applies_to_quick_runs_only() {
-    let with = |q: &str| {
-        GOOD.replace(
-            "name = \"p1\"\n",
-            &format!("name = \"p1\"\nrepeat = 3\n{q}"),
-        )
-    };
-    let mut s = parse("f.toml", &with("quick_repeat = 1\n")).unwrap();
-    assert_eq!((s.phases[0].repeat, s.phases[0].quick_repeat), (3, Some(1)));
-    assert_eq!(
-        crate::scenario::render::phase(&s.phases[0])
-            .matches("quick_repeat = 1")
-            .count(),
-        1
-    );
-    s.scale_down(8);
-    assert_eq!((s.phases[0].repeat, s.phases[1].repeat), (1, 1));
-    let e = err(&with("quick_repeat = 4\n"));
-    assert!(e.msg.contains("quick_repeat must be 1..3"), "{e}");
-    assert_eq!((e.line, e.col), (16, 16), "{e}");
-    assert!(
-        err(&with("quick_repeat = 0\n"))
-            .msg
-            .contains("quick_repeat")
-    );
-}
-
 #[test]
 fn builtin_warm_up_phases_are_marked() {
     for s in load_all(None).unwrap() {
@@ -579,6 +551,7 @@ fn known_issues_name_a_check_of_the_scenario_and_kernel_releases() {
     assert!(e.msg.contains("does not run under it"), "{e}");
 }
 
+mod quick;
 mod values;
 
 /// The checks a scenario exists for: by default every declared check but the performance ones,
