@@ -23,10 +23,10 @@ kernel=$(ci/build-kernel.sh kernel-patches/schemata/memcg-mutate.patch)
 # Each kind and fault, the new invariants' mutants among them (usage-covers' LRU sum:
 # inactive_anon double, where every new anonymous page starts; active_anon double is not in the
 # sample: its kill depends on refaults being activated, which varies between boots (stop 61's CI
-# boot activated 11 and 3 of 4096 refaults in swap-out and was killed by change(
-# s.workingset_activate_anon), a check that does not name the field; five boots here activated
-# them all and were killed by usage-covers(s)); hierarchy((top)): a statistic not passed up, file_mapped and file_dirty
-# local; within-node: pgscan_direct double; hierarchy's flush moment under v1: shmem local;
+# boot activated 11 and 3 of 4096 refaults in swap-out and was killed by
+# change(s.workingset_activate_anon), a check that does not name the field; five boots here
+# activated them all and were killed by usage-covers(s)); hierarchy((top)): a statistic not
+# passed up, file_mapped and file_dirty local; within-node: pgscan_direct double; hierarchy's flush moment under v1: shmem local;
 # the migration path's per-node moves in two-node guests: placed and numa-stat, numa-migration);
 # each killed in the full matrix by a wide margin (a kill by a hair would be flaky).
 SAMPLE_V2=(
