@@ -100,6 +100,9 @@ ci/series.sh
 log "the kill matrix's fixed sample: the mutant schemata kernel with no mutant (the quick suite green under v2), 11 v2 and 4 v1 mutants, each killed by a message naming its field"
 ci/mutate.sh
 
+log "behaviour A/B sample: stock 6.12 against itself (kernel-memory, oom-group-count) reports no change; the schemata kernel's stat:percpu:double reports percpu changed"
+ci/ab-behaviour.sh sample
+
 log "the CI examples run as GitLab CI and GitHub Actions would, the stock 6.12 kernel as base and candidate: vm jobs and an ab verdict each"
 ci/run-examples.sh
 

@@ -214,6 +214,14 @@ pub enum Command {
         /// What stdout carries: the table, or one JSON document.
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
+        /// Compare behaviour instead of measurements: every counter of every group at each
+        /// phase's end, BASE and NEW each a report directory (`run --report`) or a directory of
+        /// them (3 a side at least), e.g. an `ab --report` directory's base-* and new-*.
+        #[arg(long)]
+        behaviour: bool,
+        /// With --behaviour: exit 1 when behaviour changed (else 0, with the table).
+        #[arg(long, requires = "behaviour")]
+        fail_on_change: bool,
     },
     /// Every file and field of the memcg interface with the invariants that judge it, whether it
     /// moved in the given results (so they could fail), the mutants that prove them, and for the
@@ -301,6 +309,10 @@ pub enum Command {
         /// lib/modules/<release> tree of the new kernel.
         #[arg(long, value_name = "DIR")]
         new_modules: Option<PathBuf>,
+        /// Kernel command line for the new kernel's boots only, after --append: the schemata
+        /// kernel as both, a mutant chosen for new (`--new-append memcg_mutate=stat:percpu:double`).
+        #[arg(long, value_name = "ARGS", default_value = "")]
+        new_append: String,
         /// Rounds: each boots both kernels once. Each boot is one sample per measurement; a
         /// verdict needs 3 a side, and an even count balances the boot order.
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(3..=100))]
@@ -316,6 +328,14 @@ pub enum Command {
         /// DIR/base DIR/new` judges them again) and the comparison (DIR/ab.json).
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
+        /// Compare behaviour too: every counter of every group at each phase's end, base
+        /// against new, a change reported beyond the noise between the base's own boots (see
+        /// docs/ab.md). A change is a verdict of its own: exit 0 with the table.
+        #[arg(long)]
+        behaviour: bool,
+        /// With --behaviour: exit 1 when behaviour changed.
+        #[arg(long, requires = "behaviour")]
+        fail_on_change: bool,
         #[command(flatten)]
         vm: VmArgs,
         /// The command each guest runs: run [NAMES] [RUN OPTIONS].
@@ -378,6 +398,13 @@ pub enum Command {
         /// Minimum change of a median, in percent, that can count as a regression.
         #[arg(long, default_value_t = 5.0, value_parser = compare::parse_threshold)]
         ab_threshold: f64,
+        /// Each A/B compares behaviour too (see ab --behaviour): its changes are in the patch's
+        /// ab verdict.
+        #[arg(long, requires = "ab")]
+        ab_behaviour: bool,
+        /// With --ab-behaviour: a behaviour change turns the patch red.
+        #[arg(long, requires = "ab_behaviour")]
+        ab_fail_on_change: bool,
         /// Which patches are booted (every patch is built): `head` boots the base and the head
         /// and bisects a red head to its first bad patch; `every` boots each patch. Default:
         /// head for more than 3 patches, else every; every with --ab (head and --ab: exit 2).

@@ -110,8 +110,18 @@ fn run(cli: Cli) -> Result<u8, Error> {
             threshold,
             pool_repetitions,
             format,
+            behaviour,
+            fail_on_change,
             ..
-        } => compare_results(base, new, *threshold, *pool_repetitions, *format),
+        } => match behaviour {
+            true => compare::behaviour::command(
+                base,
+                new,
+                matches!(format, Format::Json),
+                *fail_on_change,
+            ),
+            false => compare_results(base, new, *threshold, *pool_repetitions, *format),
+        },
         Command::Explore { .. } => run_explore(&cli),
     }
 }
@@ -508,6 +518,8 @@ fn run_series(cli: &Cli) -> Result<u8, Error> {
         ab_scenarios,
         ab_rounds,
         ab_threshold,
+        ab_behaviour,
+        ab_fail_on_change,
         strategy,
         vm: a,
         guest,
@@ -549,8 +561,12 @@ fn run_series(cli: &Cli) -> Result<u8, Error> {
             memcgtest::sys::proc::machine(Path::new(memcgtest::sys::proc::PROC)).cpus as usize
         }),
         ab: ab.then(|| series::AbOptions {
-            rounds: *ab_rounds,
-            threshold_pct: *ab_threshold,
+            judging: ab::Judging {
+                rounds: *ab_rounds,
+                threshold_pct: *ab_threshold,
+                behaviour: *ab_behaviour,
+                fail_on_change: *ab_fail_on_change,
+            },
             guest: (["run".to_string()].into_iter())
                 .chain(guest.iter().find(|g| *g == "--quick").cloned())
                 .chain(ab_scenarios.iter().cloned())
@@ -604,10 +620,13 @@ fn run_ab(cli: &Cli) -> Result<u8, Error> {
         new,
         base_modules,
         new_modules,
+        new_append,
         rounds,
         threshold,
         format,
         report,
+        behaviour,
+        fail_on_change,
         vm: a,
         guest,
     } = &cli.command
@@ -619,12 +638,18 @@ fn run_ab(cli: &Cli) -> Result<u8, Error> {
     let kernels = ab::Kernels {
         base: (base.clone(), base_modules.clone()),
         new: (new.clone(), new_modules.clone()),
+        new_append: new_append.clone(),
+    };
+    let judging = ab::Judging {
+        rounds: *rounds,
+        threshold_pct: *threshold,
+        behaviour: *behaviour,
+        fail_on_change: *fail_on_change,
     };
     let rep = ab::run(
         &vm_options(cli, a, guest),
         &kernels,
-        *rounds,
-        *threshold,
+        judging,
         report.as_deref(),
     )?;
     match format {

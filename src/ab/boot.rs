@@ -125,9 +125,13 @@ fn one_boot(
 }
 
 pub(super) fn save(path: &Path, v: &serde_json::Value) -> Result<()> {
+    write(path, &(serde_json::to_string_pretty(v)? + "\n"))
+}
+
+/// Writes `text` to `path`, its directory made first.
+pub(super) fn write(path: &Path, text: &str) -> Result<()> {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d).with_context(|| format!("mkdir {}", d.display()))?;
     }
-    let text = serde_json::to_string_pretty(v)?;
-    std::fs::write(path, text + "\n").with_context(|| format!("write {}", path.display()))
+    std::fs::write(path, text).with_context(|| format!("write {}", path.display()))
 }

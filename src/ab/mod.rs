@@ -14,10 +14,12 @@ use crate::model::error::{Error, exit};
 use crate::model::{RunReport, Status};
 use crate::vm;
 
+mod behaviour;
 mod boot;
+mod html;
 mod render;
 
-use boot::{boot_until_quiet, save};
+use boot::{boot_until_quiet, save, write};
 pub use render::render;
 
 /// One of the two kernels.
@@ -104,6 +106,9 @@ pub struct AbReport {
     pub tool: &'static str,
     pub base: PathBuf,
     pub new: PathBuf,
+    /// The new kernel's boots' own kernel command line (`--new-append`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub new_append: String,
     pub rounds: u32,
     pub threshold_pct: f64,
     pub boots: Vec<BootResult>,
@@ -114,6 +119,12 @@ pub struct AbReport {
     pub second_set: Vec<Row>,
     /// Wall times of each side's runs and scenarios (boot not included).
     pub cost: Vec<compare::Cost>,
+    /// Whether behaviour was compared (`--behaviour`).
+    pub behaviour: bool,
+    /// The behaviour changes, judged on every used boot of both sets.
+    pub changes: Vec<crate::model::behaviour::Change>,
+    /// How many observables had enough boots for a verdict.
+    pub behaviour_judged: usize,
     /// Exit code and verdict line: see [`judge`].
     pub exit: u8,
     pub verdict: String,
@@ -173,6 +184,15 @@ pub enum AbVerdict {
     TooFewBoots { measurements: usize, busy: usize },
     /// No regression: 0.
     NoRegression { judged: usize, measurements: usize },
+    /// Behaviour compared (`--behaviour`), nothing above found: `changed` of `judged`
+    /// observables changed (1 when `fail` and any did, 125 when none could be judged, else 0),
+    /// and the measurements' judged and total count when there were any.
+    Behaviour {
+        changed: usize,
+        judged: usize,
+        fail: bool,
+        measurements: Option<(usize, usize)>,
+    },
 }
 
 impl AbVerdict {
@@ -184,6 +204,9 @@ impl AbVerdict {
             | AbVerdict::BaseFailed { .. }
             | AbVerdict::TooFewBoots { .. } => exit::UNTESTABLE,
             AbVerdict::NoRegression { .. } => exit::OK,
+            AbVerdict::Behaviour { judged: 0, .. } => exit::UNTESTABLE,
+            AbVerdict::Behaviour { changed, fail, .. } if *fail && *changed > 0 => exit::FAIL,
+            AbVerdict::Behaviour { .. } => exit::OK,
         }
     }
 }
@@ -245,6 +268,24 @@ impl std::fmt::Display for AbVerdict {
                 f,
                 "no regression: {judged} of {measurements} measurements judged"
             ),
+            AbVerdict::Behaviour {
+                changed,
+                judged,
+                fail,
+                measurements,
+            } => {
+                write!(f, "behaviour: {changed} of {judged} observables changed")?;
+                if *changed > 0 && !*fail {
+                    write!(
+                        f,
+                        " (a verdict of its own: --fail-on-change makes it exit 1)"
+                    )?;
+                }
+                match measurements {
+                    Some((j, m)) => write!(f, "; no regression: {j} of {m} measurements judged"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -307,10 +348,51 @@ pub fn judge(boots: &[BootResult], rows: &[Row]) -> AbVerdict {
     }
 }
 
+/// How an A/B judges: the rounds of its first set, the least change of a measurement's median
+/// that can be a regression, and whether behaviour is compared too (`--behaviour`, see
+/// [`crate::compare::behaviour`]) and a change of it fails the run (`--fail-on-change`).
+#[derive(Debug, Clone, Copy)]
+pub struct Judging {
+    pub rounds: u32,
+    pub threshold_pct: f64,
+    pub behaviour: bool,
+    pub fail_on_change: bool,
+}
+
+/// [`judge`]'s verdict with the behaviour comparison's (`changes` of `judged` observables) on
+/// top: a verdict that blames or clears nothing (a refused command, a regression, a failure of
+/// either kernel, a boot that could not test) stands; else the behaviour verdict, carrying the
+/// measurements' when they had one.
+pub fn judge_behaviour(
+    boots: &[BootResult],
+    rows: &[Row],
+    changes: &[crate::model::behaviour::Change],
+    judged: usize,
+    fail_on_change: bool,
+) -> AbVerdict {
+    let measurements = match judge(boots, rows) {
+        AbVerdict::NoRegression {
+            judged,
+            measurements,
+        } => Some((judged, measurements)),
+        AbVerdict::NothingToCompare => None,
+        v => return v,
+    };
+    AbVerdict::Behaviour {
+        changed: changes.len(),
+        judged,
+        fail: fail_on_change,
+        measurements,
+    }
+}
+
 /// What `ab` needs besides the VM options: the two kernels with their module trees.
 pub struct Kernels {
     pub base: (PathBuf, Option<PathBuf>),
     pub new: (PathBuf, Option<PathBuf>),
+    /// Kernel command line for the new kernel's boots only, after the VM options' `append`
+    /// (a mutant of the schemata kernel booted as both: `memcg_mutate=stat:percpu:double`).
+    pub new_append: String,
 }
 
 /// Runs the boots in [`order`], each with `opts` (its kernel, modules and report directory set
@@ -326,15 +408,29 @@ pub struct Kernels {
 pub fn run(
     opts: &vm::Options,
     kernels: &Kernels,
-    rounds: u32,
-    threshold_pct: f64,
+    j: Judging,
     report: Option<&Path>,
 ) -> Result<AbReport> {
+    let (rounds, threshold_pct) = (j.rounds, j.threshold_pct);
     check_inputs(kernels, report)?;
+    // Behaviour is read from each boot's report directory: a temporary one without --report.
+    let scratch = match (j.behaviour, report) {
+        (true, None) => Some(
+            tempfile::Builder::new()
+                .prefix("memcgtest-ab-")
+                .tempdir_in(std::env::temp_dir())?,
+        ),
+        _ => None,
+    };
+    let report = report.or(scratch.as_ref().map(|t| t.path()));
     let mut b = Booter::new(opts, kernels, report);
     let first = b.set(1..=rounds)?;
     let rows = compare::compare_runs(&first[0], &first[1], threshold_pct, compare::Samples::Runs);
-    let changed = rows.iter().any(|r| r.verdict.is_change());
+    let candidates = j.behaviour
+        && !behaviour::judge(&b.dirs, behaviour::FIRST_SET)?
+            .0
+            .is_empty();
+    let changed = rows.iter().any(|r| r.verdict.is_change()) || candidates;
     let [mut base, mut new] = first;
     let (rows, second) = if changed && !b.stopped() {
         eprintln!(
@@ -350,22 +446,42 @@ pub fn run(
     };
     // The suite's own cost over every boot, both sets.
     let cost = compare::costs(&base, &new);
-    let verdict = judge(&b.boots, &rows);
+    let (changes, judged) = match j.behaviour {
+        true => behaviour::judge(&b.dirs, behaviour::POOLED)?,
+        false => (Vec::new(), 0),
+    };
+    let verdict = match j.behaviour {
+        true => judge_behaviour(&b.boots, &rows, &changes, judged, j.fail_on_change),
+        false => judge(&b.boots, &rows),
+    };
     let rep = AbReport {
         tool: "memcgtest",
         base: kernels.base.0.clone(),
         new: kernels.new.0.clone(),
+        new_append: kernels.new_append.clone(),
         rounds,
         threshold_pct,
         boots: b.boots,
         rows,
         second_set: second,
         cost,
+        behaviour: j.behaviour,
+        changes,
+        behaviour_judged: judged,
         exit: verdict.exit_code(),
         verdict: verdict.to_string(),
     };
-    if let Some(d) = report {
+    if let Some(d) = report.filter(|_| scratch.is_none()) {
         save(&d.join("ab.json"), &serde_json::to_value(&rep)?)?;
+        write(&d.join("index.html"), &html::render(&rep))?;
+        if let Some((_, first)) = (b.dirs.iter())
+            .find(|(s, _)| *s == Side::New)
+            .filter(|_| j.behaviour)
+        {
+            let new = behaviour::run_report(first)?;
+            let doc = crate::report::kcidb::behaviour(&new, &rep.changes, judged, j.fail_on_change);
+            write(&d.join("kcidb.json"), &doc)?;
+        }
     }
     Ok(rep)
 }
@@ -408,6 +524,10 @@ struct Booter<'a> {
     report: Option<&'a Path>,
     first_accel: Option<vm::AccelChoice>,
     boots: Vec<BootResult>,
+    /// The VM options' kernel command line, both sides'.
+    append: String,
+    /// The report directory of each counted boot that reported a result, with its side.
+    dirs: Vec<(Side, PathBuf)>,
 }
 
 impl<'a> Booter<'a> {
@@ -418,6 +538,8 @@ impl<'a> Booter<'a> {
             report,
             first_accel: None,
             boots: Vec::new(),
+            append: opts.append.clone(),
+            dirs: Vec::new(),
         }
     }
 
@@ -453,6 +575,12 @@ impl<'a> Booter<'a> {
             Side::Base => self.kernels.base.clone(),
             Side::New => self.kernels.new.clone(),
         };
+        o.append = match (side, self.kernels.new_append.as_str()) {
+            (Side::New, extra) if !extra.is_empty() => {
+                format!("{} {extra}", self.append).trim().into()
+            }
+            _ => self.append.clone(),
+        };
         let label = format!("{}-{round}", side.as_str());
         o.report = self.report.map(|d| d.join(&label));
         o.console_log = self.report.map(|d| d.join(format!("{label}.console")));
@@ -480,6 +608,7 @@ impl<'a> Booter<'a> {
         };
         if let (Some(v), Some(d)) = (&result, self.report) {
             save(&d.join(side.as_str()).join(format!("{round}.json")), v)?;
+            self.dirs.push((side, d.join(&label)));
         }
         Ok(result)
     }

@@ -5,9 +5,13 @@ use crate::compare;
 /// verdict.
 pub fn render(rep: &AbReport) -> String {
     let mut s = format!(
-        "A/B: base {}\n     new  {}\n{} rounds{}, boots in the order A B, B A, ...\n\n",
+        "A/B: base {}\n     new  {}{}\n{} rounds{}, boots in the order A B, B A, ...\n\n",
         rep.base.display(),
         rep.new.display(),
+        match rep.new_append.as_str() {
+            "" => String::new(),
+            a => format!(" (booted with {a})"),
+        },
         rep.rounds,
         if rep.second_set.is_empty() {
             String::new()
@@ -55,6 +59,10 @@ pub fn render(rep: &AbReport) -> String {
         s += &compare::render(&rep.second_set, rep.threshold_pct, compare::Samples::Runs);
     }
     s += &compare::render_costs(&rep.cost);
+    if rep.behaviour {
+        s += "\n";
+        s += &compare::behaviour::render(&rep.changes, rep.behaviour_judged);
+    }
     s += &format!("verdict: {} (exit {})\n", rep.verdict, rep.exit);
     s
 }

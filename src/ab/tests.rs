@@ -199,3 +199,36 @@ fn a_change_counts_only_when_the_second_set_repeats_it() {
     let v = judge(&ok, &rows[1..2]);
     assert!(v.to_string().contains("no regression: 1 of 1"), "{v}");
 }
+
+/// With --behaviour a change is a verdict of its own: exit 0 with the table, 1 only with
+/// --fail-on-change; a verdict that blames or clears nothing by behaviour stands.
+#[test]
+fn a_behaviour_change_fails_only_when_asked_to() {
+    let ok = [boot(Side::Base, 0), boot(Side::New, 0)];
+    let change = crate::model::fixtures::percpu_change(&[8; 3], &[4; 3]);
+    let one = std::slice::from_ref(&change);
+    let v = judge_behaviour(&ok, &[], one, 100, false);
+    assert_eq!(v.exit_code(), 0);
+    assert!(
+        v.to_string()
+            .starts_with("behaviour: 1 of 100 observables changed (a verdict of its own"),
+        "{v}"
+    );
+    assert_eq!(judge_behaviour(&ok, &[], one, 100, true).exit_code(), 1);
+    assert_eq!(judge_behaviour(&ok, &[], &[], 100, true).exit_code(), 0);
+    // Nothing judged: the boots could not show it.
+    assert_eq!(judge_behaviour(&ok, &[], &[], 0, false).exit_code(), 125);
+    // Measurements too: their verdict is carried along, a regression stands.
+    let v = judge_behaviour(&ok, &[row(Verdict::NoSignificantChange)], &[], 100, true);
+    assert_eq!(
+        v.to_string(),
+        "behaviour: 0 of 100 observables changed; no regression: 1 of 1 measurements judged"
+    );
+    let v = judge_behaviour(&ok, &[row(Verdict::Regression)], &[], 100, false);
+    assert_eq!(v.exit_code(), 1);
+    let new_fails = [boot(Side::Base, 0), boot(Side::New, 1)];
+    assert_eq!(
+        judge_behaviour(&new_fails, &[], &[], 100, false).exit_code(),
+        1
+    );
+}

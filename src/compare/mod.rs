@@ -15,6 +15,8 @@
 //! mean anything (`stats::enough_samples`) get no verdict: "too few samples". Every measurement is
 //! higher-is-better.
 
+pub mod behaviour;
+
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 

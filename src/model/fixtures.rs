@@ -112,3 +112,22 @@ pub fn report() -> RunReport {
         ],
     )
 }
+
+/// A behaviour change: kernel-memory's parent.percpu at the end of phase groups, shifted from
+/// the `base` boots' values to the `new` ones'.
+pub fn percpu_change(base: &[i64], new: &[i64]) -> super::behaviour::Change {
+    use super::behaviour::{Change, ChangeKind, Measure, Observable, Spread};
+    Change {
+        what: Observable {
+            scenario: "kernel-memory".into(),
+            phase: "groups".into(),
+            group: "parent".into(),
+            counter: "percpu".into(),
+            measure: Measure::Level,
+        },
+        unit: "B".into(),
+        kind: ChangeKind::Shifted,
+        base: Some(Spread::of(base)),
+        new: Some(Spread::of(new)),
+    }
+}

@@ -2,6 +2,7 @@
 //! result every reporter, `compare` and the VM host read, and the events a run streams to the VM
 //! host.
 
+pub mod behaviour;
 pub mod check;
 pub mod column;
 pub mod contract;

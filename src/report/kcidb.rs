@@ -14,6 +14,7 @@
 use serde_json::{Value, json};
 
 use crate::model::RunReport;
+use crate::model::behaviour::Change;
 pub use crate::model::kcidb::{DEFAULT_ORIGIN, Ids, valid_origin};
 use crate::model::{CheckResult, KnownIssue, Outcome};
 use crate::model::{ScenarioResult, Status};
@@ -241,7 +242,6 @@ fn strip_nulls(v: &mut Value) {
 
 pub fn render(rep: &RunReport) -> String {
     let ids = &rep.kcidb;
-    let e = &rep.environment;
     let mut tests = Vec::new();
     let (mut issues, mut incidents) = (Vec::new(), Vec::new());
     for r in &rep.scenarios {
@@ -268,7 +268,18 @@ pub fn render(rep: &RunReport) -> String {
             known_records(rep, r, k, &test_id, false, &mut issues, &mut incidents);
         }
     }
-    let doc = json!({
+    let mut doc = document(rep, tests);
+    if !issues.is_empty() {
+        doc["issues"] = issues.into();
+        doc["incidents"] = incidents.into();
+    }
+    serde_json::to_string_pretty(&doc).expect("KCIDB JSON serializes") + "\n"
+}
+
+/// The document of `tests` run on the kernel of `rep`: its checkout and build.
+fn document(rep: &RunReport, tests: Vec<Value>) -> Value {
+    let (ids, e) = (&rep.kcidb, &rep.environment);
+    json!({
         "version": {"major": SCHEMA_MAJOR, "minor": SCHEMA_MINOR},
         "checkouts": [{
             "id": ids.checkout_id,
@@ -285,12 +296,56 @@ pub fn render(rep: &RunReport) -> String {
             "misc": {"kernel_release": e.kernel, "kernel_build": e.kernel_build},
         }],
         "tests": tests,
-    });
-    let mut doc = doc;
-    if !issues.is_empty() {
-        doc["issues"] = issues.into();
-        doc["incidents"] = incidents.into();
+    })
+}
+
+/// The behaviour comparison of an A/B (`ab --behaviour`) as tests of the new kernel (`rep`: a
+/// run of it): `memcgtest.behaviour`, PASS when nothing of the `judged` observables changed,
+/// else FAIL with `fail` (`--fail-on-change`) or DONE (a change is no failure of its own); and
+/// one test per change, `memcgtest.behaviour.<scenario>.<phase>.<group>.<counter>`, with both
+/// sides' values in `misc`.
+pub fn behaviour(rep: &RunReport, changes: &[Change], judged: usize, fail: bool) -> String {
+    let ids = &rep.kcidb;
+    let verdict = match (changes.is_empty(), fail) {
+        (true, _) => "PASS",
+        (false, true) => "FAIL",
+        (false, false) => "DONE",
+    };
+    let test = |path: String, status: &str, comment: String, misc: Value| {
+        json!({
+            "id": format!("{}:{path}", ids.run_id),
+            "build_id": ids.build_id,
+            "origin": ids.origin,
+            "path": path,
+            "status": status,
+            "start_time": rep.started,
+            "comment": comment,
+            "misc": misc,
+        })
+    };
+    let mut tests = vec![test(
+        "memcgtest.behaviour".into(),
+        verdict,
+        format!(
+            "{} of {judged} observables changed against the base kernel",
+            changes.len()
+        ),
+        json!({"judged": judged, "changed": changes.len()}),
+    )];
+    for c in changes {
+        let o = &c.what;
+        let path = format!(
+            "memcgtest.behaviour.{}.{}.{}.{}",
+            component(&o.scenario),
+            component(&o.phase),
+            component(&o.group),
+            component(&o.counter)
+        );
+        let misc = serde_json::to_value(c).expect("a change serializes");
+        tests.push(test(path, verdict, c.line(), misc));
     }
+    let mut doc = document(rep, tests);
+    strip_nulls(&mut doc);
     serde_json::to_string_pretty(&doc).expect("KCIDB JSON serializes") + "\n"
 }
 

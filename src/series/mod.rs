@@ -102,8 +102,7 @@ impl Strategy {
 /// What each patch's A/B against the base runs (`memcgtest ab`, under the first layout).
 #[derive(Debug, Clone)]
 pub struct AbOptions {
-    pub rounds: u32,
-    pub threshold_pct: f64,
+    pub judging: crate::ab::Judging,
     /// The guest command: run [NAMES] [RUN OPTIONS].
     pub guest: Vec<String>,
 }
@@ -353,14 +352,18 @@ fn ab_against_base(
     else {
         return Ok(());
     };
-    let text = format!(
+    let j = &ab.judging;
+    let mut text = format!(
         "{} {} {} {:?} {}",
         base.patch.tree,
-        ab.rounds,
-        ab.threshold_pct,
+        j.rounds,
+        j.threshold_pct,
         ab.guest,
         run_key(o, &o.cgroups[0])
     );
+    if j.behaviour {
+        text += &format!(" behaviour {}", j.fail_on_change);
+    }
     let key = format!("ab-{:08x}", crate::model::kcidb::fnv1a(&text) as u32);
     // Under --strategy head, only the patches that booted (the others are vouched for).
     for p in rest.iter_mut().filter(|p| !p.runs.is_empty()) {
@@ -384,15 +387,10 @@ fn ab_against_base(
         let kernels = crate::ab::Kernels {
             base: (base_image.clone(), None),
             new: (image.clone(), None),
+            new_append: String::new(),
         };
         let start = Instant::now();
-        let rep = crate::ab::run(
-            &v,
-            &kernels,
-            ab.rounds,
-            ab.threshold_pct,
-            Some(&dir.join(&key)),
-        )?;
+        let rep = crate::ab::run(&v, &kernels, ab.judging, Some(&dir.join(&key)))?;
         interrupted()?;
         let done = verdict::AbSummary {
             exit: rep.exit,

@@ -92,7 +92,74 @@ fn ktap_and_report_dir() {
         );
         let html = std::fs::read_to_string(rep.path().join("index.html")).unwrap();
         assert!(html.contains("<a href=\"dirty-migration.csv\">") && html.contains("<svg"));
+        behaviour_of_a_real_report(rep.path());
     });
+}
+
+/// `compare --behaviour` on a real run's report directory: six copies of it against six copies
+/// whose CSV has test.file doubled report exactly test.file's observables, shifted (exact: the
+/// same in every copy) by +100 %, exit 0 and 1 with --fail-on-change; the run against itself
+/// reports nothing; two copies a side are refused (2), naming the directory.
+fn behaviour_of_a_real_report(run: &Path) {
+    let d = tempfile::tempdir().unwrap();
+    let csv = std::fs::read_to_string(run.join("dirty-migration.csv")).unwrap();
+    let col = (csv.lines().next().unwrap().split(','))
+        .position(|h| h == "test.file[B]")
+        .unwrap();
+    let doubled: Vec<String> = (csv.lines().enumerate())
+        .map(|(i, l)| {
+            let mut f: Vec<String> = l.split(',').map(String::from).collect();
+            if i > 0 {
+                f[col] = (f[col].parse::<i64>().unwrap() * 2).to_string();
+            }
+            f.join(",")
+        })
+        .collect();
+    for (side, text) in [("base", csv.clone()), ("new", doubled.join("\n") + "\n")] {
+        for i in 0..6 {
+            let dir = d.path().join(side).join(i.to_string());
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::copy(run.join("results.json"), dir.join("results.json")).unwrap();
+            std::fs::write(dir.join("dirty-migration.csv"), &text).unwrap();
+        }
+    }
+    let compare = |b: &str, n: &str, more: &[&str]| {
+        let o = bin()
+            .args(["compare", "--behaviour", "--format", "json"])
+            .arg(d.path().join(b))
+            .arg(d.path().join(n))
+            .args(more)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        (o.status.code(), v, text(&o))
+    };
+    let (code, v, out) = compare("base", "new", &[]);
+    assert_eq!(code, Some(0), "{out}");
+    let changes = v["changes"].as_array().unwrap();
+    assert!(!changes.is_empty(), "{out}");
+    for c in changes {
+        assert_eq!(
+            (&c["group"], &c["counter"]),
+            (&"test".into(), &"file".into()),
+            "{c}"
+        );
+        assert_eq!(c["kind"], "exact", "{c}");
+    }
+    assert!(v["judged"].as_u64().unwrap() > 100, "{out}");
+    assert_eq!(compare("base", "new", &["--fail-on-change"]).0, Some(1));
+    let (code, v, out) = compare("base", "base", &[]);
+    assert_eq!(
+        (code, v["changes"].as_array().map(Vec::len)),
+        (Some(0), Some(0)),
+        "{out}"
+    );
+    for i in 2..6 {
+        std::fs::remove_dir_all(d.path().join("new").join(i.to_string())).unwrap();
+    }
+    let (code, _, out) = compare("base", "new", &[]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("new: 2 report directories"), "{out}");
 }
 
 /// On this machine: move-no-charge passes; the charge-moving scenarios either pass (a kernel that

@@ -1,0 +1,32 @@
+//! `ab --behaviour`: the boots' observables read back from their report directories and judged
+//! by `compare::behaviour`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::Side;
+pub use crate::compare::behaviour::run_report;
+use crate::compare::behaviour::{self, Boot, NOISE};
+use crate::model::behaviour::Change;
+
+/// The boots an amount's shift needs a side to count (`SHIFT_BOOTS`): more than the first set
+/// of 3 or 4 rounds has, so a shift that set finds makes the second set run (see
+/// [`FIRST_SET`]) and counts only over the boots of both.
+pub const POOLED: usize = behaviour::SHIFT_BOOTS;
+/// The boots a shift needs a side in the first set to make the second set run.
+pub const FIRST_SET: usize = behaviour::MIN_BOOTS;
+
+/// The changes between the base's and the new kernel's boots (`dirs`: each counted boot's side
+/// and report directory), an amount's shift counted only with `shift_boots` boots a side, and
+/// how many observables were judged.
+pub fn judge(dirs: &[(Side, PathBuf)], shift_boots: usize) -> Result<(Vec<Change>, usize)> {
+    let side = |s: Side| -> Result<Vec<Boot>> {
+        (dirs.iter())
+            .filter(|(x, _)| *x == s)
+            .map(|(_, d)| behaviour::load(d))
+            .collect()
+    };
+    let (base, new) = (side(Side::Base)?, side(Side::New)?);
+    Ok(behaviour::judge(&base, &new, NOISE, shift_boots))
+}
