@@ -171,8 +171,6 @@ impl Change {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn a_change_reads_in_one_line_with_both_sides_and_its_size() {
         let c = crate::model::fixtures::percpu_change(&[4 << 20, 4 << 20, 5 << 20], &[2 << 20; 3]);
