@@ -72,7 +72,8 @@ fn row_at(s: &Series, t: f64) -> usize {
 }
 
 /// The observable a column is, at the end of `phase`, if it is one: a test group's counter
-/// (not the helpers' group) or a /proc/vmstat event count (read after the groups).
+/// (not the helpers' group), its v2 memory.numa_stat's sum over the nodes (`numa_stat.<key>`),
+/// or a /proc/vmstat event count (read after the groups).
 fn observable(scenario: &str, phase: &str, c: &Column) -> Option<Observable> {
     let (group, counter) = match c {
         Column::Group {
@@ -87,6 +88,11 @@ fn observable(scenario: &str, phase: &str, c: &Column) -> Option<Observable> {
             };
             (group.clone(), name)
         }
+        Column::Numa {
+            group,
+            counter,
+            pre: false,
+        } => (group.clone(), format!("numa_stat.{counter}")),
         Column::Vmstat { key, pre: false } if c.unit() == "events" => (MACHINE.into(), key.clone()),
         _ => return None,
     };

@@ -409,6 +409,31 @@ mod tests {
         assert!(!render(&rep).contains("null"));
     }
 
+    /// The behaviour comparison of an A/B: a summary test and one per change, DONE unless the
+    /// A/B fails on a change (FAIL); nothing changed is PASS; no null in the document.
+    #[test]
+    fn behaviour_changes_are_tests_of_the_new_kernel() {
+        let rep = report();
+        let c = crate::model::fixtures::percpu_change(&[8; 3], &[4; 3]);
+        let doc = |changes: &[Change], fail: bool| -> Value {
+            serde_json::from_str(&behaviour(&rep, changes, 100, fail)).unwrap()
+        };
+        let v = doc(std::slice::from_ref(&c), false);
+        let tests = v["tests"].as_array().unwrap();
+        assert_eq!(tests.len(), 2);
+        assert_eq!(tests[0]["path"], "memcgtest.behaviour");
+        assert_eq!(tests[0]["status"], "DONE");
+        assert_eq!(
+            tests[1]["path"],
+            "memcgtest.behaviour.kernel-memory.groups.parent.percpu"
+        );
+        assert_eq!(tests[1]["misc"]["kind"], "shifted");
+        assert_eq!(tests[1]["build_id"], v["builds"][0]["id"]);
+        assert_eq!(doc(&[c], true)["tests"][1]["status"], "FAIL");
+        assert_eq!(doc(&[], false)["tests"][0]["status"], "PASS");
+        assert!(!behaviour(&rep, &[], 0, false).contains("null"));
+    }
+
     #[test]
     fn build_ids_take_the_origin() {
         let rep = report();
