@@ -19,7 +19,8 @@ fn phase(name: &str, start: f64, end: f64) -> PhaseResult {
 }
 
 /// A boot of one scenario "s" whose group "g" shows `percpu` (bytes, a level) and
-/// `oom_kills` (events) as given at t = 0, 1 (end of phase "fill"), 2 (end of "hold").
+/// `oom_kills` (events) as given at t = 0, 1 (end of phase "fill"), 2 (end of "hold"), and 4 KiB
+/// of file in its memory.numa_stat.
 fn boot(percpu: [i64; 3], kills: [i64; 3]) -> Boot {
     let mut s = Series::named(&[
         "g.percpu",
@@ -27,9 +28,11 @@ fn boot(percpu: [i64; 3], kills: [i64; 3]) -> Boot {
         "aux.percpu",
         "vmstat.pgfault",
         "vmstat.pre.pgfault",
+        "numa.g.file",
+        "numa.pre.g.file",
     ]);
     for (i, t) in [0.0, 1.0, 2.0].into_iter().enumerate() {
-        s.push(t, &[percpu[i], kills[i], 7, 100 * i as i64, 0]);
+        s.push(t, &[percpu[i], kills[i], 7, 100 * i as i64, 0, 4096, 0]);
     }
     let mut b = Boot {
         cpus: 2,
