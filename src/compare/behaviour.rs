@@ -62,7 +62,7 @@ pub const MIN_BOOTS: usize = 3;
 /// come in batches and take two or three values a kernel chooses between by timing (swap-out's
 /// direct reclaim steals 0, 512, 1194 or 1536 pages on stock 6.12; shmem-limit's 39 pages of
 /// reclaim fall in phase release or the one before): 3 boots a side fall into different values
-/// by chance often enough that a suite of 45,000 observables shows tens every time (docs/ab.md);
+/// by chance often enough that a suite of 57,000 observables shows tens every time (docs/ab.md);
 /// 6 a side, about 1 time in 2,000 for an observable of two equally likely values.
 pub const SHIFT_BOOTS: usize = 6;
 
