@@ -41,7 +41,7 @@ ab() {
   local rc=$?
   set -e
   echo "$label: exit $rc, $(changes "$label") change(s); $(grep '^verdict' "$out/$label.ab" || tail -1 "$out/$label.err")"
-  grep '^behaviour changed' "$out/$label.ab" | head -5 | sed 's/^/  /'
+  { grep '^behaviour changed' "$out/$label.ab" || true; } | head -5 | sed 's/^/  /'
 }
 
 # changes LABEL: how many changes that A/B reported.

@@ -418,7 +418,10 @@ pub fn run(
         (true, None) => Some(
             tempfile::Builder::new()
                 .prefix("memcgtest-ab-")
-                .tempdir_in(std::env::temp_dir())?,
+                .tempdir_in(std::env::temp_dir())
+                .with_context(|| {
+                    format!("make a directory in {}", std::env::temp_dir().display())
+                })?,
         ),
         _ => None,
     };
@@ -430,12 +433,20 @@ pub fn run(
         && !behaviour::judge(&b.dirs, behaviour::FIRST_SET)?
             .0
             .is_empty();
-    let changed = rows.iter().any(|r| r.verdict.is_change()) || candidates;
+    let changed = rows.iter().any(|r| r.verdict.is_change());
     let [mut base, mut new] = first;
-    let (rows, second) = if changed && !b.stopped() {
-        eprintln!(
-            "memcgtest ab: the first {rounds} rounds found a change; {rounds} more rounds, judged on their own, must find it again"
-        );
+    let (rows, second) = if (changed || candidates) && !b.stopped() {
+        if changed {
+            eprintln!(
+                "memcgtest ab: the first {rounds} rounds found a change; {rounds} more rounds, judged on their own, must find it again"
+            );
+        }
+        if candidates {
+            eprintln!(
+                "memcgtest ab: the first {rounds} rounds show behaviour that may have changed; {rounds} more rounds, a change counts over {} boots a side or more",
+                behaviour::POOLED
+            );
+        }
         let [b2, n2] = b.set(rounds + 1..=2 * rounds)?;
         let all = compare::compare_runs(&b2, &n2, threshold_pct, compare::Samples::Runs);
         base.extend(b2);
@@ -472,18 +483,23 @@ pub fn run(
         verdict: verdict.to_string(),
     };
     if let Some(d) = report.filter(|_| scratch.is_none()) {
-        save(&d.join("ab.json"), &serde_json::to_value(&rep)?)?;
-        write(&d.join("index.html"), &html::render(&rep))?;
-        if let Some((_, first)) = (b.dirs.iter())
-            .find(|(s, _)| *s == Side::New)
-            .filter(|_| j.behaviour)
-        {
-            let new = behaviour::run_report(first)?;
-            let doc = crate::report::kcidb::behaviour(&new, &rep.changes, judged, j.fail_on_change);
-            write(&d.join("kcidb.json"), &doc)?;
-        }
+        write_reports(d, &rep, &b.dirs, j.fail_on_change)?;
     }
     Ok(rep)
+}
+
+/// The A/B's files in its report directory `d`: ab.json, index.html and, with behaviour compared,
+/// kcidb.json (the changes as tests of the new kernel, whose first boot's run names it).
+fn write_reports(d: &Path, rep: &AbReport, dirs: &[(Side, PathBuf)], fail: bool) -> Result<()> {
+    save(&d.join("ab.json"), &serde_json::to_value(rep)?)?;
+    write(&d.join("index.html"), &html::render(rep))?;
+    let first_new = dirs.iter().find(|(s, _)| *s == Side::New);
+    if let Some((_, first)) = first_new.filter(|_| rep.behaviour) {
+        let new = behaviour::run_report(first)?;
+        let doc = crate::report::kcidb::behaviour(&new, &rep.changes, rep.behaviour_judged, fail);
+        write(&d.join("kcidb.json"), &doc)?;
+    }
+    Ok(())
 }
 
 /// The first set's rows with each change judged again by the second set (`second`: that set's
