@@ -325,6 +325,13 @@ pub fn command(base: &Path, new: &Path, json: bool, fail_on_change: bool) -> Res
         (Err(e), _) | (_, Err(e)) => return Err(Error::Usage(format!("{e:#}"))),
     };
     let (changes, judged) = judge(&b, &n, NOISE, SHIFT_BOOTS);
+    if b.len().min(n.len()) < SHIFT_BOOTS {
+        eprintln!(
+            "memcgtest compare: {} and {} boots: enough for a key that vanished or appeared, too few for a changed amount ({SHIFT_BOOTS} a side)",
+            b.len(),
+            n.len()
+        );
+    }
     if json {
         let v = serde_json::json!({ "judged": judged, "changes": changes });
         println!(
