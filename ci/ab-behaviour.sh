@@ -80,7 +80,8 @@ case ${1:-} in
       if [ "$kernel" = schemata ]; then
         ab "$name" "$layout" "$schemata" "$schemata" "$append" $scenarios
       else
-        ab "$name" "$layout" "$stock" "$(ci/build-kernel.sh "$kernel")" "" $scenarios
+        image=$(ci/build-kernel.sh "$kernel")
+        ab "$name" "$layout" "$stock" "$image" "" $scenarios
       fi
     done
     ;;

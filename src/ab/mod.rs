@@ -282,6 +282,7 @@ impl std::fmt::Display for AbVerdict {
                     )?;
                 }
                 match measurements {
+                    Some((0, m)) => write!(f, "; none of {m} measurements had enough boots"),
                     Some((j, m)) => write!(f, "; no regression: {j} of {m} measurements judged"),
                     None => Ok(()),
                 }
@@ -375,6 +376,8 @@ pub fn judge_behaviour(
             judged,
             measurements,
         } => Some((judged, measurements)),
+        // Measurements without a verdict (a busy host) leave the behaviour's standing.
+        AbVerdict::TooFewBoots { measurements, .. } => Some((0, measurements)),
         AbVerdict::NothingToCompare => None,
         v => return v,
     };
@@ -429,10 +432,7 @@ pub fn run(
     let mut b = Booter::new(opts, kernels, report);
     let first = b.set(1..=rounds)?;
     let rows = compare::compare_runs(&first[0], &first[1], threshold_pct, compare::Samples::Runs);
-    let candidates = j.behaviour
-        && !behaviour::judge(&b.dirs, behaviour::FIRST_SET)?
-            .0
-            .is_empty();
+    let candidates = j.behaviour && !behaviour::judge(&b.dirs, behaviour::FIRST_SET).0.is_empty();
     let changed = rows.iter().any(|r| r.verdict.is_change());
     let [mut base, mut new] = first;
     let (rows, second) = if (changed || candidates) && !b.stopped() {
@@ -458,7 +458,7 @@ pub fn run(
     // The suite's own cost over every boot, both sets.
     let cost = compare::costs(&base, &new);
     let (changes, judged) = match j.behaviour {
-        true => behaviour::judge(&b.dirs, behaviour::POOLED)?,
+        true => behaviour::judge(&b.dirs, behaviour::POOLED),
         false => (Vec::new(), 0),
     };
     let verdict = match j.behaviour {
@@ -644,15 +644,29 @@ fn check_inputs(kernels: &Kernels, report: Option<&Path>) -> Result<()> {
     }
     if let Some(d) = report {
         std::fs::create_dir_all(d).with_context(|| format!("mkdir {}", d.display()))?;
-        for side in [Side::Base, Side::New] {
-            let old = d.join(side.as_str());
-            if old.exists() {
+        let rd = std::fs::read_dir(d).with_context(|| format!("read directory {}", d.display()))?;
+        for old in rd.filter_map(|e| e.ok().map(|e| e.path())) {
+            let name = old.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if earlier_boot(name) && old.is_dir() {
                 std::fs::remove_dir_all(&old)
                     .with_context(|| format!("remove {}", old.display()))?;
             }
         }
     }
     Ok(())
+}
+
+/// Whether a name in a report directory is what an earlier A/B there left of its boots: a
+/// side's results (`base`, `new`) or a boot's report directory (`base-3`, `new-12`), which
+/// `compare` and the behaviour comparison would pool with this A/B's.
+fn earlier_boot(name: &str) -> bool {
+    [Side::Base, Side::New].iter().any(|s| {
+        name.strip_prefix(s.as_str()).is_some_and(|rest| {
+            rest.is_empty()
+                || (rest.strip_prefix('-'))
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+    })
 }
 
 /// Keeps every boot under one accelerator. With `--accel auto`, a first boot that fell back to

@@ -13,10 +13,10 @@ pub fn render(rep: &AbReport) -> String {
             a => format!(" (booted with {a})"),
         },
         rep.rounds,
-        if rep.second_set.is_empty() {
-            String::new()
-        } else {
+        if rep.boots.iter().any(|b| b.round > rep.rounds) {
             format!(", then {} more: the first set found a change", rep.rounds)
+        } else {
+            String::new()
         }
     );
     for b in &rep.boots {

@@ -232,3 +232,36 @@ fn a_behaviour_change_fails_only_when_asked_to() {
         1
     );
 }
+
+/// Measurements left without a verdict (a busy host) do not hide the behaviour's verdict.
+#[test]
+fn behaviour_is_judged_though_the_measurements_had_too_few_boots() {
+    let ok = [boot(Side::Base, 0), boot(Side::New, 0)];
+    let change = crate::model::fixtures::percpu_change(&[8; 3], &[4; 3]);
+    let rows = [row(Verdict::TooFewSamples)];
+    let v = judge_behaviour(&ok, &rows, std::slice::from_ref(&change), 100, true);
+    assert_eq!(v.exit_code(), 1, "{v}");
+    assert!(
+        v.to_string()
+            .ends_with("; none of 1 measurements had enough boots"),
+        "{v}"
+    );
+}
+
+/// What an earlier A/B left in a report directory, and nothing else, is removed.
+#[test]
+fn an_earlier_ab_leaves_its_boots_by_name() {
+    for n in ["base", "new", "base-1", "new-12"] {
+        assert!(earlier_boot(n), "{n}");
+    }
+    for n in [
+        "base-",
+        "base-x",
+        "new-1.console",
+        "index.html",
+        "newer",
+        "base-1-old",
+    ] {
+        assert!(!earlier_boot(n), "{n}");
+    }
+}

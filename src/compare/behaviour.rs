@@ -101,11 +101,24 @@ fn observable(scenario: &str, phase: &str, c: &Column) -> Option<Observable> {
         phase: phase.into(),
         group,
         counter,
-        measure: match c.unit() {
+        measure: match unit(c) {
             "events" => Measure::Delta,
             _ => Measure::Level,
         },
     })
+}
+
+/// A column's unit, by the counter table: a memory.numa_stat column holds events for the
+/// workingset counters it keeps per node, bytes for the rest.
+fn unit(c: &Column) -> &'static str {
+    use crate::model::counter::{Unit, counter};
+    match c {
+        Column::Numa { counter: name, .. } => match counter(name) {
+            Some(x) if x.unit == Unit::Events => "events",
+            _ => "B",
+        },
+        _ => c.unit(),
+    }
 }
 
 /// Each phase's name (numbered where it repeats), start and end, then [`END`] over the whole
@@ -144,7 +157,7 @@ pub fn observe(boot: &mut Boot, scenario: &str, phases: &[PhaseResult], s: &Seri
                 Measure::Level => s.get(r1, i),
                 Measure::Delta => s.get(r1, i) - s.get(r0, i),
             };
-            boot.units.insert(o.clone(), c.unit());
+            boot.units.insert(o.clone(), unit(c));
             boot.values.insert(o, v);
         }
     }
@@ -325,6 +338,13 @@ pub fn command(base: &Path, new: &Path, json: bool, fail_on_change: bool) -> Res
         (Err(e), _) | (_, Err(e)) => return Err(Error::Usage(format!("{e:#}"))),
     };
     let (changes, judged) = judge(&b, &n, NOISE, SHIFT_BOOTS);
+    if judged == 0 {
+        return Err(Error::Usage(format!(
+            "{} and {} have no observable in common with {MIN_BOOTS} boots a side (other scenarios, or no samples)",
+            base.display(),
+            new.display()
+        )));
+    }
     if b.len().min(n.len()) < SHIFT_BOOTS {
         eprintln!(
             "memcgtest compare: {} and {} boots: enough for a key that vanished or appeared, too few for a changed amount ({SHIFT_BOOTS} a side)",

@@ -30,9 +30,22 @@ fn boot(percpu: [i64; 3], kills: [i64; 3]) -> Boot {
         "vmstat.pre.pgfault",
         "numa.g.file",
         "numa.pre.g.file",
+        "numa.g.workingset_refault_file",
     ]);
     for (i, t) in [0.0, 1.0, 2.0].into_iter().enumerate() {
-        s.push(t, &[percpu[i], kills[i], 7, 100 * i as i64, 0, 4096, 0]);
+        s.push(
+            t,
+            &[
+                percpu[i],
+                kills[i],
+                7,
+                100 * i as i64,
+                0,
+                4096,
+                0,
+                5 * i as i64,
+            ],
+        );
     }
     let mut b = Boot {
         cpus: 2,
@@ -69,9 +82,12 @@ fn levels_are_read_at_each_phase_end_and_events_as_their_change_over_it() {
     assert_eq!(v(END, "g", "oom_kills", Measure::Delta), Some(3));
     assert_eq!(v("fill", MACHINE, "pgfault", Measure::Delta), Some(100));
     assert_eq!(v("fill", "g", "numa_stat.file", Measure::Level), Some(4096));
+    // memory.numa_stat's workingset counters are events, per node.
+    let refaults = "numa_stat.workingset_refault_file";
+    assert_eq!(v("hold", "g", refaults, Measure::Delta), Some(5));
     // The helpers' group and the reads before the groups are no observables.
     assert!(b.values.keys().all(|k| k.group != HELPER_GROUP));
-    assert_eq!(b.values.len(), 4 * 3);
+    assert_eq!(b.values.len(), 5 * 3);
 }
 
 #[test]
@@ -107,7 +123,7 @@ fn the_same_kernel_within_its_noise_is_no_change() {
         .collect();
     let (c, judged) = judge(&base, &new, NOISE, SHIFT_BOOTS);
     assert!(c.is_empty(), "{c:?}");
-    assert_eq!(judged, 12);
+    assert_eq!(judged, 15);
 }
 
 #[test]
