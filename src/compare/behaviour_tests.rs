@@ -234,3 +234,14 @@ fn report_directories_are_the_path_itself_or_its_subdirectories_with_results() {
     let one = report_dirs(&d.path().join("new-1"), "").unwrap();
     assert_eq!(one, [d.path().join("new-1")]);
 }
+
+/// A change's one line (model::behaviour::Change::line): the observable, both sides, the size.
+#[test]
+fn a_change_reads_in_one_line_with_both_sides_and_its_size() {
+    let c = crate::model::fixtures::percpu_change(&[4 << 20, 4 << 20, 5 << 20], &[2 << 20; 3]);
+    let l = c.line();
+    assert!(
+        l.starts_with("behaviour changed (shifted): kernel-memory: parent.percpu at the end of phase groups: base 4.0 MiB (4.0 MiB..5.0 MiB, 3 boots) -> new 2.0 MiB (3 boots), -50.0 %"),
+        "{l}"
+    );
+}

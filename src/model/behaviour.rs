@@ -168,16 +168,3 @@ impl Change {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_change_reads_in_one_line_with_both_sides_and_its_size() {
-        let c = crate::model::fixtures::percpu_change(&[4 << 20, 4 << 20, 5 << 20], &[2 << 20; 3]);
-        let l = c.line();
-        assert!(
-            l.starts_with("behaviour changed (shifted): kernel-memory: parent.percpu at the end of phase groups: base 4.0 MiB (4.0 MiB..5.0 MiB, 3 boots) -> new 2.0 MiB (3 boots), -50.0 %"),
-            "{l}"
-        );
-    }
-}
