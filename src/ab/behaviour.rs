@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use super::Side;
-pub use crate::compare::behaviour::run_report;
 use crate::compare::behaviour::{self, Boot, NOISE};
 use crate::model::behaviour::Change;
 

@@ -495,7 +495,7 @@ fn write_reports(d: &Path, rep: &AbReport, dirs: &[(Side, PathBuf)], fail: bool)
     write(&d.join("index.html"), &html::render(rep))?;
     let first_new = dirs.iter().find(|(s, _)| *s == Side::New);
     if let Some((_, first)) = first_new.filter(|_| rep.behaviour) {
-        let new = behaviour::run_report(first)?;
+        let new = compare::behaviour::run_report(first)?;
         let doc = crate::report::kcidb::behaviour(&new, &rep.changes, rep.behaviour_judged, fail);
         write(&d.join("kcidb.json"), &doc)?;
     }

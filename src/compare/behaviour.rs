@@ -231,12 +231,10 @@ pub fn judge(
             (x, 0) if x == vb.len() => Some(ChangeKind::Vanished),
             (0, y) if y == vn.len() => Some(ChangeKind::Appeared),
             (x, y) if x == vb.len() && y == vn.len() => {
-                let boot = base
-                    .iter()
-                    .find(|x| x.ran.contains(&o.scenario))
-                    .unwrap_or(&base[0]);
-                shifted(&b, &n, floor(unit, boot, noise), noise)
-                    .filter(|_| b.len().min(n.len()) >= shift_boots)
+                // vb holds at least MIN_BOOTS base boots that ran the scenario.
+                let boot = base.iter().find(|x| x.ran.contains(&o.scenario));
+                let abs_floor = boot.map_or(0.0, |boot| floor(unit, boot, noise));
+                shifted(&b, &n, abs_floor, noise).filter(|_| b.len().min(n.len()) >= shift_boots)
             }
             _ => None,
         };
